@@ -1,0 +1,21 @@
+#include "runtime/stub_support.h"
+
+#include <exception>
+#include <string>
+
+namespace lrpc::detail {
+
+Status handlerThrew(const char* method) noexcept {
+  std::string detail = std::string(method) + " threw";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    detail += ": ";
+    detail += e.what();
+  } catch (...) {
+    detail += " a non-std::exception";
+  }
+  return Status(Errc::kServerFault, std::move(detail));
+}
+
+}  // namespace lrpc::detail
