@@ -1,0 +1,310 @@
+#include "bench/floors.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace lrpc::bench {
+
+namespace {
+
+enum Op : uint32_t { kOpNull = 0, kOpAdd = 1, kOpBigIn = 2, kOpBigInOut = 3 };
+
+inline void cpuRelax() { __builtin_ia32_pause(); }
+
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected) {
+  timespec timeout{1, 0};  // wake up now and then to notice a dead peer
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &timeout, nullptr, 0);
+}
+
+void futexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+// Whether the process has exited (without reaping it).
+bool hasExited(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+}  // namespace
+
+// One direction of the handoff: the sequence word, then the call's bytes, in the same lines.
+struct alignas(64) ShmSlot {
+  std::atomic<uint32_t> seq;
+  uint32_t op;
+  int32_t a;
+  int32_t b;
+  Blob200 data;
+};
+
+struct ShmPingPong {
+  ShmSlot request;
+  ShmSlot reply;
+};
+
+ShmFloor::ShmFloor(WaitMode mode, std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> server)
+    : mode_(mode),
+      region_(std::move(region)),
+      server_(std::move(server)),
+      shm_(static_cast<ShmPingPong*>(region_->data())) {}
+
+ShmFloor::~ShmFloor() { server_.reset(); }
+
+Result<std::unique_ptr<ShmFloor>> ShmFloor::start(WaitMode mode) {
+  Result<std::unique_ptr<SharedRegion>> region = SharedRegion::create(sizeof(ShmPingPong));
+  if (!region) return region.status();
+  new (region.value()->data()) ShmPingPong{};
+  ServerSpec spec;
+  spec.kind = "floor_shm";
+  spec.args = {std::to_string(region.value()->fd()), mode == WaitMode::kSpin ? "spin" : "block"};
+  spec.passFds = {region.value()->fd()};
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return server.status();
+  return std::unique_ptr<ShmFloor>(new ShmFloor(mode, std::move(region.value()), std::move(server.value())));
+}
+
+bool ShmFloor::roundTrip(uint32_t op) {
+  ShmSlot& req = shm_->request;
+  ShmSlot& rep = shm_->reply;
+  req.op = op;
+  req.seq.store(++seq_, std::memory_order_release);
+  if (mode_ == WaitMode::kSpin) {
+    uint32_t spins = 0;
+    while (rep.seq.load(std::memory_order_acquire) != seq_) {
+      cpuRelax();
+      if (++spins == (1u << 24)) {
+        spins = 0;
+        if (hasExited(server_->pid())) return false;
+      }
+    }
+  } else {
+    futexWake(&req.seq);
+    uint32_t v;
+    while ((v = rep.seq.load(std::memory_order_acquire)) != seq_) {
+      futexWait(&rep.seq, v);
+      if (rep.seq.load(std::memory_order_acquire) != seq_ && hasExited(server_->pid())) return false;
+    }
+  }
+  return true;
+}
+
+bool ShmFloor::null() { return roundTrip(kOpNull); }
+
+bool ShmFloor::add(int32_t a, int32_t b, int32_t* sum) {
+  shm_->request.a = a;
+  shm_->request.b = b;
+  if (!roundTrip(kOpAdd)) return false;
+  *sum = shm_->reply.a;
+  return true;
+}
+
+bool ShmFloor::bigIn(const Blob200& in) {
+  std::memcpy(&shm_->request.data, &in, sizeof in);
+  return roundTrip(kOpBigIn);
+}
+
+bool ShmFloor::bigInOut(const Blob200& in, Blob200* out) {
+  std::memcpy(&shm_->request.data, &in, sizeof in);
+  if (!roundTrip(kOpBigInOut)) return false;
+  std::memcpy(out, &shm_->reply.data, sizeof *out);
+  return true;
+}
+
+int serveShmFloor(int readyFd, int argc, char** argv) {
+  if (argc < 2) return 2;
+  bool spin = std::string(argv[1]) == "spin";
+  Result<std::unique_ptr<SharedRegion>> region = SharedRegion::mapShared(std::atoi(argv[0]), sizeof(ShmPingPong));
+  if (!region) return 3;
+  auto* shm = static_cast<ShmPingPong*>(region.value()->data());
+  ShmSlot& req = shm->request;
+  ShmSlot& rep = shm->reply;
+  signalReady(readyFd);
+  uint32_t last = 0;
+  Blob200 mine;
+  for (;;) {
+    uint32_t seq;
+    if (spin) {
+      while ((seq = req.seq.load(std::memory_order_acquire)) == last) cpuRelax();
+    } else {
+      while ((seq = req.seq.load(std::memory_order_acquire)) == last) futexWait(&req.seq, last);
+    }
+    last = seq;
+    switch (req.op) {
+      case kOpAdd:
+        rep.a = req.a + req.b;
+        break;
+      case kOpBigIn:
+        std::memcpy(&mine, &req.data, sizeof mine);
+        benchmark::DoNotOptimize(mine);
+        break;
+      case kOpBigInOut:
+        std::memcpy(&mine, &req.data, sizeof mine);
+        mine.w[0] += 1;
+        std::memcpy(&rep.data, &mine, sizeof mine);
+        break;
+      default:
+        break;
+    }
+    rep.seq.store(seq, std::memory_order_release);
+    if (!spin) futexWake(&rep.seq);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// UDP ping-pong. A datagram is a 4-byte op followed by the call's bytes (none, two int32
+// or 200 bytes); the reply is the op followed by the result's bytes.
+
+namespace {
+
+constexpr uint16_t kUdpFloorPort = 7301;
+
+Status setNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return Status::fromErrno(errno, "O_NONBLOCK");
+  return {};
+}
+
+sockaddr_in inetAddr(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair& pair) {
+  ServerSpec spec;
+  spec.kind = "floor_udp";
+  spec.args = {NetnsPair::kServerAddr, std::to_string(kUdpFloorPort), mode == WaitMode::kSpin ? "busy" : "block"};
+  spec.netns = pair.serverNs();
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return server.status();
+
+  Fd sock;
+  {
+    Result<std::unique_ptr<NetnsScope>> scope = NetnsScope::enter(pair.clientNs());
+    if (!scope) return scope.status();
+    sock = Fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  }
+  if (!sock.valid()) return Status::fromErrno(errno, "socket");
+  sockaddr_in to = inetAddr(NetnsPair::kServerAddr, kUdpFloorPort);
+  if (connect(sock.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return Status::fromErrno(errno, "connect");
+  if (mode == WaitMode::kSpin) {
+    if (Status s = setNonBlocking(sock.get()); !s) return s;
+  } else {
+    timeval tv{2, 0};
+    setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  return std::unique_ptr<UdpFloor>(new UdpFloor(mode, std::move(server.value()), std::move(sock)));
+}
+
+long UdpFloor::roundTrip(size_t len) {
+  if (send(socket_.get(), buf_, len, 0) != static_cast<ssize_t>(len)) return -1;
+  if (mode_ == WaitMode::kBlock) {
+    ssize_t n;
+    do n = recv(socket_.get(), buf_, sizeof buf_, 0);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  uint32_t spins = 0;
+  for (;;) {
+    ssize_t n = recv(socket_.get(), buf_, sizeof buf_, MSG_DONTWAIT);
+    if (n >= 0) return n;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
+    if (++spins == (1u << 20)) {
+      spins = 0;
+      if (hasExited(server_->pid())) return -1;
+    }
+  }
+}
+
+bool UdpFloor::null() {
+  uint32_t op = kOpNull;
+  std::memcpy(buf_, &op, 4);
+  return roundTrip(4) == 4;
+}
+
+bool UdpFloor::add(int32_t a, int32_t b, int32_t* sum) {
+  uint32_t op = kOpAdd;
+  std::memcpy(buf_, &op, 4);
+  std::memcpy(buf_ + 4, &a, 4);
+  std::memcpy(buf_ + 8, &b, 4);
+  if (roundTrip(12) != 8) return false;
+  std::memcpy(sum, buf_ + 4, 4);
+  return true;
+}
+
+bool UdpFloor::bigIn(const Blob200& in) {
+  uint32_t op = kOpBigIn;
+  std::memcpy(buf_, &op, 4);
+  std::memcpy(buf_ + 4, &in, sizeof in);
+  return roundTrip(4 + sizeof in) == 4;
+}
+
+bool UdpFloor::bigInOut(const Blob200& in, Blob200* out) {
+  uint32_t op = kOpBigInOut;
+  std::memcpy(buf_, &op, 4);
+  std::memcpy(buf_ + 4, &in, sizeof in);
+  if (roundTrip(4 + sizeof in) != 4 + static_cast<long>(sizeof in)) return false;
+  std::memcpy(out, buf_ + 4, sizeof *out);
+  return true;
+}
+
+int serveUdpFloor(int readyFd, int argc, char** argv) {
+  if (argc < 3) return 2;
+  bool busy = std::string(argv[2]) == "busy";
+  Fd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return 3;
+  int one = 1;
+  setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr = inetAddr(argv[0], static_cast<uint16_t>(std::atoi(argv[1])));
+  if (bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 4;
+  if (busy && !setNonBlocking(sock.get())) return 5;
+  signalReady(readyFd);
+  alignas(64) unsigned char buf[2048];
+  Blob200 mine;
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t fromLen = sizeof from;
+    ssize_t n = recvfrom(sock.get(), buf, sizeof buf, busy ? MSG_DONTWAIT : 0, reinterpret_cast<sockaddr*>(&from), &fromLen);
+    if (n < 4) continue;  // EAGAIN while busy-polling, or a runt
+    uint32_t op;
+    std::memcpy(&op, buf, 4);
+    size_t replyLen = 4;
+    if (op == kOpAdd && n >= 12) {
+      int32_t a, b;
+      std::memcpy(&a, buf + 4, 4);
+      std::memcpy(&b, buf + 8, 4);
+      int32_t sum = a + b;
+      std::memcpy(buf + 4, &sum, 4);
+      replyLen = 8;
+    } else if ((op == kOpBigIn || op == kOpBigInOut) && n >= 204) {
+      std::memcpy(&mine, buf + 4, sizeof mine);
+      benchmark::DoNotOptimize(mine);
+      if (op == kOpBigInOut) {
+        mine.w[0] += 1;
+        std::memcpy(buf + 4, &mine, sizeof mine);
+        replyLen = 4 + sizeof mine;
+      }
+    }
+    sendto(sock.get(), buf, replyLen, 0, reinterpret_cast<sockaddr*>(&from), fromLen);
+  }
+}
+
+}  // namespace lrpc::bench

@@ -1,0 +1,77 @@
+#pragma once
+// The raw floors: the same four calls with no framework at all, only the mechanism every
+// RPC system here must pay for at least once per round trip.
+//
+//  floor_spin      two processes hand a request and a reply through shared memory, both
+//                  busy-waiting (the LRPC/MP lower bound: cache lines moving between cores)
+//  floor_futex     the same, but each side sleeps in FUTEX_WAIT and is woken by FUTEX_WAKE
+//                  (the lower bound of any blocking same-host handoff)
+//  floor_udp       blocking UDP ping-pong between two network namespaces over a veth pair
+//  floor_udp_busy  the same with non-blocking sockets that both sides busy-poll
+//
+// Every case copies the call's bytes each way: into the shared slot or the datagram on one
+// side, out of it into private memory on the other.
+
+#include <cstdint>
+#include <memory>
+
+#include "bench/calls.h"
+#include "bench/harness.h"
+
+namespace lrpc::bench {
+
+struct ShmPingPong;  // the shared layout, in floors.cc
+
+enum class WaitMode { kSpin, kBlock };
+
+class ShmFloor final : public Session {
+ public:
+  static Result<std::unique_ptr<ShmFloor>> start(WaitMode mode);
+  ~ShmFloor() override;
+
+  bool null();
+  bool add(int32_t a, int32_t b, int32_t* sum);
+  bool bigIn(const Blob200& in);
+  bool bigInOut(const Blob200& in, Blob200* out);
+  const ServerProcess* server() const override { return server_.get(); }
+
+ private:
+  ShmFloor(WaitMode mode, std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> server);
+  bool roundTrip(uint32_t op);
+
+  WaitMode mode_;
+  std::unique_ptr<SharedRegion> region_;
+  std::unique_ptr<ServerProcess> server_;
+  ShmPingPong* shm_;
+  uint32_t seq_ = 0;
+};
+
+class UdpFloor final : public Session {
+ public:
+  // Server in `pair`'s server namespace, client socket in its client namespace.
+  static Result<std::unique_ptr<UdpFloor>> start(WaitMode mode, const NetnsPair& pair);
+  ~UdpFloor() override = default;
+
+  bool null();
+  bool add(int32_t a, int32_t b, int32_t* sum);
+  bool bigIn(const Blob200& in);
+  bool bigInOut(const Blob200& in, Blob200* out);
+  const ServerProcess* server() const override { return server_.get(); }
+
+ private:
+  UdpFloor(WaitMode mode, std::unique_ptr<ServerProcess> server, Fd socket) noexcept
+      : mode_(mode), server_(std::move(server)), socket_(std::move(socket)) {}
+  // Sends `len` bytes of buf_ and receives the reply into buf_; returns its length or -1.
+  long roundTrip(size_t len);
+
+  WaitMode mode_;
+  std::unique_ptr<ServerProcess> server_;
+  Fd socket_;
+  alignas(64) unsigned char buf_[2048];
+};
+
+// Server entry points (run in the exec'd child; see serverMain in main.cc).
+int serveShmFloor(int readyFd, int argc, char** argv);
+int serveUdpFloor(int readyFd, int argc, char** argv);
+
+}  // namespace lrpc::bench

@@ -1,0 +1,212 @@
+#include "bench/harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace lrpc::bench {
+
+Status pinToCpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) return Status::fromErrno(errno, "sched_setaffinity");
+  return {};
+}
+
+uint64_t processCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unique_ptr<SharedRegion>> SharedRegion::create(size_t size) {
+  Fd fd(memfd_create("lrpc-bench", MFD_CLOEXEC));
+  if (!fd.valid()) return Status::fromErrno(errno, "memfd_create");
+  if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) return Status::fromErrno(errno, "ftruncate");
+  return mapShared(fd.release(), size);
+}
+
+Result<std::unique_ptr<SharedRegion>> SharedRegion::mapShared(int rawFd, size_t size) {
+  Fd fd(rawFd);
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
+  if (p == MAP_FAILED) return Status::fromErrno(errno, "mmap");
+  return std::unique_ptr<SharedRegion>(new SharedRegion(std::move(fd), p, size));
+}
+
+SharedRegion::~SharedRegion() { munmap(data_, size_); }
+
+Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& spec) {
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) return Status::fromErrno(errno, "pipe2");
+  Fd readEnd(ready[0]);
+  Fd writeEnd(ready[1]);
+
+  // Everything the child needs is built before fork: between fork and exec it may only
+  // make async-signal-safe calls.
+  std::vector<std::string> words = {"lrpc_bench", "--server", spec.kind, std::to_string(ready[1])};
+  words.insert(words.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::string nsPath = spec.netns.empty() ? std::string() : "/var/run/netns/" + spec.netns;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  CPU_SET(spec.cpu, &cpus);
+  pid_t parent = getpid();
+
+  pid_t pid = fork();
+  if (pid < 0) return Status::fromErrno(errno, "fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
+    if (getppid() != parent) _exit(121);
+    if (sched_setaffinity(0, sizeof(cpus), &cpus) != 0) _exit(122);
+    if (!nsPath.empty()) {
+      int ns = open(nsPath.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(123);
+    }
+    fcntl(ready[1], F_SETFD, 0);
+    for (int fd : spec.passFds) fcntl(fd, F_SETFD, 0);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  writeEnd = Fd();
+
+  clockid_t clock;
+  if (clock_getcpuclockid(pid, &clock) != 0) clock = CLOCK_MONOTONIC;  // never: our own child
+  std::unique_ptr<ServerProcess> server(new ServerProcess(pid, clock));
+
+  pollfd pfd{readEnd.get(), POLLIN, 0};
+  int n;
+  do n = poll(&pfd, 1, 20000);
+  while (n < 0 && errno == EINTR);
+  char byte = 0;
+  if (n <= 0 || read(readEnd.get(), &byte, 1) != 1 || byte != 'R') {
+    return Status(Errc::kIoError, "server '" + spec.kind + "' did not start (exited or timed out)");
+  }
+  return server;
+}
+
+uint64_t ServerProcess::cpuNs() const noexcept {
+  timespec ts{};
+  if (clock_gettime(clock_, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+ServerProcess::~ServerProcess() {
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 200; ++i) {  // up to 1 s to exit cleanly
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
+void signalReady(int readyFd) {
+  char r = 'R';
+  if (write(readyFd, &r, 1) != 1) _exit(124);
+  close(readyFd);
+}
+
+namespace {
+
+// Runs a command line (the ip tool), quietly; returns whether it succeeded.
+bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+}  // namespace
+
+Result<std::unique_ptr<NetnsPair>> NetnsPair::create() {
+  std::string id = std::to_string(getpid());
+  std::string client = "lrpcbench-" + id + "-c";
+  std::string server = "lrpcbench-" + id + "-s";
+  std::string vc = "lbc" + id;  // interface names: 15 characters at most
+  std::string vs = "lbs" + id;
+  if (!sh("ip netns add " + client)) return Status(Errc::kIoError, "ip netns add failed (not root?)");
+  std::unique_ptr<NetnsPair> pair(new NetnsPair(client, server));  // deletes what exists from here on
+  if (!sh("ip netns add " + server)) return Status(Errc::kIoError, "ip netns add failed");
+  bool ok = sh("ip link add " + vc + " netns " + client + " type veth peer name " + vs + " netns " + server) &&
+            sh("ip -n " + client + " addr add " + std::string(kClientAddr) + "/24 dev " + vc) &&
+            sh("ip -n " + server + " addr add " + std::string(kServerAddr) + "/24 dev " + vs) &&
+            sh("ip -n " + client + " link set " + vc + " up") &&
+            sh("ip -n " + server + " link set " + vs + " up") &&
+            sh("ip -n " + client + " link set lo up") && sh("ip -n " + server + " link set lo up");
+  if (!ok) return Status(Errc::kIoError, "veth setup between the namespaces failed");
+  return pair;
+}
+
+NetnsPair::~NetnsPair() {
+  sh("ip netns del " + client_);
+  sh("ip netns del " + server_);
+}
+
+Result<std::unique_ptr<NetnsScope>> NetnsScope::enter(const std::string& name) {
+  Fd original(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!original.valid()) return Status::fromErrno(errno, "open own netns");
+  Fd target(open(("/var/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!target.valid()) return Status::fromErrno(errno, "open netns " + name);
+  if (setns(target.get(), CLONE_NEWNET) != 0) return Status::fromErrno(errno, "setns " + name);
+  return std::unique_ptr<NetnsScope>(new NetnsScope(std::move(original)));
+}
+
+NetnsScope::~NetnsScope() {
+  if (setns(original_.get(), CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "lrpc_bench: cannot return to the original network namespace\n");
+    std::abort();
+  }
+}
+
+std::string socketPath(const std::string& tag) {
+  return "/tmp/lrpc-bench-" + std::to_string(getpid()) + "-" + tag + ".sock";
+}
+
+Status readFull(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::fromErrno(errno, "read");
+    if (r == 0) return Status(Errc::kPeerDied, "connection closed");
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return {};
+}
+
+Status writeFull(int fd, const void* buf, size_t n) {
+  const auto* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    ssize_t r = write(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::fromErrno(errno, "write");
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return {};
+}
+
+}  // namespace lrpc::bench

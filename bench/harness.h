@@ -1,0 +1,153 @@
+#pragma once
+// The benchmark's process plumbing: pinning, server processes, CPU clocks, shared memory and
+// a pair of network namespaces joined by a veth. Every path in bench/ uses the same pieces so
+// that the columns of the table differ only in the thing being measured.
+//
+// Server processes are forked and then exec'd again as "lrpc_bench --server KIND READY_FD
+// ARGS..." (see serverMain in main.cc). The exec makes the child a fresh single-threaded
+// process even when the parent already runs library threads (gRPC starts some on first use),
+// so "fork before any threads" holds for every server, whatever ran before it.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace lrpc::bench {
+
+// The CPUs of the 2-core machine: the benchmark (client) thread runs on kClientCpu, servers
+// on kServerCpu unless a path asks for the same core.
+constexpr int kClientCpu = 0;
+constexpr int kServerCpu = 1;
+
+// Pins the calling thread (and the threads it creates later) to one CPU.
+Status pinToCpu(int cpu);
+
+// Nanoseconds of CPU time this whole process (all threads) has used.
+uint64_t processCpuNs();
+
+// A file descriptor that closes itself.
+class Fd {
+ public:
+  Fd() noexcept = default;
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+
+  int get() const noexcept { return fd_; }
+  int release() noexcept {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  bool valid() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// A memfd mapped read-write; the fd can be handed to a server process, which maps the same
+// pages with mapShared().
+class SharedRegion {
+ public:
+  static Result<std::unique_ptr<SharedRegion>> create(size_t size);
+  // Maps an inherited memfd (server side).
+  static Result<std::unique_ptr<SharedRegion>> mapShared(int fd, size_t size);
+  ~SharedRegion();
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+
+  void* data() const noexcept { return data_; }
+  int fd() const noexcept { return fd_.get(); }
+
+ private:
+  SharedRegion(Fd fd, void* data, size_t size) noexcept : fd_(std::move(fd)), data_(data), size_(size) {}
+  Fd fd_;
+  void* data_;
+  size_t size_;
+};
+
+// What to start: the server kind (a name serverMain knows), its arguments, the fds it
+// inherits, its CPU, and optionally a network namespace (a name under /var/run/netns).
+struct ServerSpec {
+  std::string kind;
+  std::vector<std::string> args;
+  std::vector<int> passFds;
+  int cpu = kServerCpu;
+  std::string netns;
+};
+
+// A server process, running until this object goes away (SIGTERM, then SIGKILL).
+class ServerProcess {
+ public:
+  // Forks, pins, enters the namespace, execs and waits until the server says it is ready.
+  static Result<std::unique_ptr<ServerProcess>> start(const ServerSpec& spec);
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  pid_t pid() const noexcept { return pid_; }
+  // The server process's CPU time (all its threads), ns.
+  uint64_t cpuNs() const noexcept;
+
+ private:
+  ServerProcess(pid_t pid, clockid_t clock) noexcept : pid_(pid), clock_(clock) {}
+  pid_t pid_;
+  clockid_t clock_;
+};
+
+// Server side of the ready handshake: the server calls this once it accepts calls.
+void signalReady(int readyFd);
+
+// Two network namespaces, "client" and "server", joined by a veth pair whose addresses live
+// only inside them. Removed by the destructor (deleting a namespace deletes its veth end).
+class NetnsPair {
+ public:
+  static Result<std::unique_ptr<NetnsPair>> create();
+  ~NetnsPair();
+  NetnsPair(const NetnsPair&) = delete;
+  NetnsPair& operator=(const NetnsPair&) = delete;
+
+  const std::string& clientNs() const noexcept { return client_; }
+  const std::string& serverNs() const noexcept { return server_; }
+  static constexpr const char* kClientAddr = "10.99.0.1";
+  static constexpr const char* kServerAddr = "10.99.0.2";
+
+ private:
+  NetnsPair(std::string client, std::string server) noexcept
+      : client_(std::move(client)), server_(std::move(server)) {}
+  std::string client_;
+  std::string server_;
+};
+
+// Moves the calling thread into a named network namespace for its lifetime, then back.
+// Sockets created meanwhile stay in that namespace.
+class NetnsScope {
+ public:
+  static Result<std::unique_ptr<NetnsScope>> enter(const std::string& name);
+  ~NetnsScope();
+  NetnsScope(const NetnsScope&) = delete;
+  NetnsScope& operator=(const NetnsScope&) = delete;
+
+ private:
+  explicit NetnsScope(Fd original) noexcept : original_(std::move(original)) {}
+  Fd original_;
+};
+
+// A unique path for a Unix socket of this benchmark process.
+std::string socketPath(const std::string& tag);
+
+// Reads or writes exactly n bytes (retrying short transfers and EINTR).
+Status readFull(int fd, void* buf, size_t n);
+Status writeFull(int fd, const void* buf, size_t n);
+
+}  // namespace lrpc::bench
