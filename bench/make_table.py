@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Turns lrpc_bench's Google Benchmark JSON into the Table IV-style markdown of bench/README.md.
+
+Usage: make_table.py RESULTS.json TABLE.md
+
+Cells are the median real time per call over the repetitions, with [min-max]; ratios divide
+medians. Columns whose benchmarks are absent from the JSON (a path not built yet, or filtered
+out) are left out and listed under the tables; a benchmark that failed shows its error.
+"""
+import json
+import statistics
+import sys
+
+CALLS = ["Null", "Add", "BigIn", "BigInOut"]
+
+SAME_HOST = ["direct", "lrpc", "lrpc_spin", "lrpc_block", "lrpc_block_samecore",
+             "floor_spin", "floor_futex", "msg_uds", "capnp_rpc", "grpc_uds"]
+NETWORK = ["net_loopback", "net_veth", "net_veth_block", "floor_udp_busy", "floor_udp"]
+
+# (numerator, denominator, what it says)
+RATIOS = [
+    ("lrpc_spin", "floor_spin", "lrpc spinning vs the shared-memory spin floor"),
+    ("lrpc_block", "floor_futex", "lrpc blocking vs the futex floor"),
+    ("lrpc", "floor_spin", "lrpc default (adaptive) vs the spin floor"),
+    ("lrpc", "direct", "lrpc default vs an in-process call"),
+    ("net_veth", "floor_udp_busy", "network path busy-polling vs the busy UDP floor"),
+    ("net_veth_block", "floor_udp", "network path blocking vs the blocking UDP floor"),
+    ("msg_uds", "lrpc", "message-passing RPC (\"Taos\") vs lrpc"),
+    ("capnp_rpc", "lrpc", "Cap'n Proto RPC vs lrpc"),
+    ("grpc_uds", "lrpc", "gRPC vs lrpc"),
+    ("msg_uds", "floor_futex", "message-passing RPC vs the futex floor"),
+    ("capnp_rpc", "floor_futex", "Cap'n Proto RPC vs the futex floor"),
+    ("grpc_uds", "floor_futex", "gRPC vs the futex floor"),
+]
+
+
+def fmt(ns):
+    if ns is None:
+        return "-"
+    if ns >= 100:
+        return f"{ns:,.0f}"
+    if ns >= 10:
+        return f"{ns:.1f}"
+    return f"{ns:.2f}"
+
+
+def load(path):
+    with open(path) as f:
+        doc = json.load(f)
+    runs = {}    # (call, path) -> list of per-repetition dicts
+    errors = {}  # (call, path) -> message
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        name = b.get("run_name", b["name"]).replace("/real_time", "")
+        parts = name.split("/", 1)
+        if len(parts) != 2:
+            continue
+        key = (parts[0], parts[1])
+        if b.get("error_occurred"):
+            errors[key] = b.get("error_message", "error")
+            continue
+        runs.setdefault(key, []).append(b)
+    return doc.get("context", {}), runs, errors
+
+
+def summary(values):
+    if not values:
+        return None
+    return statistics.median(values), min(values), max(values)
+
+
+def main():
+    src, dst = sys.argv[1], sys.argv[2]
+    ctx, runs, errors = load(src)
+    paths = {p for (_, p) in list(runs) + list(errors)}
+
+    def times(call, path):
+        return summary([r["real_time"] for r in runs.get((call, path), [])])
+
+    def counter(call, path, name):
+        return summary([r[name] for r in runs.get((call, path), []) if name in r])
+
+    def cell(call, path):
+        if (call, path) in errors and (call, path) not in runs:
+            return "error: " + errors[(call, path)].replace("|", "/")
+        t = times(call, path)
+        if t is None:
+            return "-"
+        med, lo, hi = t
+        return f"{fmt(med)} [{fmt(lo)}-{fmt(hi)}]"
+
+    reps = max((len(v) for v in runs.values()), default=0)
+    out = []
+    out.append("# lrpc_bench: the paper's Table IV on this machine\n")
+    out.append(f"Run {ctx.get('date', '?')} on {ctx.get('host_name', '?')}: "
+               f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz, "
+               f"load average {', '.join(f'{x:.2f}' for x in ctx.get('load_avg', []))} at the start. "
+               f"Client on CPU 0, server process on CPU 1 (samecore: both on CPU 0). "
+               f"Cells: real time per call in ns, median of {reps} repetition(s) [min-max]. "
+               f"Null = no args; Add = two int32 in, one out; BigIn = 200 B in; "
+               f"BigInOut = 200 B in and 200 B out.\n")
+
+    for title, group in (("Same host", SAME_HOST), ("Network (UDP)", NETWORK)):
+        cols = [p for p in group if p in paths]
+        if not cols:
+            continue
+        out.append(f"## {title}, ns per call\n")
+        out.append("| call | " + " | ".join(cols) + " |")
+        out.append("|---|" + "---|" * len(cols))
+        for call in CALLS:
+            out.append(f"| {call} | " + " | ".join(cell(call, p) for p in cols) + " |")
+        out.append("")
+
+    ratio_rows = [(a, b, why) for (a, b, why) in RATIOS if a in paths and b in paths]
+    if ratio_rows:
+        out.append("## Ratios of medians (how many times slower the first path is)\n")
+        out.append("| ratio | " + " | ".join(CALLS) + " | what it says |")
+        out.append("|---|" + "---|" * len(CALLS) + "---|")
+        for a, b, why in ratio_rows:
+            cells = []
+            for call in CALLS:
+                ta, tb = times(call, a), times(call, b)
+                cells.append(f"{ta[0] / tb[0]:.2f}x" if ta and tb and tb[0] > 0 else "-")
+            out.append(f"| {a} / {b} | " + " | ".join(cells) + f" | {why} |")
+        out.append("")
+
+    cpu_paths = [p for p in SAME_HOST + NETWORK + sorted(paths - set(SAME_HOST + NETWORK)) if p in paths]
+    if cpu_paths:
+        out.append("## CPU time per call, ns: client / server (medians)\n")
+        out.append("The client's is the whole benchmark process (library threads included); the "
+                   "server's is the server process's CPU clock. A spinning side burns CPU for the "
+                   "whole round trip.\n")
+        out.append("| path | " + " | ".join(CALLS) + " |")
+        out.append("|---|" + "---|" * len(CALLS))
+        for p in cpu_paths:
+            cells = []
+            for call in CALLS:
+                c = counter(call, p, "client_cpu_ns")
+                s = counter(call, p, "server_cpu_ns")
+                cells.append(f"{fmt(c[0]) if c else '-'} / {fmt(s[0]) if s else '-'}")
+            out.append(f"| {p} | " + " | ".join(cells) + " |")
+        out.append("")
+
+    missing = [p for p in SAME_HOST + NETWORK if p not in paths]
+    if missing:
+        out.append("Not in this run (not built yet or filtered out): " + ", ".join(missing) + ".\n")
+
+    with open(dst, "w") as f:
+        f.write("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
