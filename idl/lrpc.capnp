@@ -1,0 +1,28 @@
+# lrpc's schema annotations: the options a service schema gives capnpc-lrpc, declared the
+# way capnp's c++.capnp declares `namespace`. Import it as
+#
+#   using Lrpc = import "/lrpc.capnp";   # with `capnp compile -I<repo>/idl`
+#
+# and annotate methods, interfaces and parameters. See idl/README.md.
+@0xe6fc6d0f21631893;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("lrpc::idl");
+
+annotation astacks @0xc63cec861534f680 (method) :UInt32;
+# A-stacks preallocated for this procedure per binding (default 5): how many calls of it can be
+# in flight at once on one binding before callers see kResourceExhausted (or wait).
+
+annotation astackBytes @0xc8c88bdaef2152a0 (method, interface) :UInt32;
+# Bytes per A-stack for a procedure with variable-size arguments or results (Text, Data, List):
+# the fixed part plus inline tail room (default 1500, the Ethernet payload). On an interface it
+# is the default for each of its methods; on a method it overrides the interface. Values whose
+# frame does not fit travel in an out-of-band segment instead. Ignored for fixed-size procedures,
+# whose A-stack is exactly max(argument frame, result frame).
+
+annotation maxBytes @0xd54e77b422219b17 (param, field) :UInt32;
+# Largest accepted encoding of a Text, Data or List parameter or result, in bytes (for a List:
+# element count * element size; for List(Text)/List(Data): 8 bytes per element plus the
+# elements' bytes). The generated client refuses a larger argument with kInvalidArgument before
+# sending; the generated server refuses a larger argument in a frame with kBadFrame (and a
+# handler's larger result with kServerFault); the client refuses a larger result with kBadFrame.

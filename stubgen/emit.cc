@@ -1,0 +1,687 @@
+#include "stubgen/emit.h"
+
+#include <functional>
+
+#include "stubgen/names.h"
+
+namespace lrpc::stubgen {
+namespace {
+
+bool isVariable(Kind k) { return k == Kind::kText || k == Kind::kData || k == Kind::kList; }
+
+const char* primitive(Kind k) {
+  switch (k) {
+    case Kind::kBool: return "bool";
+    case Kind::kInt8: return "int8_t";
+    case Kind::kInt16: return "int16_t";
+    case Kind::kInt32: return "int32_t";
+    case Kind::kInt64: return "int64_t";
+    case Kind::kUInt8: return "uint8_t";
+    case Kind::kUInt16: return "uint16_t";
+    case Kind::kUInt32: return "uint32_t";
+    case Kind::kUInt64: return "uint64_t";
+    case Kind::kFloat32: return "float";
+    case Kind::kFloat64: return "double";
+    default: return nullptr;
+  }
+}
+
+// A List element as a Type of its own.
+Type elemOf(const Type& list) {
+  Type e;
+  e.kind = list.elem;
+  e.id = list.elemId;
+  e.cppName = list.cppName;
+  e.boolOffsets = list.boolOffsets;
+  return e;
+}
+
+// How a value sits in a frame (and a List element in the tail).
+std::string frameType(const Type& t) {
+  if (t.kind == Kind::kBool) return "uint8_t";  // 0/1, read as != 0
+  if (const char* p = primitive(t.kind)) return p;
+  if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
+  return "::lrpc::VarRef";
+}
+
+// A member of a generated plain struct.
+std::string memberType(const Type& t) { return t.kind == Kind::kBool ? "bool" : frameType(t); }
+
+std::string elemParamType(const Type& e) {
+  if (e.kind == Kind::kText) return "std::string_view";
+  if (e.kind == Kind::kData) return "std::span<const uint8_t>";
+  return memberType(e);
+}
+
+std::string paramType(const Type& t) {
+  switch (t.kind) {
+    case Kind::kStruct: return "const " + t.cppName + "&";
+    case Kind::kText: return "std::string_view";
+    case Kind::kData: return "std::span<const uint8_t>";
+    case Kind::kList: return "std::span<const " + elemParamType(elemOf(t)) + ">";
+    default: return memberType(t);
+  }
+}
+
+std::string valueType(const Type& t) {
+  switch (t.kind) {
+    case Kind::kText: return "std::string";
+    case Kind::kData: return "std::vector<uint8_t>";
+    case Kind::kList: {
+      Type e = elemOf(t);
+      return "std::vector<" + (isVariable(e.kind) ? valueType(e) : memberType(e)) + ">";
+    }
+    default: return memberType(t);
+  }
+}
+
+std::string ind(int n) { return std::string(static_cast<size_t>(n), ' '); }
+
+std::string offsetList(const std::vector<uint32_t>& offsets) {
+  std::string s = "{";
+  for (size_t i = 0; i < offsets.size(); ++i) s += (i ? ", " : "") + std::to_string(offsets[i]) + "u";
+  return s + "}";
+}
+
+// ---- Declarations -------------------------------------------------------------------------
+
+void emitEnum(const EnumDecl& e, int in, std::string& out) {
+  out += docLines(e.doc, in);
+  out += ind(in) + "enum class " + e.name + " : uint16_t {\n";
+  for (size_t i = 0; i < e.enumerants.size(); ++i) {
+    out += docLines(e.enumerants[i].second, in + 2);
+    out += ind(in + 2) + e.enumerants[i].first + " = " + std::to_string(i) + ",\n";
+  }
+  out += ind(in) + "};\n";
+}
+
+void emitStruct(const StructDecl& s, int in, std::string& out) {
+  out += docLines(s.doc, in);
+  out += ind(in) + "struct " + s.name + " {\n";
+  for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
+  for (const auto& n : s.nestedStructs) emitStruct(n, in + 2, out);
+  for (const auto& f : s.fields) {
+    out += docLines(f.doc, in + 2);
+    out += ind(in + 2) + memberType(f.type) + " " + f.name + ";\n";
+  }
+  out += ind(in) + "};\n";
+}
+
+// The layout checks: the sizes and offsets in the PDL were computed by the generator, and the
+// compiler must agree, or the frame is not the one the peer reads.
+void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align, const std::vector<Field>& fields,
+                       std::string& out) {
+  out += "static_assert(std::is_trivially_copyable_v<" + cppName + ">);\n";
+  out += "static_assert(sizeof(" + cppName + ") == " + std::to_string(size) + " && alignof(" + cppName +
+         ") == " + std::to_string(align) + ");\n";
+  for (const auto& f : fields) {
+    out += "static_assert(offsetof(" + cppName + ", " + f.name + ") == " + std::to_string(f.offset) + ");\n";
+  }
+}
+
+void emitStructAsserts(const StructDecl& s, std::string& out) {
+  for (const auto& n : s.nestedStructs) emitStructAsserts(n, out);
+  emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
+}
+
+std::string paramList(const Method& m) {
+  std::string s;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    s += (i ? ", " : "") + paramType(m.params[i].type) + " " + m.params[i].name;
+  }
+  return s;
+}
+
+std::string argNames(const Method& m) {
+  std::string s;
+  for (const auto& p : m.params) s += ", " + p.name;
+  return s;
+}
+
+std::string returnType(const Method& m) {
+  if (m.results.empty()) return "::lrpc::Status";
+  if (m.results.size() == 1) return "::lrpc::Result<" + valueType(m.results[0].type) + ">";
+  return "::lrpc::Result<" + m.frameScope + "::" + m.framePrefix + "Results>";
+}
+
+void emitFrames(const Method& m, std::string& out) {
+  out += "  // " + m.schemaName + " @" + std::to_string(m.ordinal) + ": frames\n";
+  auto frame = [&](const std::vector<Field>& fields, const std::string& name) {
+    if (fields.empty()) return;
+    out += "  struct " + name + " {\n";
+    for (const auto& f : fields) out += "    " + frameType(f.type) + " " + f.name + ";\n";
+    out += "  };\n";
+  };
+  frame(m.params, m.framePrefix + "ArgsFrame");
+  frame(m.results, m.framePrefix + "ResultsFrame");
+  if (m.results.size() > 1) {
+    out += "  // What " + m.schemaName + " returns.\n";
+    out += "  struct " + m.framePrefix + "Results {\n";
+    for (const auto& f : m.results) {
+      out += docLines(f.doc, 4);
+      out += "    " + valueType(f.type) + " " + f.name + ";\n";
+    }
+    out += "  };\n";
+  }
+}
+
+void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
+  out += docLines(d.doc, 0);
+  out += "struct " + d.name + " {\n";
+  out += "  " + d.name + "() = delete;\n\n";
+  for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
+  for (const auto& s : d.nestedStructs) emitStruct(s, 2, out);
+  if (!d.nestedEnums.empty() || !d.nestedStructs.empty()) out += "\n";
+  for (size_t i = d.ownBegin; i < d.methods.size(); ++i) emitFrames(d.methods[i], out);
+  out += "\n  // PDL indexes, the `procedure` of a call.\n";
+  for (const auto& m : d.methods) {
+    out += "  static constexpr uint32_t " + m.constName + " = " + std::to_string(m.index) + ";\n";
+  }
+  out += "  static constexpr uint32_t kProcedureCount = " + std::to_string(d.methods.size()) + ";\n";
+  if (d.methods.empty()) {
+    out += "  static constexpr const ::lrpc::ProcedureDescriptor* kProcedures = nullptr;\n";
+  } else {
+    out += "  // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable\n";
+    out += "  static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {\n";
+    for (const auto& m : d.methods) {
+      out += "      {" + std::to_string(m.index) + ", " + std::to_string(m.ordinal) + ", " + quoted(m.schemaName) +
+             ", " + std::to_string(m.argsSize) + ", " + std::to_string(m.resultsSize) + ", " +
+             std::to_string(std::max(m.argsAlign, m.resultsAlign)) + ", " + std::to_string(m.astackCount) + ", " +
+             std::to_string(m.astackBytes) + ", " + (m.variable ? "true" : "false") + "},\n";
+    }
+    out += "  };\n";
+  }
+  out += "  static const ::lrpc::InterfaceDescriptor kDescriptor;\n\n";
+  out += "  class Client;\n";
+  out += "  class Server;\n";
+  out += "};\n";
+  for (const auto& s : d.nestedStructs) emitStructAsserts(s, out);
+  for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
+    const Method& m = d.methods[i];
+    if (!m.params.empty()) {
+      emitLayoutAsserts(m.frameScope + "::" + m.framePrefix + "ArgsFrame", m.argsSize, m.argsAlign, m.params, out);
+    }
+    if (!m.results.empty()) {
+      emitLayoutAsserts(m.frameScope + "::" + m.framePrefix + "ResultsFrame", m.resultsSize, m.resultsAlign,
+                        m.results, out);
+    }
+  }
+  out += "\n";
+}
+
+// ---- Straight-line copy code, shared by the client (arguments) and the server (results) ----
+
+struct WriteSpec {
+  std::string what;         // "Calc.add: argument" / "Calc.add: result"
+  std::string tooBigCode;   // ::lrpc::Errc::kInvalidArgument / kServerFault
+  std::string fixedBase;    // expression: std::byte* of the fixed part
+  std::string reserveTail;  // "call_.argTail" / "call_.resultTail"
+  bool fixedFirst;          // client: args() before argTail(); server: tail first
+};
+
+std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
+
+// Writes `fields`, whose values are `valueOf(field)`, into a frame: fixed values by memcpy at
+// their constant offsets, variable ones into one tail reservation at 8-byte aligned offsets.
+void emitWrite(const std::vector<Field>& fields, const std::function<std::string(const Field&)>& valueOf,
+               const WriteSpec& spec, int in, std::string& out) {
+  const std::string I = ind(in);
+  bool anyVar = false;
+  std::string prevEnd = "0";
+  for (const auto& f : fields) {
+    if (!isVariable(f.type.kind)) continue;
+    anyVar = true;
+    const std::string v = valueOf(f);
+    const std::string bytes = f.name + "Bytes_";
+    Type e = elemOf(f.type);
+    if (f.type.kind == Kind::kList && isVariable(e.kind)) {
+      out += I + "uint64_t " + bytes + " = uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
+      out += I + "for (const auto& e_ : " + v + ") " + bytes + " += e_.size();\n";
+    } else if (f.type.kind == Kind::kList) {
+      out += I + "const uint64_t " + bytes + " = uint64_t{" + elemSize(f.type) + "} * " + v + ".size();\n";
+    } else {
+      out += I + "const uint64_t " + bytes + " = " + v + ".size();\n";
+    }
+    if (f.maxBytes != 0) {
+      out += I + "if (" + bytes + " > " + std::to_string(f.maxBytes) + ") {\n";
+      out += I + "  return ::lrpc::Status(" + spec.tooBigCode + ", " + quoted(spec.what + " " + f.schemaName + " is ") +
+             " + std::to_string(" + bytes + ") + " + quoted(" bytes, over its $Lrpc.maxBytes(" +
+                                                            std::to_string(f.maxBytes) + ")") + ");\n";
+      out += I + "}\n";
+    }
+    out += I + "const uint64_t " + f.name + "At_ = ::lrpc::detail::alignTail(" + prevEnd + ");\n";
+    prevEnd = f.name + "At_ + " + bytes;
+  }
+  if (anyVar) {
+    out += I + "const uint64_t tailBytes_ = " + prevEnd + ";\n";
+    out += I + "if (tailBytes_ > UINT32_MAX) {\n";
+    out += I + "  return ::lrpc::Status(" + spec.tooBigCode + ", " + quoted(spec.what + "s total more than 4 GiB") + ");\n";
+    out += I + "}\n";
+  }
+  auto fixedPart = [&] {
+    if (fields.empty()) return;
+    out += I + "std::byte* fixed_ = " + spec.fixedBase + ";\n";
+    for (const auto& f : fields) {
+      const std::string v = valueOf(f);
+      const std::string off = std::to_string(f.offset);
+      if (f.type.kind == Kind::kBool) {
+        out += I + "const uint8_t " + f.name + "Byte_ = " + v + " ? 1 : 0;\n";
+        out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Byte_, 1);\n";
+      } else if (isVariable(f.type.kind)) {
+        out += I + "const ::lrpc::VarRef " + f.name + "Ref_{static_cast<uint32_t>(" + f.name +
+               "At_), static_cast<uint32_t>(" + f.name + "Bytes_)};\n";
+        out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Ref_, sizeof " + f.name + "Ref_);\n";
+      } else {
+        out += I + "std::memcpy(fixed_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
+      }
+    }
+  };
+  auto tailPart = [&] {
+    if (!anyVar) return;
+    out += I + "auto tail_ = " + spec.reserveTail + "(static_cast<size_t>(tailBytes_));\n";
+    out += I + "if (!tail_.isOk()) return tail_.status();\n";
+    out += I + "std::byte* t_ = tail_->data();\n";
+    for (const auto& f : fields) {
+      if (!isVariable(f.type.kind)) continue;
+      const std::string v = valueOf(f);
+      const std::string at = f.name + "At_";
+      Type e = elemOf(f.type);
+      if (f.type.kind == Kind::kList && isVariable(e.kind)) {
+        out += I + "{\n";
+        out += I + "  uint64_t at_ = " + at + " + uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
+        out += I + "  for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
+        out += I + "    const auto& e_ = " + v + "[i_];\n";
+        out += I + "    const ::lrpc::VarRef ref_{static_cast<uint32_t>(at_), static_cast<uint32_t>(e_.size())};\n";
+        out += I + "    std::memcpy(t_ + " + at + " + i_ * sizeof ref_, &ref_, sizeof ref_);\n";
+        out += I + "    if (!e_.empty()) std::memcpy(t_ + at_, e_.data(), e_.size());\n";
+        out += I + "    at_ += e_.size();\n";
+        out += I + "  }\n";
+        out += I + "}\n";
+      } else if (f.type.kind == Kind::kList && e.kind == Kind::kBool) {
+        out += I + "for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
+        out += I + "  t_[" + at + " + i_] = std::byte{static_cast<uint8_t>(" + v + "[i_] ? 1 : 0)};\n";
+        out += I + "}\n";
+      } else {
+        out += I + "if (" + f.name + "Bytes_ != 0) std::memcpy(t_ + " + at + ", " + v + ".data(), " + f.name +
+               "Bytes_);\n";
+      }
+    }
+  };
+  if (spec.fixedFirst) {
+    fixedPart();
+    tailPart();
+  } else {
+    tailPart();
+    fixedPart();
+  }
+}
+
+// Forces the Bool bytes inside copied structs to 0/1 before any of them is read as a C++ bool.
+void emitBoolFix(const std::string& object, const std::vector<uint32_t>& offsets, int in, std::string& out) {
+  if (offsets.empty()) return;
+  const std::string I = ind(in);
+  out += I + "for (uint32_t o_ : std::initializer_list<uint32_t>" + offsetList(offsets) + ") {\n";
+  out += I + "  unsigned char* b_ = reinterpret_cast<unsigned char*>(&" + object + ") + o_;\n";
+  out += I + "  *b_ = *b_ != 0 ? 1 : 0;\n";
+  out += I + "}\n";
+}
+
+std::vector<uint32_t> frameBoolOffsets(const std::vector<Field>& fields) {
+  std::vector<uint32_t> out;
+  for (const auto& f : fields) {
+    if (f.type.kind != Kind::kStruct) continue;
+    for (uint32_t o : f.type.boolOffsets) out.push_back(f.offset + o);
+  }
+  return out;
+}
+
+// Reads the variable value named by `ref` (a VarRef already copied out of the frame) from
+// `tail_` into `target`, after checking it lies inside the tail (and under maxBytes).
+void emitReadVar(const Field& f, const std::string& ref, const std::string& target, const std::string& what,
+                 int in, std::string& out) {
+  const std::string I = ind(in);
+  const std::string bad = "return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
+                          quoted(what + " " + f.schemaName + " lies outside the tail, is misaligned or is over "
+                                 "its size limit") + ");";
+  Type e = elemOf(f.type);
+  const bool listOfVar = f.type.kind == Kind::kList && isVariable(e.kind);
+  const std::string size = f.type.kind == Kind::kList ? elemSize(f.type) : "1";
+  out += I + "if (!::lrpc::detail::varRefOk(" + ref + ", tail_.size(), " + size + ")" +
+         (f.maxBytes && !listOfVar ? " || " + ref + ".length > " + std::to_string(f.maxBytes) : std::string()) + ") {\n";
+  out += I + "  " + bad + "\n";
+  out += I + "}\n";
+  const std::string src = "tail_.data() + " + ref + ".offset";
+  if (f.type.kind == Kind::kText) {
+    out += I + target + ".assign(reinterpret_cast<const char*>(" + src + "), " + ref + ".length);\n";
+  } else if (f.type.kind == Kind::kData) {
+    out += I + target + ".resize(" + ref + ".length);\n";
+    out += I + "if (" + ref + ".length != 0) std::memcpy(" + target + ".data(), " + src + ", " + ref + ".length);\n";
+  } else if (listOfVar) {
+    out += I + "{\n";
+    out += I + "  const size_t n_ = " + ref + ".length / sizeof(::lrpc::VarRef);\n";
+    out += I + "  // Elements may not name more bytes than the tail holds, so a small frame cannot\n";
+    out += I + "  // make the reader allocate much more than it received.\n";
+    out += I + "  uint64_t total_ = " + ref + ".length;\n";
+    out += I + "  " + target + ".clear();\n";
+    out += I + "  " + target + ".reserve(n_);\n";
+    out += I + "  for (size_t i_ = 0; i_ < n_; ++i_) {\n";
+    out += I + "    ::lrpc::VarRef e_;\n";
+    out += I + "    std::memcpy(&e_, " + src + " + i_ * sizeof e_, sizeof e_);\n";
+    out += I + "    total_ += e_.length;\n";
+    out += I + "    if (!::lrpc::detail::varRefOk(e_, tail_.size(), 1) || total_ > tail_.size()" +
+           (f.maxBytes ? " || total_ > " + std::to_string(f.maxBytes) : std::string()) + ") {\n";
+    out += I + "      " + bad + "\n";
+    out += I + "    }\n";
+    if (e.kind == Kind::kText) {
+      out += I + "    " + target + ".emplace_back(reinterpret_cast<const char*>(tail_.data() + e_.offset), e_.length);\n";
+    } else {
+      out += I + "    const auto* p_ = reinterpret_cast<const uint8_t*>(tail_.data() + e_.offset);\n";
+      out += I + "    " + target + ".emplace_back(p_, p_ + e_.length);\n";
+    }
+    out += I + "  }\n";
+    out += I + "}\n";
+  } else if (e.kind == Kind::kBool) {
+    out += I + target + ".resize(" + ref + ".length);\n";
+    out += I + "for (size_t i_ = 0; i_ < " + ref + ".length; ++i_) " + target + "[i_] = tail_[" + ref +
+           ".offset + i_] != std::byte{0};\n";
+  } else {
+    out += I + target + ".resize(" + ref + ".length / " + size + ");\n";
+    out += I + "if (" + ref + ".length != 0) std::memcpy(" + target + ".data(), " + src + ", " + ref + ".length);\n";
+    if (!e.boolOffsets.empty()) {
+      out += I + "for (auto& v_ : " + target + ") {\n";
+      emitBoolFix("v_", e.boolOffsets, in + 2, out);
+      out += I + "}\n";
+    }
+  }
+}
+
+// ---- Client -------------------------------------------------------------------------------
+
+void emitClientClass(const InterfaceDecl& d, std::string& out) {
+  out += "// Calls " + d.name + " through a binding (same host or remote). Cheap to copy; one copy per\n";
+  out += "// thread is the intended use, as a binding's calls carry per-call state only.\n";
+  out += "class " + d.name + "::Client {\n";
+  out += " public:\n";
+  out += "  // An unbound client: every call fails with kBindingRejected.\n";
+  out += "  Client();\n";
+  out += "  // Calls go through `binding`, which must have been made for " + d.name + "::kDescriptor;\n";
+  out += "  // a null or different binding makes every call fail with kBindingRejected.\n";
+  out += "  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});\n\n";
+  out += "  // The same binding with other per-call options (e.g. a deadline).\n";
+  out += "  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }\n";
+  out += "  // The binding calls use (a rejecting stand-in when the client is unbound).\n";
+  out += "  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }\n";
+  for (const auto& m : d.methods) {
+    out += "\n" + docLines(m.doc, 2);
+    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") {\n";
+    out += "    if (binding_->remote) [[unlikely]] {\n";
+    out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+    out += "      return " + m.name + "Via(call_" + argNames(m) + ");\n";
+    out += "    }\n";
+    out += "    ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+    out += "    return " + m.name + "Via(call_" + argNames(m) + ");\n";
+    out += "  }\n";
+  }
+  out += "\n private:\n";
+  out += "  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).\n";
+  for (const auto& m : d.methods) {
+    out += "  template <class Call>\n";
+    std::string ps = paramList(m);
+    out += "  static " + returnType(m) + " " + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) + ");\n";
+  }
+  out += "\n  std::shared_ptr<::lrpc::Binding> binding_;  // never null\n";
+  out += "  ::lrpc::CallOptions options_;\n";
+  out += "};\n\n";
+}
+
+void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
+  std::string ps = paramList(m);
+  out += "template <class Call>\n";
+  out += returnType(m) + " " + d.name + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
+         ") {\n";
+  out += "  if (!call_.status().isOk()) return call_.status();\n";
+  WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true};
+  emitWrite(m.params, [](const Field& f) { return f.name; }, spec, 2, out);
+  out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
+  if (m.results.empty()) {
+    out += "  return ::lrpc::Status::ok();\n}\n\n";
+    return;
+  }
+  out += "  // The server is not trusted with our memory either: copy the results out, then check them.\n";
+  out += "  " + m.frameScope + "::" + m.framePrefix + "ResultsFrame frame_;\n";
+  out += "  std::memcpy(&frame_, call_.results(), sizeof frame_);\n";
+  emitBoolFix("frame_", frameBoolOffsets(m.results), 2, out);
+  bool anyVar = false;
+  for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type.kind);
+  if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
+  const bool single = m.results.size() == 1;
+  if (single) {
+    out += "  " + valueType(m.results[0].type) + " value_{};\n";
+  } else {
+    out += "  " + m.frameScope + "::" + m.framePrefix + "Results out_{};\n";
+  }
+  for (const auto& f : m.results) {
+    const std::string target = single ? "value_" : "out_." + f.name;
+    if (f.type.kind == Kind::kBool) {
+      out += "  " + target + " = frame_." + f.name + " != 0;\n";
+    } else if (!isVariable(f.type.kind)) {
+      out += "  " + target + " = frame_." + f.name + ";\n";
+    } else {
+      emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, out);
+    }
+  }
+  out += single ? "  return value_;\n}\n\n" : "  return out_;\n}\n\n";
+}
+
+// ---- Server -------------------------------------------------------------------------------
+
+void emitServerClass(const InterfaceDecl& d, std::string& out) {
+  out += "// Implement this to serve " + d.name + "; export it with the runtime or the transport.\n";
+  out += "// Handlers may throw: the caller gets kServerFault with the exception's what().\n";
+  out += "class " + d.name + "::Server {\n";
+  out += " public:\n";
+  out += "  virtual ~Server() = default;\n";
+  for (const auto& m : d.methods) {
+    out += "\n" + docLines(m.doc, 2);
+    out += "  virtual " + returnType(m) + " " + m.name + "(" + paramList(m) + ") = 0;\n";
+  }
+  out += "\n  // Validates the frame of `procedure`, copies the arguments out of it (the client may still\n";
+  out += "  // write it), runs the handler on `self` (a " + d.name + "::Server*), writes the results.\n";
+  out += "  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;\n";
+  out += "};\n\n";
+}
+
+std::string dispatchFnName(const InterfaceDecl& d, const Method& m) {
+  return "dispatch" + pascal(d.name) + m.framePrefix;
+}
+
+void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& out) {
+  out += "::lrpc::Status " + dispatchFnName(d, m) + "(" + d.cppName + "::Server& server_, ::lrpc::ServerCall& call_) {\n";
+  std::vector<std::string> callArgs;
+  if (!m.params.empty()) {
+    out += "  // Copy \"E\": take the fixed part out of the (shared) frame before looking at it.\n";
+    out += "  const std::span<const std::byte> args_ = call_.args();\n";
+    out += "  if (args_.size() < " + std::to_string(m.argsSize) + ") {\n";
+    out += "    return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
+           quoted(m.qualifiedName + ": argument frame shorter than " + std::to_string(m.argsSize) + " bytes") + ");\n";
+    out += "  }\n";
+    out += "  " + m.frameScope + "::" + m.framePrefix + "ArgsFrame frame_;\n";
+    out += "  std::memcpy(&frame_, args_.data(), sizeof frame_);\n";
+    emitBoolFix("frame_", frameBoolOffsets(m.params), 2, out);
+    bool anyVar = false;
+    for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type.kind);
+    if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.argTail();\n";
+    for (const auto& f : m.params) {
+      if (f.type.kind == Kind::kBool) {
+        callArgs.push_back("frame_." + f.name + " != 0");
+        continue;
+      }
+      if (!isVariable(f.type.kind)) {
+        callArgs.push_back("frame_." + f.name);
+        continue;
+      }
+      const std::string store = f.name + "Store_";
+      out += "  " + valueType(f.type) + " " + store + ";\n";
+      emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, out);
+      Type e = elemOf(f.type);
+      if (f.type.kind == Kind::kText) {
+        callArgs.push_back("std::string_view(" + store + ")");
+      } else if (f.type.kind == Kind::kData) {
+        callArgs.push_back("std::span<const uint8_t>(" + store + ")");
+      } else if (e.kind == Kind::kBool) {
+        out += "  std::unique_ptr<bool[]> " + f.name + "Bools_ = std::make_unique<bool[]>(" + store + ".size());\n";
+        out += "  for (size_t i_ = 0; i_ < " + store + ".size(); ++i_) " + f.name + "Bools_[i_] = " + store + "[i_];\n";
+        callArgs.push_back("std::span<const bool>(" + f.name + "Bools_.get(), " + store + ".size())");
+      } else if (isVariable(e.kind)) {
+        const std::string views = f.name + "Views_";
+        out += "  const std::vector<" + elemParamType(e) + "> " + views + "(" + store + ".begin(), " + store + ".end());\n";
+        callArgs.push_back("std::span<const " + elemParamType(e) + ">(" + views + ")");
+      } else {
+        callArgs.push_back("std::span<const " + memberType(e) + ">(" + store + ")");
+      }
+    }
+  }
+  if (m.params.empty() && m.results.empty()) out += "  static_cast<void>(call_);  // no arguments, no results\n";
+  std::string argText;
+  for (size_t i = 0; i < callArgs.size(); ++i) argText += (i ? ", " : "") + callArgs[i];
+  out += "  std::optional<" + returnType(m) + "> result_;\n";
+  out += "  try {\n";
+  out += "    result_.emplace(server_." + m.name + "(" + argText + "));\n";
+  out += "  } catch (...) {\n";
+  out += "    return ::lrpc::detail::handlerThrew(" + quoted(m.qualifiedName) + ");\n";
+  out += "  }\n";
+  if (m.results.empty()) {
+    out += "  return std::move(*result_);\n}\n\n";
+    return;
+  }
+  out += "  if (!result_->isOk()) return result_->status();\n";
+  const bool single = m.results.size() == 1;
+  out += single ? "  const auto& value_ = result_->value();\n" : "  const auto& out_ = result_->value();\n";
+  WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
+                 "call_.resultTail", false};
+  emitWrite(m.results, [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2,
+            out);
+  out += "  return ::lrpc::Status::ok();\n}\n\n";
+}
+
+void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
+  out += "::lrpc::Status " + d.name + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
+  if (!d.methods.empty()) {
+    out += "  auto& server = *static_cast<" + d.cppName + "::Server*>(self);\n";
+    out += "  try {  // the copies allocate: running out of memory is an error, not a crash\n";
+    out += "    switch (procedure) {\n";
+    for (const auto& m : d.methods) {
+      out += "      case " + m.constName + ": return " + dispatchFnName(d, m) + "(server, call);\n";
+    }
+    out += "      default: break;\n";
+    out += "    }\n";
+    out += "  } catch (const std::bad_alloc&) {\n";
+    out += "    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);\n";
+    out += "  }\n";
+  } else {
+    out += "  static_cast<void>(self);\n";
+    out += "  static_cast<void>(call);\n";
+  }
+  out += "  return ::lrpc::Status(::lrpc::Errc::kBadFrame, " + quoted(d.descriptorName + ": no procedure ") +
+         " + std::to_string(procedure));\n";
+  out += "}\n\n";
+}
+
+std::string nsOpen(const FileModel& f) { return f.cppNamespace.empty() ? "" : "namespace " + f.cppNamespace + " {\n\n"; }
+std::string nsClose(const FileModel& f) {
+  return f.cppNamespace.empty() ? "" : "}  // namespace " + f.cppNamespace + "\n";
+}
+
+}  // namespace
+
+FileText emitFile(const FileModel& f) {
+  FileText text;
+  const std::string banner = "// Generated by capnpc-lrpc from " + f.sourceName +
+                             ". DO NOT EDIT: change the schema and rebuild.\n";
+  std::string& h = text.header;
+  h += banner;
+  h += "// The layout and API are described in stubgen/generated_code.md.\n";
+  h += "#pragma once\n\n";
+  h += "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <initializer_list>\n#include <memory>\n"
+       "#include <span>\n#include <string>\n#include <string_view>\n#include <type_traits>\n#include <vector>\n\n";
+  h += "#include \"runtime/stub_support.h\"\n";
+  for (const auto& inc : f.includes) h += "#include \"" + inc + "\"\n";
+  h += "\n#if LRPC_STUB_ABI_VERSION != 1\n";
+  h += "#error \"" + f.baseName + ".lrpc.h was generated for lrpc stub ABI 1: regenerate it with this tree's capnpc-lrpc\"\n";
+  h += "#endif\n\n";
+  if (!f.doc.empty()) h += docLines(f.doc, 0) + "\n";
+  h += nsOpen(f);
+  for (const auto& e : f.enums) {
+    emitEnum(e, 0, h);
+    h += "\n";
+  }
+  for (const auto& s : f.structs) {
+    emitStruct(s, 0, h);
+    emitStructAsserts(s, h);
+    h += "\n";
+  }
+  for (const auto& d : f.interfaces) emitInterfaceStruct(d, h);
+  for (const auto& d : f.interfaces) {
+    emitClientClass(d, h);
+    emitServerClass(d, h);
+  }
+  if (!f.interfaces.empty()) {
+    h += "// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.\n\n";
+  }
+  for (const auto& d : f.interfaces) {
+    for (const auto& m : d.methods) emitClientVia(d, m, h);
+  }
+  h += nsClose(f);
+
+  std::string& c = text.source;
+  c += banner;
+  c += "#include \"" + f.baseName + ".lrpc.h\"\n\n";
+  c += "#include <new>\n#include <optional>\n#include <string>\n#include <utility>\n\n";
+  if (!f.interfaces.empty()) {
+    c += "namespace {\n\n";
+    c += "// Answers every call of a client that has no usable binding, so that the client's first\n";
+    c += "// statement can stay the test of the remote bit.\n";
+    c += "class RejectingChannel final : public ::lrpc::CallChannel {\n";
+    c += " public:\n";
+    c += "  explicit RejectingChannel(std::string why) : why_(std::move(why)) {}\n";
+    c += "  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, std::span<const std::byte>,\n";
+    c += "                      ::lrpc::MessageBuffer&, const ::lrpc::CallOptions&) noexcept override {\n";
+    c += "    return ::lrpc::Status(::lrpc::Errc::kBindingRejected, why_);\n";
+    c += "  }\n\n";
+    c += " private:\n";
+    c += "  std::string why_;\n";
+    c += "};\n\n";
+    c += "std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding> binding,\n";
+    c += "                                                const ::lrpc::InterfaceDescriptor& iface) {\n";
+    c += "  if (binding && binding->iface == &iface) return binding;\n";
+    c += "  std::string why = binding ? std::string(\"binding is for \") + binding->iface->name + \", not \" + iface.name\n";
+    c += "                            : std::string(\"client of \") + iface.name + \" is not bound\";\n";
+    c += "  auto channel = std::make_shared<RejectingChannel>(std::move(why));\n";
+    c += "  ::lrpc::CallChannel* raw = channel.get();\n";
+    c += "  return std::make_shared<::lrpc::Binding>(iface, raw, std::move(channel));\n";
+    c += "}\n\n";
+    for (const auto& d : f.interfaces) {
+      for (const auto& m : d.methods) emitDispatchMethod(d, m, c);
+    }
+    c += "}  // namespace\n\n";
+  }
+  c += nsOpen(f);
+  for (const auto& d : f.interfaces) {
+    c += "const ::lrpc::InterfaceDescriptor " + d.name + "::kDescriptor = {\n";
+    c += "    " + quoted(d.descriptorName) + ",\n";
+    c += "    " + hex64(d.id) + ",\n";
+    c += "    " + hex64(d.signatureHash) + ",  // FNV-1a 64 over method names, ordinals and types\n";
+    c += "    " + d.name + "::kProcedures,\n";
+    c += "    " + d.name + "::kProcedureCount,\n";
+    c += "    &" + d.name + "::Server::dispatch,\n";
+    c += "};\n\n";
+    c += d.name + "::Client::Client() : Client(nullptr) {}\n\n";
+    c += d.name + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
+    c += "    : binding_(checkedBinding(std::move(binding), " + d.name + "::kDescriptor)), options_(options) {}\n\n";
+    emitServerDispatch(d, c);
+  }
+  c += nsClose(f);
+  return text;
+}
+
+}  // namespace lrpc::stubgen

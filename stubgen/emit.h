@@ -1,0 +1,18 @@
+// Model -> generated C++ text. Formatting only: every decision about sizes, offsets and what
+// is supported was made in model.cc. The output is described in stubgen/generated_code.md.
+#pragma once
+
+#include <string>
+
+#include "stubgen/model.h"
+
+namespace lrpc::stubgen {
+
+struct FileText {
+  std::string header;  // foo.lrpc.h
+  std::string source;  // foo.lrpc.cc
+};
+
+FileText emitFile(const FileModel& file);
+
+}  // namespace lrpc::stubgen

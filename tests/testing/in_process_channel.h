@@ -1,0 +1,104 @@
+// A test double for the network path: a CallChannel that runs an interface's generated
+// dispatch in the same process over a ServerCall built from the request bytes. It moves the
+// exact frame bytes a transport would (fixed part then tail, both ways), so stub tests check
+// the real layout and validation without sockets. Hooks let a test read or corrupt the bytes
+// on their way to the server (request) and back to the client (reply).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <span>
+#include <vector>
+
+#include "runtime/stub_support.h"
+
+namespace lrpc::testing {
+
+// A ServerCall over caller-owned argument bytes, with private result storage. Results are
+// kept apart from the result tail so that reserving the tail never moves results().
+class BufferServerCall final : public ServerCall {
+ public:
+  BufferServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, size_t resultsSize,
+                   size_t maxResultTail = size_t{64} << 20)
+      : ServerCall(args, argTail, nullptr), results(resultsSize), maxResultTail_(maxResultTail) {
+    results_ = results.data();
+  }
+
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (tailTaken_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
+    if (n > maxResultTail_) return Status(Errc::kResourceExhausted, "result tail too large");
+    tailTaken_ = true;
+    try {
+      tail.resize(n);
+    } catch (const std::bad_alloc&) {
+      return Status(Errc::kResourceExhausted, "result tail allocation failed");
+    }
+    return std::span<std::byte>(tail.data(), tail.size());
+  }
+
+  std::vector<std::byte> results;  // resultsSize bytes, zeroed
+  std::vector<std::byte> tail;     // what the generated code reserved and wrote
+
+ private:
+  size_t maxResultTail_;
+  bool tailTaken_ = false;
+};
+
+// Dispatches every call to `server` (a Foo::Server*, as a void*) through iface.dispatch.
+class InProcessChannel final : public CallChannel {
+ public:
+  explicit InProcessChannel(void* server) noexcept : server_(server) {}
+
+  Status call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
+              MessageBuffer& reply, const CallOptions&) noexcept override {
+    ++calls;
+    if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "procedure out of range");
+    const ProcedureDescriptor& d = iface.procedures[procedure];
+    try {
+      // The server gets its own copy, as a network receive would give it.
+      lastRequest.assign(request.begin(), request.end());
+      if (tamperRequest) tamperRequest(lastRequest);
+      if (lastRequest.size() < d.argsSize) return Status(Errc::kBadFrame, "request shorter than its fixed part");
+      std::span<const std::byte> in(lastRequest);
+      BufferServerCall sc(in.first(d.argsSize), in.subspan(d.argsSize), d.resultsSize);
+      Status s = iface.dispatch(server_, procedure, sc);
+      if (!s.isOk()) return s;
+      if (Status r = reply.resize(sc.results.size() + sc.tail.size()); !r.isOk()) return r;
+      if (!sc.results.empty()) std::memcpy(reply.data(), sc.results.data(), sc.results.size());
+      if (!sc.tail.empty()) std::memcpy(reply.data() + sc.results.size(), sc.tail.data(), sc.tail.size());
+      if (tamperReply) tamperReply(reply);
+      return {};
+    } catch (const std::bad_alloc&) {
+      return Status(Errc::kResourceExhausted, "in-process channel out of memory");
+    }
+  }
+
+  int calls = 0;
+  std::vector<std::byte> lastRequest;                          // after tamperRequest
+  std::function<void(std::vector<std::byte>&)> tamperRequest;  // may change or resize the request
+  std::function<void(MessageBuffer&)> tamperReply;              // may change or resize the reply
+
+ private:
+  void* server_;
+};
+
+// A remote-path binding of `Iface` whose calls run `server`'s dispatch in process. The channel
+// is returned too, for the hooks; the binding keeps it alive.
+template <class Iface>
+struct InProcess {
+  std::shared_ptr<Binding> binding;
+  InProcessChannel* channel;
+};
+
+template <class Iface>
+InProcess<Iface> bindInProcess(typename Iface::Server& server) {
+  auto channel = std::make_shared<InProcessChannel>(static_cast<void*>(&server));
+  InProcessChannel* raw = channel.get();
+  auto binding = std::make_shared<Binding>(Iface::kDescriptor, static_cast<CallChannel*>(raw), std::move(channel));
+  return {std::move(binding), raw};
+}
+
+}  // namespace lrpc::testing
