@@ -135,10 +135,10 @@ class LocalBinding;  // runtime: a same-host binding's A-stacks and control chan
 // instruction of every generated client method branches on it.
 class Binding {
  public:
-  Binding(const InterfaceDescriptor& iface, LocalBinding* local, std::shared_ptr<void> owner) noexcept
-      : remote(false), iface(&iface), local(local), channel(nullptr), owner_(std::move(owner)) {}
-  Binding(const InterfaceDescriptor& iface, CallChannel* channel, std::shared_ptr<void> owner) noexcept
-      : remote(true), iface(&iface), local(nullptr), channel(channel), owner_(std::move(owner)) {}
+  Binding(const InterfaceDescriptor& desc, LocalBinding* localBinding, std::shared_ptr<void> owner) noexcept
+      : remote(false), iface(&desc), local(localBinding), channel(nullptr), owner_(std::move(owner)) {}
+  Binding(const InterfaceDescriptor& desc, CallChannel* callChannel, std::shared_ptr<void> owner) noexcept
+      : remote(true), iface(&desc), local(nullptr), channel(callChannel), owner_(std::move(owner)) {}
 
   const bool remote;
   const InterfaceDescriptor* const iface;

@@ -1,0 +1,137 @@
+// The A-stack region: the shared-memory ABI between one client process and one server
+// process of a binding (one memfd per binding). runtime/astack_format.md is the prose
+// version with a diagram; the static_asserts below pin every field.
+//
+// Neither side trusts offsets or sizes stored in shared memory: both compute the same
+// RegionLayout privately from their own PDL (the interface id and signature hash were
+// checked at bind time), and the region holds only the per-call control fields.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace lrpc {
+
+// Not included: stub_support.h includes this header (through local_call.h).
+struct InterfaceDescriptor;
+
+inline constexpr uint32_t kRegionMagic = 0x4350524c;  // "LRPC" in memory order
+inline constexpr uint32_t kRegionVersion = 1;
+inline constexpr uint32_t kCacheLine = 64;
+// Bytes of control fields at the start of every A-stack; the frame follows in the same
+// cache line, so that a call with up to 32 bytes of arguments and results moves one line
+// each way.
+inline constexpr uint32_t kControlBytes = 32;
+// Every A-stack's frame area has at least this much room, where a failing call's detail
+// text goes (truncated).
+inline constexpr uint32_t kMinFrameBytes = 224;
+// Bounds on what a PDL may ask for; a descriptor beyond them is refused at bind time.
+inline constexpr uint32_t kMaxAStacksPerBinding = 4096;
+inline constexpr uint32_t kMaxAStackBytes = 1u << 20;
+inline constexpr uint64_t kMaxRegionBytes = uint64_t{256} << 20;
+
+// Flag bits of AStackControl::argFlags / resultFlags.
+inline constexpr uint8_t kTailOutOfBand = 1;  // the tail is in the A-stack's out-of-band segment
+
+// Bit 0 of a doorbell word: the waiter announced that it sleeps in futex_wait, so the
+// publisher must FUTEX_WAKE. Bits 1..31: the sequence number of the call.
+inline constexpr uint32_t kDoorbellSleeping = 1;
+inline constexpr uint32_t kSeqMask = 0x7fffffffu;
+
+// The first 64 bytes of the region, written once by the server before it sends the memfd.
+struct RegionHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t interfaceId;
+  uint64_t signatureHash;
+  uint32_t astackCount;
+  uint32_t reserved0;
+  uint64_t regionBytes;
+  uint8_t reserved[24];
+};
+static_assert(sizeof(RegionHeader) == kCacheLine);
+static_assert(std::is_trivially_copyable_v<RegionHeader>);
+static_assert(offsetof(RegionHeader, interfaceId) == 8 && offsetof(RegionHeader, astackCount) == 24 &&
+              offsetof(RegionHeader, regionBytes) == 32);
+
+// The control fields at the start of each A-stack (cache-line aligned). Who writes what and
+// when is in astack_format.md ("Ownership handoff").
+struct AStackControl {
+  std::atomic<uint32_t> callWord;    // client -> server doorbell: seq << 1 | server sleeping
+  std::atomic<uint32_t> returnWord;  // server -> client doorbell: seq << 1 | client sleeping
+  uint64_t key;                      // the binding's key, checked by the server on every call
+  uint32_t procedure;                // PDL index; must match the A-stack's own procedure
+  uint32_t argTail;                  // bytes of argument tail (inline or out of band)
+  uint32_t resultTail;               // bytes of result tail; on error: bytes of detail text
+  uint8_t status;                    // Errc of the call, written by the server
+  uint8_t argFlags;                  // kTailOutOfBand
+  uint8_t resultFlags;               // kTailOutOfBand
+  uint8_t reserved;
+};
+static_assert(sizeof(AStackControl) == kControlBytes);
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
+static_assert(sizeof(std::atomic<uint32_t>) == 4);
+static_assert(offsetof(AStackControl, returnWord) == 4 && offsetof(AStackControl, key) == 8 &&
+              offsetof(AStackControl, procedure) == 16 && offsetof(AStackControl, argTail) == 20 &&
+              offsetof(AStackControl, resultTail) == 24 && offsetof(AStackControl, status) == 28 &&
+              offsetof(AStackControl, argFlags) == 29 && offsetof(AStackControl, resultFlags) == 30);
+
+// Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
+// relative to the frame, which starts kControlBytes into the A-stack.
+struct ProcedureLayout {
+  uint32_t firstAStack;   // global index of this procedure's first A-stack
+  uint32_t count;         // A-stacks of this procedure
+  uint64_t firstOffset;   // region offset of the first A-stack
+  uint32_t stride;        // bytes per A-stack (control + frame), a multiple of kCacheLine
+  uint32_t argsSize;      // fixed argument part, at frame offset 0
+  uint32_t argTailOff;    // inline argument tail
+  uint32_t tailRoom;      // bytes of inline tail room, each direction
+  uint32_t resultsOff;    // fixed result part
+  uint32_t resultsSize;
+  uint32_t resultTailOff; // inline result tail
+  uint32_t frameBytes;    // the whole frame area (>= kMinFrameBytes)
+};
+
+// The layout of a binding's region, derived from a PDL alone.
+class RegionLayout {
+ public:
+  // Fails with kInvalidArgument when the PDL is malformed or asks for too much.
+  static Result<RegionLayout> compute(const InterfaceDescriptor& iface);
+
+  uint64_t regionBytes() const noexcept { return regionBytes_; }
+  uint32_t astackCount() const noexcept { return static_cast<uint32_t>(procOfAStack_.size()); }
+  uint32_t procedureCount() const noexcept { return static_cast<uint32_t>(procs_.size()); }
+  const ProcedureLayout& procedure(uint32_t p) const noexcept { return procs_[p]; }
+  // The procedure A-stack `i` belongs to (i < astackCount()).
+  uint32_t procedureOf(uint32_t i) const noexcept { return procOfAStack_[i]; }
+  uint64_t astackOffset(uint32_t i) const noexcept {
+    const ProcedureLayout& p = procs_[procOfAStack_[i]];
+    return p.firstOffset + uint64_t{i - p.firstAStack} * p.stride;
+  }
+
+ private:
+  RegionLayout() = default;
+  std::vector<ProcedureLayout> procs_;
+  std::vector<uint32_t> procOfAStack_;
+  uint64_t regionBytes_ = 0;
+};
+
+namespace detail {
+// Reads a field of shared memory exactly once (the compiler may not re-load it later), so
+// that a value is checked and used as the same value even if the peer rewrites it.
+template <class T>
+inline T loadOnce(const T& field) noexcept {
+  return __atomic_load_n(&field, __ATOMIC_RELAXED);
+}
+template <class T>
+inline void storeOnce(T& field, T value) noexcept {
+  __atomic_store_n(&field, value, __ATOMIC_RELAXED);
+}
+}  // namespace detail
+
+}  // namespace lrpc

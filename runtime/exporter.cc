@@ -1,0 +1,561 @@
+#include "runtime/exporter.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <thread>
+
+#include "runtime/astack.h"
+#include "runtime/names.h"
+#include "runtime/protocol.h"
+#include "runtime/shm.h"
+#include "runtime/transfer.h"
+
+namespace lrpc {
+
+namespace {
+
+using detail::Message;
+using detail::MsgType;
+
+// How long a new connection may take to say Hello before the clerk gives up on it.
+constexpr int kHelloTimeoutMs = 5'000;
+// Out-of-band segments are rounded up to a power of two (at least this), so that a
+// growing stream of calls re-grows the segment a logarithmic number of times.
+constexpr uint64_t kMinSegmentBytes = 64 * 1024;
+
+uint64_t segmentSize(uint64_t n) {
+  uint64_t s = kMinSegmentBytes;
+  while (s < n) s <<= 1;
+  return s;
+}
+
+void signal(int eventFd) {
+  uint64_t one = 1;
+  ssize_t r = ::write(eventFd, &one, sizeof one);
+  (void)r;  // an eventfd write only fails at a counter overflow, which leaves it readable anyway
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+  return buf;
+}
+
+}  // namespace
+
+struct Export;
+
+// Server-side state of one A-stack of one binding: its server thread and its out-of-band segments.
+struct ServerSlot {
+  uint32_t index = 0;
+  uint32_t procedure = 0;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written only by `thread`
+  std::atomic<uint64_t> errors{0};
+  std::mutex segMu;
+  std::shared_ptr<SharedMemory> argSegment;     // guarded by segMu
+  std::shared_ptr<SharedMemory> resultSegment;  // guarded by segMu
+};
+
+// One binding: a client process bound to one exported name. Its clerk thread owns it.
+struct Connection {
+  Export* exp = nullptr;
+  OwnedFd sock;
+  std::optional<SharedMemory> region;
+  uint64_t key = 0;
+  TransferMode mode = TransferMode::kAdaptive;
+  std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
+  mutable std::mutex threadsMu;                    // guards starting threads vs. stats()
+  std::atomic<bool> finished{false};
+  std::thread clerk;
+
+  AStackControl* control(uint32_t i) const;
+  void run();
+  Status handshake();
+  bool handle(const Message& m, OwnedFd fd);
+  // Runs calls on the slot's A-stack; `last` is the sequence seen before the client was told
+  // the thread exists (so its first call is not mistaken for an old one).
+  void serve(ServerSlot* slot, uint32_t last);
+  void serveOne(ServerSlot* slot, AStackControl* ctl);
+  void stopThreads();
+};
+
+struct Export {
+  Exporter::Impl* owner = nullptr;
+  std::string name;
+  const InterfaceDescriptor* iface = nullptr;
+  void* impl = nullptr;
+  std::optional<RegionLayout> layout;
+  std::string sockPath;
+  OwnedFd nameLock; // flock held while we serve the name
+  OwnedFd listen;
+  OwnedFd stopFd;   // eventfd, readable once the Exporter shuts down
+  OwnedFd reapFd;   // eventfd, a clerk finished: join it
+  std::thread acceptor;
+  mutable std::mutex connMu;
+  std::list<std::unique_ptr<Connection>> conns;  // guarded by connMu
+
+  void accept();
+  void reap(bool all);
+};
+
+struct Exporter::Impl {
+  ServerOptions options;
+  Result<std::string> dir = Status(Errc::kNotFound);
+  std::atomic<uint64_t> bindingsLive{0}, bindingsTotal{0}, bindingsRejected{0}, serverThreads{0};
+  std::atomic<uint64_t> callsFinished{0}, errorsFinished{0};  // of threads already joined
+  mutable std::mutex mu;
+  std::vector<std::unique_ptr<Export>> exports;  // guarded by mu
+};
+
+// ---- server call ----
+
+namespace {
+
+class AStackServerCall final : public ServerCall {
+ public:
+  AStackServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, std::byte* results,
+                   Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame) noexcept
+      : ServerCall(args, tail, results), conn_(conn), slot_(slot), pl_(pl), frame_(frame) {}
+
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
+    if (n <= pl_.tailRoom) {
+      reserved_ = true;
+      length_ = static_cast<uint32_t>(n);
+      return std::span<std::byte>(frame_ + pl_.resultTailOff, n);
+    }
+    if (n > conn_->exp->owner->options.maxOutOfBandBytes || n > UINT32_MAX) {
+      return Status(Errc::kResourceExhausted, "result tail larger than the server allows");
+    }
+    std::lock_guard<std::mutex> lock(slot_->segMu);
+    if (!slot_->resultSegment || slot_->resultSegment->size() < n) {
+      Result<SharedMemory> seg = SharedMemory::create("lrpc-results", segmentSize(n));
+      if (!seg.isOk()) return seg.status();
+      auto fresh = std::make_shared<SharedMemory>(std::move(*seg));
+      // Sent before the return is published, so the client finds it queued when it looks.
+      Message m{MsgType::kResultSegment, slot_->index, fresh->size(), 0, {}};
+      if (Status s = detail::sendMessage(conn_->sock.get(), &m, sizeof m, fresh->fd()); !s.isOk()) return s;
+      slot_->resultSegment = std::move(fresh);
+    }
+    reserved_ = true;
+    length_ = static_cast<uint32_t>(n);
+    flags_ = kTailOutOfBand;
+    return std::span<std::byte>(slot_->resultSegment->data(), n);
+  }
+
+  uint32_t length() const noexcept { return length_; }
+  uint8_t flags() const noexcept { return flags_; }
+
+ private:
+  Connection* conn_;
+  ServerSlot* slot_;
+  const ProcedureLayout& pl_;
+  std::byte* frame_;
+  bool reserved_ = false;
+  uint32_t length_ = 0;
+  uint8_t flags_ = 0;
+};
+
+}  // namespace
+
+// ---- connection (clerk) ----
+
+AStackControl* Connection::control(uint32_t i) const {
+  return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
+}
+
+void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
+  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
+  std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
+  // Each control field is read once; from here on only the private copies are used.
+  uint64_t callKey = detail::loadOnce(ctl->key);
+  uint32_t procedure = detail::loadOnce(ctl->procedure);
+  uint32_t argTail = detail::loadOnce(ctl->argTail);
+  uint8_t argFlags = detail::loadOnce(ctl->argFlags);
+
+  Status s;
+  std::shared_ptr<SharedMemory> argSegment;  // keeps a segment mapped while the handler reads it
+  std::span<const std::byte> tail;
+  if (callKey != key) {
+    s = Status(Errc::kBindingRejected, "call carries a forged binding key");
+  } else if (procedure != slot->procedure) {
+    s = Status(Errc::kBadFrame, "procedure does not match the A-stack");
+  } else if (argFlags == kTailOutOfBand) {
+    {
+      std::lock_guard<std::mutex> lock(slot->segMu);
+      argSegment = slot->argSegment;
+    }
+    if (!argSegment || argTail > argSegment->size()) {
+      s = Status(Errc::kBadFrame, "argument tail beyond its out-of-band segment");
+    } else {
+      tail = std::span<const std::byte>(argSegment->data(), argTail);
+    }
+  } else if (argFlags != 0 || argTail > pl.tailRoom) {
+    s = Status(Errc::kBadFrame, "argument tail longer than the A-stack");
+  } else {
+    tail = std::span<const std::byte>(frame + pl.argTailOff, argTail);
+  }
+
+  uint32_t resultTail = 0;
+  uint8_t resultFlags = 0;
+  if (s.isOk()) {
+    std::memset(frame + pl.resultsOff, 0, pl.resultsSize);
+    AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
+                          pl, frame);
+    s = exp->iface->dispatch(exp->impl, procedure, call);
+    resultTail = call.length();
+    resultFlags = call.flags();
+  }
+  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (s.isOk()) {
+    detail::storeOnce(ctl->resultTail, resultTail);
+    detail::storeOnce(ctl->resultFlags, resultFlags);
+    detail::storeOnce(ctl->status, uint8_t{0});
+    return;
+  }
+  slot->errors.store(slot->errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // The detail text goes where the frame was, truncated to the frame: the client's arguments
+  // are dead by now and the results are not valid on an error.
+  std::string_view text = s.detail().empty() ? errcName(s.code()) : std::string_view(s.detail());
+  uint32_t len = static_cast<uint32_t>(std::min<size_t>(text.size(), pl.frameBytes));
+  std::memcpy(frame, text.data(), len);
+  detail::storeOnce(ctl->resultTail, len);
+  detail::storeOnce(ctl->resultFlags, uint8_t{0});
+  detail::storeOnce(ctl->status, static_cast<uint8_t>(s.code()));
+}
+
+void Connection::serve(ServerSlot* slot, uint32_t last) {
+  AStackControl* ctl = control(slot->index);
+  for (;;) {
+    uint32_t seq = 0;
+    if (detail::waitForCall(ctl->callWord, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
+    last = seq;
+    serveOne(slot, ctl);
+    detail::ring(ctl->returnWord, seq);
+  }
+}
+
+void Connection::stopThreads() {
+  for (auto& slot : slots) {
+    if (!slot->thread.joinable()) continue;
+    // Release: pairs with the acquire of `stop` in waitForCall after it sees the word change.
+    slot->stop.store(true, std::memory_order_release);
+    detail::stopWaiter(control(slot->index)->callWord);
+    slot->thread.join();
+    std::lock_guard<std::mutex> lock(threadsMu);
+    exp->owner->serverThreads.fetch_sub(1);
+    exp->owner->callsFinished.fetch_add(slot->calls.load(std::memory_order_relaxed));
+    exp->owner->errorsFinished.fetch_add(slot->errors.load(std::memory_order_relaxed));
+    slot->calls.store(0, std::memory_order_relaxed);
+    slot->errors.store(0, std::memory_order_relaxed);
+  }
+}
+
+Status Connection::handshake() {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
+  const ServerOptions& opts = exp->owner->options;
+  bool allowed = cred.uid == ::geteuid() ||
+                 std::find(opts.allowUids.begin(), opts.allowUids.end(), cred.uid) != opts.allowUids.end();
+  if (!allowed) {
+    return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
+  }
+  detail::Hello hello{};
+  if (Status s = detail::recvMessage(sock.get(), &hello, sizeof hello, nullptr, kHelloTimeoutMs); !s.isOk()) return s;
+  if (hello.magic != detail::kHelloMagic || hello.version != detail::kProtocolVersion) {
+    return Status(Errc::kBindingRejected, "not an lrpc client, or another protocol version");
+  }
+  const InterfaceDescriptor& iface = *exp->iface;
+  if (hello.interfaceId != iface.id || hello.signatureHash != iface.signatureHash ||
+      hello.procedureCount != iface.procedureCount) {
+    hello.interfaceName[sizeof hello.interfaceName - 1] = '\0';
+    return Status(Errc::kBindingRejected,
+                  "interface mismatch: client has " + std::string(hello.interfaceName) + " (id " +
+                      hex(hello.interfaceId) + ", signature " + hex(hello.signatureHash) + "), \"" + exp->name +
+                      "\" serves " + iface.name + " (id " + hex(iface.id) + ", signature " +
+                      hex(iface.signatureHash) + ")");
+  }
+  if (hello.mode > static_cast<uint8_t>(TransferMode::kBlock)) return Status(Errc::kBindingRejected, "unknown mode");
+  mode = static_cast<TransferMode>(hello.mode);
+
+  const RegionLayout& layout = *exp->layout;
+  Result<SharedMemory> shm = SharedMemory::create(("lrpc-astacks-" + exp->name).c_str(), layout.regionBytes());
+  if (!shm.isOk()) return shm.status();
+  region.emplace(std::move(*shm));
+  if (::getrandom(&key, sizeof key, 0) != sizeof key) return Status::fromErrno(errno, "getrandom");
+  RegionHeader header{};
+  header.magic = kRegionMagic;
+  header.version = kRegionVersion;
+  header.interfaceId = iface.id;
+  header.signatureHash = iface.signatureHash;
+  header.astackCount = layout.astackCount();
+  header.regionBytes = layout.regionBytes();
+  std::memcpy(region->data(), &header, sizeof header);
+  std::lock_guard<std::mutex> lock(threadsMu);
+  slots.reserve(layout.astackCount());
+  for (uint32_t i = 0; i < layout.astackCount(); ++i) {
+    new (control(i)) AStackControl{};
+    auto slot = std::make_unique<ServerSlot>();
+    slot->index = i;
+    slot->procedure = layout.procedureOf(i);
+    slots.push_back(std::move(slot));
+  }
+  detail::Welcome w{};
+  w.key = key;
+  w.regionBytes = layout.regionBytes();
+  return detail::sendMessage(sock.get(), &w, sizeof w, region->fd());
+}
+
+// Handles one request; false ends the binding (the client broke the protocol).
+bool Connection::handle(const Message& m, OwnedFd fd) {
+  if (fd.valid() || m.astack >= slots.size()) return false;
+  ServerSlot* slot = slots[m.astack].get();
+  Message reply{};
+  reply.astack = m.astack;
+  OwnedFd ignored;
+  std::shared_ptr<SharedMemory> seg;
+  switch (m.type) {
+    case MsgType::kStartThread: {
+      reply.type = MsgType::kThreadStarted;
+      std::lock_guard<std::mutex> lock(threadsMu);
+      if (!slot->thread.joinable()) {
+        if (exp->owner->serverThreads.fetch_add(1) >= exp->owner->options.maxServerThreads) {
+          exp->owner->serverThreads.fetch_sub(1);
+          reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+          break;
+        }
+        uint32_t last = control(slot->index)->callWord.load(std::memory_order_acquire) >> 1;
+        slot->thread = std::thread([this, slot, last] { serve(slot, last); });
+      }
+      break;
+    }
+    case MsgType::kGrowArgs: {
+      reply.type = MsgType::kArgSegment;
+      if (m.bytes == 0 || m.bytes > exp->owner->options.maxOutOfBandBytes || m.bytes > UINT32_MAX) {
+        reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+        break;
+      }
+      Result<SharedMemory> shm = SharedMemory::create("lrpc-args", segmentSize(m.bytes));
+      if (!shm.isOk()) {
+        reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+        break;
+      }
+      seg = std::make_shared<SharedMemory>(std::move(*shm));
+      reply.bytes = seg->size();
+      std::lock_guard<std::mutex> lock(slot->segMu);
+      slot->argSegment = seg;
+      break;
+    }
+    default:
+      return false;
+  }
+  return detail::sendMessage(sock.get(), &reply, sizeof reply, seg ? seg->fd() : -1).isOk();
+}
+
+void Connection::run() {
+  Status s = handshake();
+  if (!s.isOk()) {
+    exp->owner->bindingsRejected.fetch_add(1);
+    detail::Welcome w{};
+    w.status = static_cast<uint8_t>(s.code() == Errc::kOk ? Errc::kBindingRejected : s.code());
+    std::snprintf(w.detail, sizeof w.detail, "%s", s.detail().c_str());
+    (void)detail::sendMessage(sock.get(), &w, sizeof w);
+  } else {
+    exp->owner->bindingsTotal.fetch_add(1);
+    exp->owner->bindingsLive.fetch_add(1);
+    for (;;) {
+      pollfd p[2] = {{sock.get(), POLLIN | POLLRDHUP, 0}, {exp->stopFd.get(), POLLIN, 0}};
+      int r = ::poll(p, 2, -1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 || p[1].revents != 0) break;
+      if ((p[0].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) != 0) break;
+      if ((p[0].revents & POLLIN) != 0) {
+        Message m{};
+        OwnedFd fd;
+        if (!detail::recvMessage(sock.get(), &m, sizeof m, &fd, -1).isOk()) break;
+        if (!handle(m, std::move(fd))) break;
+      }
+    }
+    exp->owner->bindingsLive.fetch_sub(1);
+  }
+  // The client is gone (or we are shutting down): no thread may touch the region after this.
+  stopThreads();
+  {
+    std::lock_guard<std::mutex> lock(threadsMu);
+    slots.clear();
+  }
+  region.reset();
+  sock.reset();
+  finished.store(true, std::memory_order_release);
+  signal(exp->reapFd.get());
+}
+
+// ---- export (acceptor) ----
+
+void Export::reap(bool all) {
+  std::list<std::unique_ptr<Connection>> done;
+  {
+    std::lock_guard<std::mutex> lock(connMu);
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (all || (*it)->finished.load(std::memory_order_acquire)) {
+        done.push_back(std::move(*it));
+        it = conns.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& c : done) c->clerk.join();
+}
+
+void Export::accept() {
+  for (;;) {
+    pollfd p[3] = {{listen.get(), POLLIN, 0}, {stopFd.get(), POLLIN, 0}, {reapFd.get(), POLLIN, 0}};
+    int r = ::poll(p, 3, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || p[1].revents != 0) break;
+    if (p[2].revents != 0) {
+      uint64_t n;
+      ssize_t got = ::read(reapFd.get(), &n, sizeof n);
+      (void)got;
+      reap(false);
+    }
+    if ((p[0].revents & POLLIN) == 0) continue;
+    OwnedFd sock(::accept4(listen.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!sock.valid()) continue;  // EMFILE, a client that gave up, ...: keep serving the others
+    size_t live;
+    {
+      std::lock_guard<std::mutex> lock(connMu);
+      live = conns.size();
+    }
+    if (live >= owner->options.maxBindings) {
+      owner->bindingsRejected.fetch_add(1);
+      detail::Welcome w{};
+      w.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+      std::snprintf(w.detail, sizeof w.detail, "\"%s\" has too many bindings", name.c_str());
+      (void)detail::sendMessage(sock.get(), &w, sizeof w);
+      continue;
+    }
+    auto conn = std::make_unique<Connection>();
+    conn->exp = this;
+    conn->sock = std::move(sock);
+    Connection* c = conn.get();
+    std::lock_guard<std::mutex> lock(connMu);
+    conns.push_back(std::move(conn));
+    c->clerk = std::thread([c] { c->run(); });
+  }
+  reap(true);
+}
+
+// ---- exporter ----
+
+Exporter::Exporter(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->dir = detail::namesDir(impl_->options.dir, true);
+}
+
+Exporter::~Exporter() {
+  std::vector<std::unique_ptr<Export>> exports;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    exports.swap(impl_->exports);
+  }
+  for (auto& e : exports) signal(e->stopFd.get());
+  for (auto& e : exports) {
+    e->acceptor.join();
+    // Remove the socket while we still hold the lock, so that no successor's socket is removed.
+    ::unlink(e->sockPath.c_str());
+  }
+}
+
+const std::string& Exporter::dir() const noexcept {
+  static const std::string kNone;
+  return impl_->dir.isOk() ? *impl_->dir : kNone;
+}
+
+Status Exporter::add(std::string_view name, const InterfaceDescriptor& iface, void* impl) {
+  if (!impl_->dir.isOk()) return impl_->dir.status();
+  if (Status s = detail::checkName(name); !s.isOk()) return s;
+  if (iface.dispatch == nullptr || impl == nullptr) return Status(Errc::kInvalidArgument, "no dispatch or no server");
+  Result<RegionLayout> layout = RegionLayout::compute(iface);
+  if (!layout.isOk()) return layout.status();
+
+  auto e = std::make_unique<Export>();
+  e->owner = impl_.get();
+  e->name = std::string(name);
+  e->iface = &iface;
+  e->impl = impl;
+  e->layout.emplace(std::move(*layout));
+  const std::string& dir = *impl_->dir;
+  e->sockPath = detail::socketPath(dir, name);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (e->sockPath.size() >= sizeof addr.sun_path) return Status(Errc::kInvalidArgument, "socket path too long");
+  std::memcpy(addr.sun_path, e->sockPath.c_str(), e->sockPath.size() + 1);
+
+  Result<OwnedFd> lock = detail::lockName(dir, name);
+  if (!lock.isOk()) return lock.status();
+  e->nameLock = std::move(*lock);
+  // We hold the name's lock, so any socket file left here belongs to a dead server.
+  ::unlink(e->sockPath.c_str());
+  e->listen.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!e->listen.valid()) return Status::fromErrno(errno, "socket");
+  if (::bind(e->listen.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::fromErrno(errno, "bind " + e->sockPath);
+  }
+  ::chmod(e->sockPath.c_str(), impl_->options.allowUids.empty() ? 0600 : 0666);
+  if (::listen(e->listen.get(), 128) != 0) return Status::fromErrno(errno, "listen");
+  e->stopFd.reset(::eventfd(0, EFD_CLOEXEC));
+  e->reapFd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!e->stopFd.valid() || !e->reapFd.valid()) return Status::fromErrno(errno, "eventfd");
+  Export* raw = e.get();
+  raw->acceptor = std::thread([raw] { raw->accept(); });
+  std::lock_guard<std::mutex> guard(impl_->mu);
+  impl_->exports.push_back(std::move(e));
+  return {};
+}
+
+ExporterStats Exporter::stats() const {
+  ExporterStats st;
+  st.bindingsLive = impl_->bindingsLive.load();
+  st.bindingsTotal = impl_->bindingsTotal.load();
+  st.bindingsRejected = impl_->bindingsRejected.load();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (auto& e : impl_->exports) {
+    std::lock_guard<std::mutex> connLock(e->connMu);
+    for (auto& c : e->conns) {
+      std::lock_guard<std::mutex> threadsLock(c->threadsMu);
+      for (auto& slot : c->slots) {
+        st.callsServed += slot->calls.load(std::memory_order_relaxed);
+        st.callErrors += slot->errors.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  // Read after the live counters: a thread joined meanwhile may be counted twice, never lost.
+  st.serverThreads = impl_->serverThreads.load();
+  st.callsServed += impl_->callsFinished.load();
+  st.callErrors += impl_->errorsFinished.load();
+  return st;
+}
+
+}  // namespace lrpc

@@ -1,0 +1,95 @@
+#include "runtime/import.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/astack.h"
+#include "runtime/local_binding.h"
+#include "runtime/names.h"
+#include "runtime/protocol.h"
+#include "runtime/shm.h"
+
+namespace lrpc {
+
+Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const InterfaceDescriptor& iface,
+                                               const ImportOptions& options) {
+  if (Status s = detail::checkName(name); !s.isOk()) return s;
+  Result<RegionLayout> layout = RegionLayout::compute(iface);
+  if (!layout.isOk()) return layout.status();
+  Result<std::string> dir = detail::namesDir(options.dir, false);
+  if (!dir.isOk()) {
+    if (dir.status().code() == Errc::kNotFound) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\"");
+    return dir.status();
+  }
+
+  std::string path = detail::socketPath(*dir, name);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return Status(Errc::kInvalidArgument, "socket path too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return Status::fromErrno(errno, "socket");
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno == ENOENT || errno == ECONNREFUSED) {
+      return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\" in " + *dir);
+    }
+    if (errno == EACCES) return Status(Errc::kPermissionDenied, "may not connect to " + path);
+    return Status::fromErrno(errno, "connect " + path);
+  }
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
+  if (cred.uid != ::geteuid() && cred.uid != 0 &&
+      std::find(options.trustUids.begin(), options.trustUids.end(), cred.uid) == options.trustUids.end()) {
+    return Status(Errc::kPermissionDenied, "\"" + std::string(name) + "\" is served by untrusted uid " +
+                                               std::to_string(cred.uid));
+  }
+
+  detail::Hello hello{};
+  hello.magic = detail::kHelloMagic;
+  hello.version = detail::kProtocolVersion;
+  hello.interfaceId = iface.id;
+  hello.signatureHash = iface.signatureHash;
+  hello.procedureCount = iface.procedureCount;
+  hello.mode = static_cast<uint8_t>(options.mode);
+  std::snprintf(hello.interfaceName, sizeof hello.interfaceName, "%s", iface.name ? iface.name : "?");
+  if (Status s = detail::sendMessage(sock.get(), &hello, sizeof hello); !s.isOk()) return s;
+
+  detail::Welcome welcome{};
+  OwnedFd regionFd;
+  Status s = detail::recvMessage(sock.get(), &welcome, sizeof welcome, &regionFd,
+                                 static_cast<int>(options.bindTimeout.count()));
+  if (!s.isOk()) {
+    if (s.code() == Errc::kPeerDied) return Status(Errc::kBindingRejected, "server closed the binding socket");
+    return s;
+  }
+  if (welcome.status != 0) {
+    welcome.detail[sizeof welcome.detail - 1] = '\0';
+    Errc code = welcome.status <= static_cast<uint8_t>(Errc::kCancelled) ? static_cast<Errc>(welcome.status)
+                                                                           : Errc::kBindingRejected;
+    return Status(code, welcome.detail);
+  }
+  if (welcome.regionBytes != layout->regionBytes()) {
+    return Status(Errc::kBindingRejected, "server's A-stack region has another layout");
+  }
+  Result<SharedMemory> region = SharedMemory::adopt(std::move(regionFd), welcome.regionBytes);
+  if (!region.isOk()) return region.status();
+  RegionHeader header;
+  std::memcpy(&header, region->data(), sizeof header);
+  if (header.magic != kRegionMagic || header.version != kRegionVersion || header.interfaceId != iface.id ||
+      header.signatureHash != iface.signatureHash || header.astackCount != layout->astackCount()) {
+    return Status(Errc::kBindingRejected, "A-stack region header does not match the interface");
+  }
+  auto local = std::make_shared<LocalBinding>(iface, std::move(*layout), std::move(*region), std::move(sock),
+                                              welcome.key, options.mode, options.astackWait);
+  LocalBinding* raw = local.get();
+  return std::make_shared<Binding>(iface, raw, std::move(local));
+}
+
+}  // namespace lrpc

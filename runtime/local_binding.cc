@@ -1,0 +1,204 @@
+#include "runtime/local_binding.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/stub_support.h"
+
+namespace lrpc {
+
+namespace detail {
+
+void AStackPool::init(uint32_t first, uint32_t count) {
+  first_ = first;
+  next_ = std::make_unique<std::atomic<uint32_t>[]>(count);
+  // Index 0 on top: a single-threaded caller always reuses the same, warm A-stack.
+  for (uint32_t i = 0; i < count; ++i) next_[i].store(i + 1 < count ? i + 2 : 0, std::memory_order_relaxed);
+  head_.store(count > 0 ? 1 : 0, std::memory_order_release);
+}
+
+}  // namespace detail
+
+namespace {
+// How long a socket request may wait for the clerk's reply before the binding is called dead.
+constexpr int kClerkReplyMs = 10'000;
+}  // namespace
+
+LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout, SharedMemory region,
+                           OwnedFd socket, uint64_t key, TransferMode mode, std::chrono::nanoseconds astackWait)
+    : base_(region.data()),
+      key_(key),
+      mode_(mode),
+      procedureCount_(layout.procedureCount()),
+      procs_(std::make_unique<Proc[]>(layout.procedureCount())),
+      slots_(std::make_unique<Slot[]>(layout.astackCount())),
+      iface_(iface),
+      layout_(std::move(layout)),
+      astackWait_(astackWait),
+      region_(std::move(region)),
+      socket_(std::move(socket)) {
+  for (uint32_t p = 0; p < procedureCount_; ++p) {
+    procs_[p].layout = layout_.procedure(p);
+    procs_[p].pool.init(procs_[p].layout.firstAStack, procs_[p].layout.count);
+  }
+}
+
+LocalBinding::~LocalBinding() = default;
+
+Result<uint32_t> LocalBinding::acquireSlow(uint32_t p) noexcept {
+  int64_t deadline = detail::monotonicNs() + astackWait_.count();
+  for (uint32_t round = 0;; ++round) {
+    if (anyAbandoned_.load(std::memory_order_acquire)) reclaimAbandoned();
+    uint32_t index = procs_[p].pool.pop();
+    if (index != detail::AStackPool::kEmpty) return index;
+    if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
+    if (detail::monotonicNs() >= deadline) {
+      return Status(Errc::kResourceExhausted, std::string("all A-stacks of ") + iface_.name + "." +
+                                                  iface_.procedures[p].name + " stayed in use");
+    }
+    // Yield first (an A-stack usually comes back within a call's time), then sleep briefly.
+    if (round < 64) {
+      ::sched_yield();
+    } else {
+      timespec ts{0, 50'000};
+      ::nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+void LocalBinding::reclaimAbandoned() noexcept {
+  std::lock_guard<std::mutex> lock(abandonedMu_);
+  auto done = [this](const Abandoned& a) {
+    // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
+    if (!detail::seqIs(control(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
+    procs_[layout_.procedureOf(a.index)].pool.push(a.index);
+    return true;
+  };
+  abandoned_.erase(std::remove_if(abandoned_.begin(), abandoned_.end(), done), abandoned_.end());
+  anyAbandoned_.store(!abandoned_.empty(), std::memory_order_release);
+}
+
+void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
+  std::lock_guard<std::mutex> lock(abandonedMu_);
+  abandoned_.push_back({index, seq});
+  anyAbandoned_.store(true, std::memory_order_release);
+}
+
+Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept {
+  switch (detail::waitForReturn(control(index)->returnWord, seq, mode_, socket_.get(), deadlineNs)) {
+    case detail::WaitResult::kReady:
+      return {};
+    case detail::WaitResult::kTimedOut:
+      abandon(index, seq);
+      return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
+    case detail::WaitResult::kPeerDied:
+    case detail::WaitResult::kStopped:
+      break;
+  }
+  markDead();
+  return Status(Errc::kPeerDied, "server process went away during the call");
+}
+
+Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
+                                    OwnedFd* fd) noexcept {
+  if (Status s = detail::sendMessage(socket_.get(), &request, sizeof request); !s.isOk()) {
+    if (s.code() == Errc::kPeerDied) markDead();
+    return s;
+  }
+  for (;;) {
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (it->message.type == want && it->message.astack == request.astack) {
+        *reply = it->message;
+        if (fd != nullptr) *fd = std::move(it->fd);
+        pending_.erase(it);
+        return {};
+      }
+    }
+    Pending got{};
+    Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, kClerkReplyMs);
+    if (!s.isOk()) {
+      markDead();
+      return s.code() == Errc::kDeadlineExceeded ? Status(Errc::kPeerDied, "server's clerk stopped answering") : s;
+    }
+    pending_.push_back(std::move(got));
+  }
+}
+
+Status LocalBinding::startAStack(uint32_t index) noexcept {
+  detail::Message req{detail::MsgType::kStartThread, index, 0, 0, {}};
+  detail::Message reply{};
+  std::lock_guard<std::mutex> lock(sockMu_);
+  if (Status s = exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr); !s.isOk()) return s;
+  if (reply.status != 0) {
+    return Status(static_cast<Errc>(reply.status), "server could not start a thread for this A-stack");
+  }
+  slots_[index].started = true;
+  return {};
+}
+
+Result<std::span<std::byte>> LocalBinding::argOutOfBand(uint32_t index, size_t n) noexcept {
+  Slot& slot = slots_[index];
+  if (!slot.argSegment || slot.argSegment->size() < n) {
+    slot.argSegment.reset();
+    detail::Message req{detail::MsgType::kGrowArgs, index, n, 0, {}};
+    detail::Message reply{};
+    OwnedFd fd;
+    {
+      std::lock_guard<std::mutex> lock(sockMu_);
+      if (Status s = exchangeLocked(req, detail::MsgType::kArgSegment, &reply, &fd); !s.isOk()) return s;
+    }
+    if (reply.status != 0) return Status(static_cast<Errc>(reply.status), "server refused an argument segment");
+    if (reply.bytes < n) return Status(Errc::kBadFrame, "argument segment smaller than asked for");
+    Result<SharedMemory> seg = SharedMemory::adopt(std::move(fd), reply.bytes);
+    if (!seg.isOk()) return seg.status();
+    slot.argSegment = std::make_unique<SharedMemory>(std::move(*seg));
+  }
+  return std::span<std::byte>(slot.argSegment->data(), n);
+}
+
+Result<std::span<const std::byte>> LocalBinding::resultOutOfBand(uint32_t index, size_t n) noexcept {
+  Slot& slot = slots_[index];
+  {
+    // The server sent any new segment before it returned the call, so it is already queued on
+    // the socket (or was stashed in pending_ by another thread): drain without waiting.
+    std::lock_guard<std::mutex> lock(sockMu_);
+    for (;;) {
+      Pending got{};
+      Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, 0);
+      if (s.code() == Errc::kDeadlineExceeded) break;
+      if (!s.isOk()) {
+        markDead();
+        return s;
+      }
+      pending_.push_back(std::move(got));
+    }
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->message.type == detail::MsgType::kResultSegment && it->message.astack == index) {
+        Result<SharedMemory> seg = SharedMemory::adopt(std::move(it->fd), it->message.bytes);
+        if (!seg.isOk()) return seg.status();
+        slot.resultSegment = std::make_unique<SharedMemory>(std::move(*seg));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (!slot.resultSegment || slot.resultSegment->size() < n) {
+    return Status(Errc::kBadFrame, "result tail beyond its out-of-band segment");
+  }
+  return std::span<const std::byte>(slot.resultSegment->data(), n);
+}
+
+Status LocalBinding::callError(uint32_t index, uint8_t code) noexcept {
+  const ProcedureLayout& pl = layout_.procedure(layout_.procedureOf(index));
+  AStackControl* ctl = control(index);
+  uint32_t len = std::min<uint32_t>(ctl->resultTail, pl.frameBytes);
+  const char* text = reinterpret_cast<const char*>(ctl) + kControlBytes;
+  if (code > static_cast<uint8_t>(Errc::kCancelled)) return Status(Errc::kBadFrame, "unknown status from server");
+  return Status(static_cast<Errc>(code), std::string(text, len));
+}
+
+}  // namespace lrpc

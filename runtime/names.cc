@@ -1,0 +1,75 @@
+#include "runtime/names.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace lrpc::detail {
+
+Result<std::string> namesDir(std::string_view explicitDir, bool create) {
+  std::string dir(explicitDir);
+  if (dir.empty()) {
+    if (const char* e = std::getenv("LRPC_DIR"); e != nullptr && *e != '\0') {
+      dir = e;
+    } else if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x != '\0') {
+      dir = std::string(x) + "/lrpc";
+    } else {
+      dir = "/tmp/lrpc-" + std::to_string(::geteuid());
+    }
+  }
+  if (create && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::fromErrno(errno, "mkdir " + dir);
+  }
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status(Errc::kNotFound, "no lrpc directory " + dir);
+    return Status::fromErrno(errno, "stat " + dir);
+  }
+  if (!S_ISDIR(st.st_mode)) return Status(Errc::kPermissionDenied, dir + " is not a directory");
+  bool ownerOk = st.st_uid == ::geteuid() || (st.st_uid == 0 && (st.st_mode & S_ISVTX) != 0);
+  if (!ownerOk) return Status(Errc::kPermissionDenied, dir + " is owned by uid " + std::to_string(st.st_uid));
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    return Status(Errc::kPermissionDenied, dir + " is writable by others");
+  }
+  return dir;
+}
+
+Status checkName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name.front() == '.') {
+    return Status(Errc::kInvalidArgument, "bad name \"" + std::string(name) + "\"");
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-';
+    if (!ok) return Status(Errc::kInvalidArgument, "bad character in name \"" + std::string(name) + "\"");
+  }
+  return {};
+}
+
+std::string socketPath(const std::string& dir, std::string_view name) {
+  return dir + "/" + std::string(name) + ".sock";
+}
+
+std::string lockPath(const std::string& dir, std::string_view name) {
+  return dir + "/" + std::string(name) + ".lock";
+}
+
+Result<OwnedFd> lockName(const std::string& dir, std::string_view name) {
+  std::string path = lockPath(dir, name);
+  OwnedFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return Status::fromErrno(errno, "open " + path);
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return Status(Errc::kAlreadyExists, "\"" + std::string(name) + "\" is already exported by a live server");
+    }
+    return Status::fromErrno(errno, "flock " + path);
+  }
+  return fd;
+}
+
+}  // namespace lrpc::detail

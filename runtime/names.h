@@ -1,0 +1,32 @@
+// Where exported names live. Names are per user: each is a socket `<dir>/<name>.sock` next to
+// a lock file `<dir>/<name>.lock` that the exporting process holds with flock() for as long as
+// it serves the name. The directory is, in order:
+//   $LRPC_DIR if set, else $XDG_RUNTIME_DIR/lrpc, else /tmp/lrpc-<uid>
+// (or ServerOptions::dir / ImportOptions::dir). A directory we create gets mode 0700; one we
+// find must be a directory owned by our effective uid, or root-owned and sticky (/tmp style),
+// and not writable by group or others, else kPermissionDenied.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "runtime/fd.h"
+#include "runtime/status.h"
+
+namespace lrpc::detail {
+
+// The directory to use: `explicitDir` if not empty, else the default above. Creates it (0700)
+// when missing and checks it.
+Result<std::string> namesDir(std::string_view explicitDir, bool create);
+
+// A name is 1..64 characters of [A-Za-z0-9._-], not starting with '.'.
+Status checkName(std::string_view name);
+
+std::string socketPath(const std::string& dir, std::string_view name);
+std::string lockPath(const std::string& dir, std::string_view name);
+
+// Takes the name's lock: kAlreadyExists when a live process holds it. A lock left by a dead
+// process is free again (the kernel drops flocks with the last fd), so its name is reclaimed.
+Result<OwnedFd> lockName(const std::string& dir, std::string_view name);
+
+}  // namespace lrpc::detail

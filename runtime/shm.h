@@ -1,0 +1,59 @@
+// Shared memory as RAII values: Mapping (one munmap) and SharedMemory (a memfd plus its
+// mapping), created through static functions that return Result, never half-built objects.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+
+#include "runtime/fd.h"
+#include "runtime/status.h"
+
+namespace lrpc {
+
+// A mapped range; unmapped exactly once, by the destructor.
+class Mapping {
+ public:
+  Mapping() noexcept = default;
+  Mapping(void* addr, size_t size) noexcept : addr_(addr), size_(size) {}
+  Mapping(Mapping&& o) noexcept : addr_(std::exchange(o.addr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { reset(); }
+
+  std::byte* data() const noexcept { return static_cast<std::byte*>(addr_); }
+  size_t size() const noexcept { return size_; }
+  void reset() noexcept;
+
+ private:
+  void* addr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A memfd and its shared read-write mapping. Members are destroyed in reverse order: the
+// mapping goes first, then the fd.
+class SharedMemory {
+ public:
+  // Creates a zero-filled memfd of `size` bytes (size > 0), maps it, and seals its size
+  // (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) so that a peer holding the fd can neither
+  // truncate it under our mapping (SIGBUS) nor change the seals.
+  static Result<SharedMemory> create(const char* debugName, size_t size);
+  // Maps a memfd received from a peer. It must be exactly `size` bytes and carry the size
+  // seals; otherwise the peer could shrink it under us.
+  static Result<SharedMemory> adopt(OwnedFd fd, size_t size);
+
+  SharedMemory(SharedMemory&&) noexcept = default;
+  SharedMemory& operator=(SharedMemory&&) noexcept = default;
+
+  int fd() const noexcept { return fd_.get(); }
+  std::byte* data() const noexcept { return map_.data(); }
+  size_t size() const noexcept { return map_.size(); }
+
+ private:
+  SharedMemory(OwnedFd fd, Mapping map) noexcept : fd_(std::move(fd)), map_(std::move(map)) {}
+
+  OwnedFd fd_;
+  Mapping map_;
+};
+
+}  // namespace lrpc

@@ -1,0 +1,85 @@
+// Control transfer between a client thread and the server thread of an A-stack: two
+// doorbell words per A-stack (call and return), each "seq << 1 | sleeping". Every
+// cross-process ordering point of the call path is in this file or transfer.cc.
+//
+// Publisher: exchange(seq << 1, release); FUTEX_WAKE only if the old value had the
+// sleeping bit, so the fast path makes no system call. Waiter: spin on the word (acquire);
+// to sleep, CAS the sleeping bit in and futex_wait on exactly that value, so a publish that
+// lands in between changes the word and the wait returns at once (no lost wake-up).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "runtime/astack.h"
+
+namespace lrpc {
+
+// How a waiting side waits, chosen per import (the server threads of a binding use its mode).
+enum class TransferMode : uint8_t {
+  kAdaptive = 0,  // spin about kAdaptiveSpins pauses, then futex: the default; idle costs no CPU
+  kSpin = 1,      // spin (the paper's LRPC/MP); yields now and then so an oversubscribed
+                  // machine still makes progress; an idle server thread sleeps after kSpinIdleNs
+  kBlock = 2,     // futex at once
+};
+
+std::string_view transferModeName(TransferMode mode) noexcept;
+
+namespace detail {
+
+// Pauses spent spinning before sleeping in adaptive mode (peers.md: ~1000 pauses gets within
+// 5% of the spin floor).
+inline constexpr uint32_t kAdaptiveSpins = 1000;
+// A spinning waiter calls sched_yield every this many pauses, so that the peer it waits for
+// can run when both share a core.
+inline constexpr uint32_t kYieldEvery = 128;
+// A spinning client checks liveness (poll for POLLHUP) and its deadline every this many pauses.
+inline constexpr uint32_t kCheckEvery = 4096;
+// A blocked client wakes this often to check liveness and its deadline.
+inline constexpr int64_t kSleepSliceNs = 5'000'000;
+// A spin-mode server thread with no call for this long goes to sleep on its futex.
+inline constexpr int64_t kSpinIdleNs = 50'000'000;
+
+inline void cpuRelax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int64_t monotonicNs() noexcept;
+void futexWake(std::atomic<uint32_t>& word) noexcept;
+// Returns 0 when woken (or the value differed), ETIMEDOUT, or EINTR. timeoutNs < 0: forever.
+int futexWait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeoutNs) noexcept;
+
+// Publishes call `seq` on a doorbell.
+inline void ring(std::atomic<uint32_t>& word, uint32_t seq) noexcept {
+  // Release: the peer must see the frame and control fields we wrote before it sees seq.
+  uint32_t old = word.exchange((seq & kSeqMask) << 1, std::memory_order_release);
+  if (old & kDoorbellSleeping) futexWake(word);
+}
+
+inline bool seqIs(uint32_t word, uint32_t seq) noexcept { return (word >> 1) == (seq & kSeqMask); }
+
+enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped };
+
+// Client: waits until the return doorbell carries `seq`. liveFd is the binding's socket
+// (POLLHUP = the server died); deadlineNs is monotonic, 0 for none.
+WaitResult waitForReturn(std::atomic<uint32_t>& word, uint32_t seq, TransferMode mode, int liveFd,
+                         int64_t deadlineNs) noexcept;
+
+// Server: waits until the call doorbell carries a sequence other than `lastSeq` (returned in
+// *seq), or `stop` is set (the binding is going away; whoever sets it then bumps the word and
+// wakes it, see stopWaiter).
+WaitResult waitForCall(std::atomic<uint32_t>& word, uint32_t lastSeq, TransferMode mode,
+                       const std::atomic<bool>& stop, uint32_t* seq) noexcept;
+
+// Makes a waitForCall on `word` return: the caller has already set its stop flag.
+void stopWaiter(std::atomic<uint32_t>& word) noexcept;
+
+// True if the peer's end of the socket has hung up (or the socket failed).
+bool peerGone(int fd) noexcept;
+
+}  // namespace detail
+}  // namespace lrpc
