@@ -22,7 +22,7 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
   if (Status s = detail::checkName(name); !s.isOk()) return s;
   Result<RegionLayout> layout = RegionLayout::compute(iface);
   if (!layout.isOk()) return layout.status();
-  Result<std::string> dir = detail::namesDir(options.dir, false);
+  Result<std::string> dir = detail::namesDir(options.dir, false, options.trustUids);
   if (!dir.isOk()) {
     if (dir.status().code() == Errc::kNotFound) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\"");
     return dir.status();

@@ -32,7 +32,8 @@ struct ImportOptions {
   std::chrono::nanoseconds astackWait = std::chrono::seconds(1);
   // How long import waits for the server's answer.
   std::chrono::milliseconds bindTimeout = std::chrono::seconds(5);
-  // Server uids we accept besides our own and root (checked with SO_PEERCRED).
+  // Server uids we accept besides our own and root (checked with SO_PEERCRED, and as owners of
+  // the names directory).
   std::vector<uid_t> trustUids;
 };
 

@@ -11,7 +11,7 @@
 
 namespace lrpc::detail {
 
-Result<std::string> namesDir(std::string_view explicitDir, bool create) {
+Result<std::string> namesDir(std::string_view explicitDir, bool create, std::span<const uid_t> trustedOwners) {
   std::string dir(explicitDir);
   if (dir.empty()) {
     if (const char* e = std::getenv("LRPC_DIR"); e != nullptr && *e != '\0') {
@@ -31,7 +31,8 @@ Result<std::string> namesDir(std::string_view explicitDir, bool create) {
     return Status::fromErrno(errno, "stat " + dir);
   }
   if (!S_ISDIR(st.st_mode)) return Status(Errc::kPermissionDenied, dir + " is not a directory");
-  bool ownerOk = st.st_uid == ::geteuid() || (st.st_uid == 0 && (st.st_mode & S_ISVTX) != 0);
+  bool ownerOk = st.st_uid == ::geteuid() || st.st_uid == 0;
+  for (uid_t u : trustedOwners) ownerOk = ownerOk || st.st_uid == u;
   if (!ownerOk) return Status(Errc::kPermissionDenied, dir + " is owned by uid " + std::to_string(st.st_uid));
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
     return Status(Errc::kPermissionDenied, dir + " is writable by others");

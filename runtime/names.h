@@ -3,10 +3,13 @@
 // it serves the name. The directory is, in order:
 //   $LRPC_DIR if set, else $XDG_RUNTIME_DIR/lrpc, else /tmp/lrpc-<uid>
 // (or ServerOptions::dir / ImportOptions::dir). A directory we create gets mode 0700; one we
-// find must be a directory owned by our effective uid, or root-owned and sticky (/tmp style),
-// and not writable by group or others, else kPermissionDenied.
+// find must be a directory owned by our effective uid, root, or a uid the caller trusts, and
+// not writable by group or others unless sticky (/tmp style), else kPermissionDenied.
 #pragma once
 
+#include <sys/types.h>
+
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -17,7 +20,7 @@ namespace lrpc::detail {
 
 // The directory to use: `explicitDir` if not empty, else the default above. Creates it (0700)
 // when missing and checks it.
-Result<std::string> namesDir(std::string_view explicitDir, bool create);
+Result<std::string> namesDir(std::string_view explicitDir, bool create, std::span<const uid_t> trustedOwners = {});
 
 // A name is 1..64 characters of [A-Za-z0-9._-], not starting with '.'.
 Status checkName(std::string_view name);

@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -44,6 +47,71 @@ class TestServer {
   std::unique_ptr<Child> child_;
   bool ok_ = false;
   char result_ = 0;
+};
+
+}  // namespace lrpc::testing
+
+namespace lrpc::testing {
+
+// What a server process reports about itself.
+struct ServerSnapshot {
+  int fds;
+  int threads;
+  long rssKb;
+  uint64_t bindingsLive;
+  uint64_t serverThreads;
+  uint64_t callsServed;
+};
+
+inline ServerSnapshot snapshotSelf(const Exporter& exporter) {
+  ServerSnapshot s{};
+  s.fds = static_cast<int>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                         std::filesystem::directory_iterator{}));
+  s.threads = static_cast<int>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                             std::filesystem::directory_iterator{}));
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    long pages = 0, rss = 0;
+    if (std::fscanf(f, "%ld %ld", &pages, &rss) == 2) s.rssKb = rss * (::sysconf(_SC_PAGESIZE) / 1024);
+    std::fclose(f);
+  }
+  ExporterStats st = exporter.stats();
+  s.bindingsLive = st.bindingsLive;
+  s.serverThreads = st.serverThreads;
+  s.callsServed = st.callsServed;
+  return s;
+}
+
+// A TestService server process that answers snapshot requests over a pipe.
+class ObservedServer {
+ public:
+  ObservedServer(const std::string& dir, const std::string& name) {
+    child_ = std::make_unique<Child>([&] {
+      TestService::Server impl;
+      ServerOptions options;
+      options.dir = dir;
+      Exporter exporter(options);
+      Status s = exporter.add(name, TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
+      ready_.putByte(s.isOk() ? 'k' : 'x');
+      if (!s.isOk()) return 1;
+      for (;;) {
+        if (!commands_.getByte(-1)) return 0;
+        ServerSnapshot snap = snapshotSelf(exporter);
+        answers_.put(&snap, sizeof snap);
+      }
+    });
+    char c = 0;
+    ok_ = ready_.get(&c, 1) && c == 'k';
+  }
+  bool ok() const { return ok_; }
+  bool snapshot(ServerSnapshot* out) {
+    commands_.putByte('s');
+    return answers_.get(out, sizeof *out);
+  }
+
+ private:
+  Pipe ready_, commands_, answers_;
+  std::unique_ptr<Child> child_;
+  bool ok_ = false;
 };
 
 }  // namespace lrpc::testing

@@ -34,13 +34,16 @@ struct TestService {
   struct SleepArgs {
     uint32_t ms;
   };
+  struct SleepResults {
+    uint32_t ms;
+  };
 
   static constexpr uint32_t kNull = 0, kAdd = 1, kEcho = 2, kSleepMs = 3, kFail = 4;
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "null", 0, 0, 8, 5, 0, false},
       {1, 1, "add", sizeof(AddArgs), sizeof(AddResults), 4, 5, 8, false},
       {2, 2, "echo", sizeof(EchoArgs), sizeof(EchoResults), 8, 5, 1508, true},
-      {3, 3, "sleepMs", sizeof(SleepArgs), 0, 4, 5, 4, false},
+      {3, 3, "sleepMs", sizeof(SleepArgs), sizeof(SleepResults), 4, 1, 4, false},  // one A-stack: reuse is forced
       {4, 4, "fail", 0, 0, 8, 2, 0, false},
   };
   static Status dispatch(void* self, uint32_t procedure, ServerCall& call) noexcept;
@@ -59,9 +62,9 @@ class TestService::Server {
   virtual Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) {
     return std::vector<uint8_t>(data.begin(), data.end());
   }
-  virtual Status sleepMs(uint32_t ms) {
+  virtual Result<uint32_t> sleepMs(uint32_t ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    return {};
+    return ms;
   }
   virtual Status fail() { throw std::runtime_error("the handler gave up"); }
 };
@@ -99,7 +102,11 @@ inline Status TestService::dispatch(void* self, uint32_t procedure, ServerCall& 
       case kSleepMs: {
         SleepArgs a;
         std::memcpy(&a, call.args().data(), sizeof a);
-        return server->sleepMs(a.ms);
+        Result<uint32_t> r = server->sleepMs(a.ms);
+        if (!r.isOk()) return r.status();
+        SleepResults out{*r};
+        std::memcpy(call.results(), &out, sizeof out);
+        return {};
       }
       case kFail:
         return server->fail();
@@ -153,12 +160,15 @@ class TestService::Client {
     const auto* p = reinterpret_cast<const uint8_t*>(out.data()) + r.data.offset;
     return std::vector<uint8_t>(p, p + r.data.length);
   }
-  Status sleepMs(uint32_t ms) {
+  Result<uint32_t> sleepMs(uint32_t ms) {
     LocalCall call(*binding_, kSleepMs, options_);
     if (!call.status().isOk()) return call.status();
     SleepArgs args{ms};
     std::memcpy(call.args(), &args, sizeof args);
-    return call.invoke();
+    if (Status s = call.invoke(); !s.isOk()) return s;
+    SleepResults r;
+    std::memcpy(&r, call.results(), sizeof r);
+    return r.ms;
   }
   Status fail() {
     LocalCall call(*binding_, kFail, options_);
