@@ -235,7 +235,9 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
     const std::string bytes = f.name + "Bytes_";
     Type e = elemOf(f.type);
     if (f.type.kind == Kind::kList && isVariable(e.kind)) {
-      out += I + "uint64_t " + bytes + " = uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
+      // The VarRef names the element array; the elements' bytes follow it.
+      out += I + "const uint64_t " + f.name + "Len_ = uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
+      out += I + "uint64_t " + bytes + " = " + f.name + "Len_;\n";
       out += I + "for (const auto& e_ : " + v + ") " + bytes + " += e_.size();\n";
     } else if (f.type.kind == Kind::kList) {
       out += I + "const uint64_t " + bytes + " = uint64_t{" + elemSize(f.type) + "} * " + v + ".size();\n";
@@ -268,8 +270,9 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
         out += I + "const uint8_t " + f.name + "Byte_ = " + v + " ? 1 : 0;\n";
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Byte_, 1);\n";
       } else if (isVariable(f.type.kind)) {
+        const bool listOfVar = f.type.kind == Kind::kList && isVariable(f.type.elem);
         out += I + "const ::lrpc::VarRef " + f.name + "Ref_{static_cast<uint32_t>(" + f.name +
-               "At_), static_cast<uint32_t>(" + f.name + "Bytes_)};\n";
+               "At_), static_cast<uint32_t>(" + f.name + (listOfVar ? "Len_" : "Bytes_") + ")};\n";
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Ref_, sizeof " + f.name + "Ref_);\n";
       } else {
         out += I + "std::memcpy(fixed_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
@@ -278,9 +281,9 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
   };
   auto tailPart = [&] {
     if (!anyVar) return;
-    out += I + "auto tail_ = " + spec.reserveTail + "(static_cast<size_t>(tailBytes_));\n";
-    out += I + "if (!tail_.isOk()) return tail_.status();\n";
-    out += I + "std::byte* t_ = tail_->data();\n";
+    out += I + "auto reserved_ = " + spec.reserveTail + "(static_cast<size_t>(tailBytes_));\n";
+    out += I + "if (!reserved_.isOk()) return reserved_.status();\n";
+    out += I + "std::byte* t_ = reserved_->data();\n";
     for (const auto& f : fields) {
       if (!isVariable(f.type.kind)) continue;
       const std::string v = valueOf(f);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <regex>
 
+#include <unistd.h>
+
 #include "stubgen/names.h"
 
 namespace lrpc::stubgen {
@@ -166,9 +168,20 @@ int ModelBuilder::lineOf(uint64_t fileId, const std::vector<std::pair<std::strin
   auto cached = sourceLines_.find(file);
   if (cached == sourceLines_.end()) {
     std::vector<std::string> candidates{file};
-    // capnp runs the plugin inside the output directory; $PWD is still where capnp ran.
+    // capnp runs the plugin inside the output directory (and sets $PWD to it), but display
+    // names are relative to where capnp itself runs, or to its --src-prefix: ask the parent.
     if (!file.empty() && file[0] != '/') {
-      if (const char* pwd = std::getenv("PWD")) candidates.push_back(std::string(pwd) + "/" + file);
+      const std::string parent = "/proc/" + std::to_string(getppid());
+      candidates.push_back(parent + "/cwd/" + file);
+      std::ifstream cmdline(parent + "/cmdline", std::ios::binary);
+      for (std::string arg; std::getline(cmdline, arg, '\0');) {
+        if (arg.rfind("--src-prefix=", 0) == 0) {
+          std::string prefix = arg.substr(13);
+          if (!prefix.empty() && prefix[0] != '/') prefix = parent + "/cwd/" + prefix;
+          candidates.push_back(prefix + "/" + file);
+        }
+      }
+      if (const char* dir = std::getenv("LRPC_SCHEMA_DIR")) candidates.push_back(std::string(dir) + "/" + file);
     }
     std::vector<std::string> lines;
     for (const auto& c : candidates) {
@@ -645,7 +658,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     for (const auto& other : out) {
       if (other.schemaName == d.schemaName) {
         errors.push_back(where(file, line) + ctx + ": the name clashes with method " + other.qualifiedName +
-                         " (every method of an interface and its bases shares one C++ class)");
+                         " (an interface and all its bases share one C++ class, so method names must be unique across them)");
       }
     }
     if (m.getImplicitParameters().size() > 0) {
