@@ -271,6 +271,10 @@ void Connection::stopThreads() {
 }
 
 Status Connection::handshake() {
+  // The Hello is read first even from a client we refuse: closing a socket with unread data
+  // resets it, and the client would see "peer died" instead of our reason.
+  detail::Hello hello{};
+  if (Status s = detail::recvMessage(sock.get(), &hello, sizeof hello, nullptr, kHelloTimeoutMs); !s.isOk()) return s;
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
@@ -280,8 +284,6 @@ Status Connection::handshake() {
   if (!allowed) {
     return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
   }
-  detail::Hello hello{};
-  if (Status s = detail::recvMessage(sock.get(), &hello, sizeof hello, nullptr, kHelloTimeoutMs); !s.isOk()) return s;
   if (hello.magic != detail::kHelloMagic || hello.version != detail::kProtocolVersion) {
     return Status(Errc::kBindingRejected, "not an lrpc client, or another protocol version");
   }

@@ -59,13 +59,15 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
   hello.procedureCount = iface.procedureCount;
   hello.mode = static_cast<uint8_t>(options.mode);
   std::snprintf(hello.interfaceName, sizeof hello.interfaceName, "%s", iface.name ? iface.name : "?");
-  if (Status s = detail::sendMessage(sock.get(), &hello, sizeof hello); !s.isOk()) return s;
+  // A failed send is not final: a server that refused us may have closed after writing why.
+  Status sent = detail::sendMessage(sock.get(), &hello, sizeof hello);
 
   detail::Welcome welcome{};
   OwnedFd regionFd;
   Status s = detail::recvMessage(sock.get(), &welcome, sizeof welcome, &regionFd,
                                  static_cast<int>(options.bindTimeout.count()));
   if (!s.isOk()) {
+    if (!sent.isOk()) return sent;
     if (s.code() == Errc::kPeerDied) return Status(Errc::kBindingRejected, "server closed the binding socket");
     return s;
   }

@@ -1,0 +1,315 @@
+// A hostile client (same uid) that speaks the binding protocol itself, from the documented
+// layout (runtime/astack.h, runtime/protocol.h, runtime/astack_format.md): garbage messages,
+// out-of-range lengths, offsets and procedures, a forged key, a thread that keeps rewriting
+// the A-stack during calls. The server must reject (kBadFrame, kBindingRejected) or complete
+// correctly, never crash, and keep serving honest clients.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/astack.h"
+#include "runtime/import.h"
+#include "runtime/names.h"
+#include "runtime/protocol.h"
+#include "runtime/shm.h"
+#include "runtime/transfer.h"
+#include "tests/integration/servers.h"
+
+namespace lrpc::testing {
+namespace {
+
+OwnedFd connectTo(const std::string& dir, const std::string& name) {
+  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = detail::socketPath(dir, name);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return OwnedFd();
+  return sock;
+}
+
+// A binding made by hand. Calls are written field by field, as a hostile client would.
+class RawBinding {
+ public:
+  static std::optional<RawBinding> open(const std::string& dir, const std::string& name) {
+    OwnedFd sock = connectTo(dir, name);
+    if (!sock.valid()) return std::nullopt;
+    detail::Hello hello{};
+    hello.magic = detail::kHelloMagic;
+    hello.version = detail::kProtocolVersion;
+    hello.interfaceId = TestService::kDescriptor.id;
+    hello.signatureHash = TestService::kDescriptor.signatureHash;
+    hello.procedureCount = TestService::kDescriptor.procedureCount;
+    hello.mode = static_cast<uint8_t>(TransferMode::kBlock);
+    if (!detail::sendMessage(sock.get(), &hello, sizeof hello).isOk()) return std::nullopt;
+    detail::Welcome w{};
+    OwnedFd fd;
+    if (!detail::recvMessage(sock.get(), &w, sizeof w, &fd, 5000).isOk() || w.status != 0) return std::nullopt;
+    Result<SharedMemory> region = SharedMemory::adopt(std::move(fd), w.regionBytes);
+    if (!region.isOk()) return std::nullopt;
+    return RawBinding(std::move(sock), std::move(*region), w.key);
+  }
+
+  RegionLayout layout() const { return *RegionLayout::compute(TestService::kDescriptor); }
+  AStackControl* control(uint32_t i) const {
+    return reinterpret_cast<AStackControl*>(region_.data() + layout_.astackOffset(i));
+  }
+  std::byte* frame(uint32_t i) const { return reinterpret_cast<std::byte*>(control(i)) + kControlBytes; }
+  uint32_t firstAStack(uint32_t procedure) const { return layout_.procedure(procedure).firstAStack; }
+  uint64_t key() const { return key_; }
+  int socket() const { return sock_.get(); }
+
+  bool start(uint32_t index) {
+    detail::Message m{detail::MsgType::kStartThread, index, 0, 0, {}};
+    if (!detail::sendMessage(sock_.get(), &m, sizeof m).isOk()) return false;
+    detail::Message reply{};
+    return detail::recvMessage(sock_.get(), &reply, sizeof reply, nullptr, 5000).isOk() &&
+           reply.type == detail::MsgType::kThreadStarted && reply.status == 0;
+  }
+
+  // Rings A-stack `index` and waits for the return; the caller filled in the fields.
+  // Returns the status byte, or -1 when the server died or did not answer.
+  int ring(uint32_t index) {
+    AStackControl* ctl = control(index);
+    uint32_t seq = ++seq_[index];
+    detail::ring(ctl->callWord, seq);
+    auto r = detail::waitForReturn(ctl->returnWord, seq, TransferMode::kBlock, sock_.get(),
+                                   detail::monotonicNs() + 10'000'000'000);
+    if (r != detail::WaitResult::kReady) return -1;
+    return detail::loadOnce(ctl->status);
+  }
+
+  // Fills in an honest call header for `procedure` on A-stack `index`.
+  void honest(uint32_t index, uint32_t procedure) {
+    AStackControl* ctl = control(index);
+    ctl->key = key_;
+    ctl->procedure = procedure;
+    ctl->argTail = 0;
+    ctl->argFlags = 0;
+  }
+
+ private:
+  RawBinding(OwnedFd sock, SharedMemory region, uint64_t key)
+      : sock_(std::move(sock)), region_(std::move(region)), key_(key),
+        layout_(*RegionLayout::compute(TestService::kDescriptor)), seq_(layout_.astackCount(), 0) {}
+
+  OwnedFd sock_;
+  SharedMemory region_;
+  uint64_t key_;
+  RegionLayout layout_;
+  std::vector<uint32_t> seq_;
+};
+
+class HostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_.emplace(dir_.path(), "svc");
+    ASSERT_TRUE(server_->ok());
+  }
+  // The server is alive and serves an honest client correctly.
+  void expectServerHealthy() {
+    ImportOptions o;
+    o.dir = dir_.path();
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", o);
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    EXPECT_EQ(*c->add(40, 2), 42);
+    std::vector<uint8_t> in(3000, 9);
+    EXPECT_EQ(*c->echo(in), in);
+  }
+  TempDir dir_;
+  std::optional<TestServer> server_;
+};
+
+constexpr int kOk = 0;
+constexpr int kBad = static_cast<int>(Errc::kBadFrame);
+
+TEST_F(HostileTest, HonestRawCallWorks) {
+  auto b = RawBinding::open(dir_.path(), "svc");
+  ASSERT_TRUE(b.has_value());
+  uint32_t i = b->firstAStack(TestService::kAdd);
+  ASSERT_TRUE(b->start(i));
+  b->honest(i, TestService::kAdd);
+  TestService::AddArgs a{2, 3};
+  std::memcpy(b->frame(i), &a, sizeof a);
+  ASSERT_EQ(b->ring(i), kOk);
+  TestService::AddResults r;
+  std::memcpy(&r, b->frame(i) + b->layout().procedure(TestService::kAdd).resultsOff, sizeof r);
+  EXPECT_EQ(r.sum, 5);
+}
+
+TEST_F(HostileTest, ForgedKeyIsRejected) {
+  auto b = RawBinding::open(dir_.path(), "svc");
+  ASSERT_TRUE(b.has_value());
+  uint32_t i = b->firstAStack(TestService::kNull);
+  ASSERT_TRUE(b->start(i));
+  b->honest(i, TestService::kNull);
+  b->control(i)->key = b->key() ^ 1;
+  EXPECT_EQ(b->ring(i), static_cast<int>(Errc::kBindingRejected));
+  b->honest(i, TestService::kNull);
+  EXPECT_EQ(b->ring(i), kOk);
+  expectServerHealthy();
+}
+
+TEST_F(HostileTest, OutOfRangeFieldsAreBadFrames) {
+  auto b = RawBinding::open(dir_.path(), "svc");
+  ASSERT_TRUE(b.has_value());
+  uint32_t e = b->firstAStack(TestService::kEcho);
+  ASSERT_TRUE(b->start(e));
+  struct Case {
+    const char* what;
+    uint32_t procedure;
+    uint32_t argTail;
+    uint8_t argFlags;
+  };
+  const Case cases[] = {
+      {"procedure out of range", 999, 0, 0},
+      {"procedure of another A-stack", TestService::kAdd, 0, 0},
+      {"procedure UINT32_MAX", UINT32_MAX, 0, 0},
+      {"tail beyond the A-stack", TestService::kEcho, 1'000'000, 0},
+      {"tail UINT32_MAX", TestService::kEcho, UINT32_MAX, 0},
+      {"out-of-band tail without a segment", TestService::kEcho, 10, kTailOutOfBand},
+      {"unknown flag bits", TestService::kEcho, 0, 0x80},
+  };
+  for (const Case& c : cases) {
+    b->honest(e, c.procedure);
+    b->control(e)->argTail = c.argTail;
+    b->control(e)->argFlags = c.argFlags;
+    EXPECT_EQ(b->ring(e), kBad) << c.what;
+  }
+  // A VarRef pointing outside the tail: caught by the generated-style dispatch.
+  for (VarRef bad : {VarRef{0, 100}, VarRef{UINT32_MAX, 1}, VarRef{5, UINT32_MAX}}) {
+    b->honest(e, TestService::kEcho);
+    b->control(e)->argTail = 50;
+    std::memcpy(b->frame(e), &bad, sizeof bad);
+    EXPECT_EQ(b->ring(e), kBad);
+  }
+  // An honest echo on the same A-stack still works.
+  b->honest(e, TestService::kEcho);
+  const ProcedureLayout& pl = b->layout().procedure(TestService::kEcho);
+  std::memcpy(b->frame(e) + pl.argTailOff, "hello", 5);
+  b->control(e)->argTail = 5;
+  VarRef ok{0, 5};
+  std::memcpy(b->frame(e), &ok, sizeof ok);
+  ASSERT_EQ(b->ring(e), kOk);
+  VarRef out;
+  std::memcpy(&out, b->frame(e) + pl.resultsOff, sizeof out);
+  EXPECT_EQ(out.length, 5u);
+  EXPECT_EQ(std::memcmp(b->frame(e) + pl.resultTailOff, "hello", 5), 0);
+  expectServerHealthy();
+}
+
+TEST_F(HostileTest, OutOfBandLengthBeyondSegmentIsBadFrame) {
+  auto b = RawBinding::open(dir_.path(), "svc");
+  ASSERT_TRUE(b.has_value());
+  uint32_t e = b->firstAStack(TestService::kEcho);
+  ASSERT_TRUE(b->start(e));
+  detail::Message grow{detail::MsgType::kGrowArgs, e, 10'000, 0, {}};
+  ASSERT_TRUE(detail::sendMessage(b->socket(), &grow, sizeof grow).isOk());
+  detail::Message reply{};
+  OwnedFd fd;
+  ASSERT_TRUE(detail::recvMessage(b->socket(), &reply, sizeof reply, &fd, 5000).isOk());
+  ASSERT_EQ(reply.status, 0);
+  ASSERT_TRUE(fd.valid());
+  // The segment is sealed: we cannot shrink it under the server's mapping.
+  EXPECT_NE(::ftruncate(fd.get(), 1), 0);
+  b->honest(e, TestService::kEcho);
+  b->control(e)->argFlags = kTailOutOfBand;
+  b->control(e)->argTail = static_cast<uint32_t>(reply.bytes + 1);
+  EXPECT_EQ(b->ring(e), kBad);
+  // Absurd sizes are refused, not attempted.
+  detail::Message huge{detail::MsgType::kGrowArgs, e, uint64_t{1} << 50, 0, {}};
+  ASSERT_TRUE(detail::sendMessage(b->socket(), &huge, sizeof huge).isOk());
+  ASSERT_TRUE(detail::recvMessage(b->socket(), &reply, sizeof reply, &fd, 5000).isOk());
+  EXPECT_EQ(reply.status, static_cast<uint8_t>(Errc::kResourceExhausted));
+  expectServerHealthy();
+}
+
+TEST_F(HostileTest, GarbageMessagesEndOnlyThatBinding) {
+  {  // Not a Hello at all.
+    OwnedFd s = connectTo(dir_.path(), "svc");
+    ASSERT_TRUE(s.valid());
+    char junk[7] = {1, 2, 3, 4, 5, 6, 7};
+    ASSERT_TRUE(detail::sendMessage(s.get(), junk, sizeof junk).isOk());
+    detail::Welcome w{};
+    Status st = detail::recvMessage(s.get(), &w, sizeof w, nullptr, 5000);
+    EXPECT_TRUE(!st.isOk() || w.status != 0);
+  }
+  {  // A Hello with the wrong magic.
+    OwnedFd s = connectTo(dir_.path(), "svc");
+    detail::Hello h{};
+    h.magic = 0xdeadbeef;
+    ASSERT_TRUE(detail::sendMessage(s.get(), &h, sizeof h).isOk());
+    detail::Welcome w{};
+    ASSERT_TRUE(detail::recvMessage(s.get(), &w, sizeof w, nullptr, 5000).isOk());
+    EXPECT_EQ(w.status, static_cast<uint8_t>(Errc::kBindingRejected));
+  }
+  {  // A request for an A-stack that does not exist, and one with an fd attached.
+    auto b = RawBinding::open(dir_.path(), "svc");
+    ASSERT_TRUE(b.has_value());
+    EXPECT_FALSE(b->start(100'000));
+  }
+  {
+    auto b = RawBinding::open(dir_.path(), "svc");
+    ASSERT_TRUE(b.has_value());
+    detail::Message m{detail::MsgType::kStartThread, 0, 0, 0, {}};
+    ASSERT_TRUE(detail::sendMessage(b->socket(), &m, sizeof m, 0 /* stdin */).isOk());
+    detail::Message reply{};
+    EXPECT_FALSE(detail::recvMessage(b->socket(), &reply, sizeof reply, nullptr, 5000).isOk());
+  }
+  {  // A message type nobody knows.
+    auto b = RawBinding::open(dir_.path(), "svc");
+    ASSERT_TRUE(b.has_value());
+    detail::Message m{static_cast<detail::MsgType>(77), 0, 0, 0, {}};
+    ASSERT_TRUE(detail::sendMessage(b->socket(), &m, sizeof m).isOk());
+    detail::Message reply{};
+    EXPECT_FALSE(detail::recvMessage(b->socket(), &reply, sizeof reply, nullptr, 5000).isOk());
+  }
+  expectServerHealthy();
+}
+
+TEST_F(HostileTest, RewritingTheAStackDuringCallsNeverCrashesTheServer) {
+  auto b = RawBinding::open(dir_.path(), "svc");
+  ASSERT_TRUE(b.has_value());
+  uint32_t e = b->firstAStack(TestService::kEcho);
+  ASSERT_TRUE(b->start(e));
+  const ProcedureLayout& pl = b->layout().procedure(TestService::kEcho);
+  std::atomic<bool> stop{false};
+  std::thread vandal([&] {
+    std::mt19937 rng(12345);
+    AStackControl* ctl = b->control(e);
+    auto* words = reinterpret_cast<uint32_t*>(b->frame(e));
+    while (!stop.load(std::memory_order_relaxed)) {
+      // Everything but the doorbells: key, procedure, lengths, flags, the frame.
+      switch (rng() % 6) {
+        case 0: detail::storeOnce(ctl->argTail, static_cast<uint32_t>(rng())); break;
+        case 1: detail::storeOnce(ctl->argTail, static_cast<uint32_t>(rng() % 64)); break;
+        case 2: detail::storeOnce(ctl->procedure, static_cast<uint32_t>(rng() % 8)); break;
+        case 3: detail::storeOnce(ctl->argFlags, static_cast<uint8_t>(rng() % 3)); break;
+        case 4: detail::storeOnce(ctl->key, rng() % 4 == 0 ? uint64_t{rng()} : b->key()); break;
+        default: detail::storeOnce(words[rng() % (pl.frameBytes / 4)], static_cast<uint32_t>(rng() % 128)); break;
+      }
+    }
+  });
+  int ok = 0, rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    int st = b->ring(e);
+    ASSERT_NE(st, -1) << "the server died or stopped answering";
+    ASSERT_TRUE(st == kOk || st == kBad || st == static_cast<int>(Errc::kBindingRejected)) << st;
+    (st == kOk ? ok : rejected)++;
+  }
+  stop.store(true);
+  vandal.join();
+  EXPECT_GT(ok + rejected, 0);
+  expectServerHealthy();
+}
+
+}  // namespace
+}  // namespace lrpc::testing
