@@ -15,58 +15,16 @@
 #include "bench/calls.h"
 #include "bench/floors.h"
 #include "bench/harness.h"
+#include "bench/lrpc_paths.h"
 #include "bench/msg_uds.h"
 #include "bench/peers.h"
+#include "bench/registry.h"
 
 namespace lrpc::bench {
 namespace {
 
-// What the benchmarks share: the running session and, once a path needs them, the two
-// network namespaces. Owned by main, so both are torn down on every way out of it.
-class BenchContext {
- public:
-  SessionCache sessions;
-
-  Result<const NetnsPair*> netns() {
-    if (!triedNetns_) {
-      triedNetns_ = true;
-      Result<std::unique_ptr<NetnsPair>> made = NetnsPair::create();
-      if (made) {
-        netns_ = std::move(made.value());
-      } else {
-        netnsError_ = made.status();
-      }
-    }
-    if (!netns_) return netnsError_;
-    return static_cast<const NetnsPair*>(netns_.get());
-  }
-
-  ~BenchContext() { sessions.clear(); }  // servers first, then the namespaces they live in
-
- private:
-  bool triedNetns_ = false;
-  Status netnsError_;
-  std::unique_ptr<NetnsPair> netns_;
-};
-
-// Registers <Call>/<path> for the four calls. `make` starts the path's session:
-// Result<std::unique_ptr<S>>().
-template <class S, class Make>
-void addPath(BenchContext& ctx, const std::string& path, Make make) {
-  for (Call call : kCalls) {
-    std::string name = std::string(callName(call)) + "/" + path;
-    benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, call, make](benchmark::State& state) {
-      Result<S*> session = ctx.sessions.get<S>(name, make);
-      if (!session) {
-        state.SkipWithError(session.status().toString().c_str());
-        return;
-      }
-      runCall(state, *session.value(), session.value()->server(), call);
-    })->UseRealTime();
-  }
-}
-
 void registerAll(BenchContext& ctx) {
+  registerLrpcPaths(ctx);  // direct, lrpc*, net_*: those this build has
   addPath<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
   addPath<ShmFloor>(ctx, "floor_futex", [] { return ShmFloor::start(WaitMode::kBlock); });
   addPath<MsgUds>(ctx, "msg_uds", [] { return MsgUds::start(kServerCpu); });
@@ -91,6 +49,8 @@ int serverMain(const std::string& kind, int readyFd, int argc, char** argv) {
   if (kind == "msg_uds") return serveMsgUds(readyFd, argc, argv);
   if (kind == "capnp_rpc") return serveCapnpRpc(readyFd, argc, argv);
   if (kind == "grpc_uds") return serveGrpcUds(readyFd, argc, argv);
+  if (kind == "lrpc_local") return serveLrpcLocal(readyFd, argc, argv);
+  if (kind == "lrpc_net") return serveLrpcNet(readyFd, argc, argv);
   std::fprintf(stderr, "lrpc_bench: unknown server kind '%s'\n", kind.c_str());
   return 2;
 }

@@ -1,0 +1,277 @@
+#include "bench/lrpc_paths.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#if LRPC_BENCH_DIRECT
+#include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
+#endif
+#if LRPC_BENCH_LOCAL
+#include "runtime/exporter.h"
+#include "runtime/import.h"
+#endif
+#if LRPC_BENCH_NET
+#include "transport/client.h"
+#include "transport/server.h"
+#endif
+
+namespace lrpc::bench {
+
+#if LRPC_BENCH_DIRECT
+namespace {
+
+using paper::Paper;
+using paper::Bytes200;
+static_assert(sizeof(Bytes200) == sizeof(Blob200) && std::is_trivially_copyable_v<Bytes200>);
+
+// Every call of a benchmark gets a deadline, so that a lost reply shows up as a failed
+// benchmark instead of a run that never ends.
+CallOptions withDeadline() {
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);
+  return options;
+}
+
+inline Bytes200 toBytes(const Blob200& in) {
+  Bytes200 b;
+  std::memcpy(&b, &in, sizeof b);
+  return b;
+}
+
+// Blocks SIGTERM in this thread (and the threads it starts) so that a server can wait for
+// it with sigwait and then run its destructors.
+sigset_t blockTerm() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// The four calls through any Paper::Client (same host or network): the client side of a
+// session, whatever binding it holds.
+class PaperClientSession : public Session {
+ public:
+  bool null() { return client_.null().isOk(); }
+  bool add(int32_t a, int32_t b, int32_t* sum) {
+    Result<int32_t> r = client_.add(a, b);
+    if (!r) return false;
+    *sum = *r;
+    return true;
+  }
+  bool bigIn(const Blob200& in) { return client_.bigIn(toBytes(in)).isOk(); }
+  bool bigInOut(const Blob200& in, Blob200* out) {
+    Result<Bytes200> r = client_.bigInOut(toBytes(in));
+    if (!r) return false;
+    std::memcpy(out, &*r, sizeof *out);
+    return true;
+  }
+  const ServerProcess* server() const override { return server_.get(); }
+
+ protected:
+  ~PaperClientSession() override {
+    client_ = Paper::Client();  // unbind before the server goes away
+    server_.reset();
+  }
+  std::unique_ptr<ServerProcess> server_;
+  Paper::Client client_;
+};
+
+}  // namespace
+
+// The handler every lrpc column calls (defined in paper_impl.cc, out of sight of the
+// callers here, so that `direct` really makes a virtual call).
+std::unique_ptr<Paper::Server> makePaperImpl();
+
+namespace {
+
+class Direct final : public Session {
+ public:
+  static Result<std::unique_ptr<Direct>> start() { return std::unique_ptr<Direct>(new Direct(makePaperImpl())); }
+  bool null() { return impl_->null().isOk(); }
+  bool add(int32_t a, int32_t b, int32_t* sum) {
+    Result<int32_t> r = impl_->add(a, b);
+    if (!r) return false;
+    *sum = *r;
+    return true;
+  }
+  bool bigIn(const Blob200& in) { return impl_->bigIn(toBytes(in)).isOk(); }
+  bool bigInOut(const Blob200& in, Blob200* out) {
+    Result<Bytes200> r = impl_->bigInOut(toBytes(in));
+    if (!r) return false;
+    std::memcpy(out, &*r, sizeof *out);
+    return true;
+  }
+
+ private:
+  explicit Direct(std::unique_ptr<Paper::Server> impl) : impl_(std::move(impl)) {}
+  std::unique_ptr<Paper::Server> impl_;
+};
+
+#if LRPC_BENCH_LOCAL
+std::string namesDir() { return "/tmp/lrpc-bench-" + std::to_string(getpid()) + "-names"; }
+
+class LrpcLocal final : public PaperClientSession {
+ public:
+  static Result<std::unique_ptr<LrpcLocal>> start(TransferMode mode, int serverCpu) {
+    std::unique_ptr<LrpcLocal> s(new LrpcLocal());
+    ServerSpec spec;
+    spec.kind = "lrpc_local";
+    spec.args = {"paper", s->dir_};
+    spec.cpu = serverCpu;
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    s->server_ = std::move(server.value());
+    ImportOptions options;
+    options.mode = mode;
+    options.dir = s->dir_;
+    Result<Paper::Client> client = import<Paper>("paper", options);
+    if (!client) return client.status();
+    s->client_ = client.value().withOptions(withDeadline());
+    return s;
+  }
+  ~LrpcLocal() override {
+    client_ = Paper::Client();
+    server_.reset();
+    rmdir(dir_.c_str());  // the Exporter removed what it put there
+  }
+
+ private:
+  LrpcLocal() : dir_(namesDir()) {}
+  std::string dir_;
+};
+#endif  // LRPC_BENCH_LOCAL
+
+#if LRPC_BENCH_NET
+constexpr uint16_t kNetPort = 7401;
+
+class LrpcNet final : public PaperClientSession {
+ public:
+  // netns null: loopback in the current namespace; else client and server namespaces.
+  static Result<std::unique_ptr<LrpcNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
+    const char* modeName = mode == net::ReceiveMode::kBusyPoll   ? "busy"
+                           : mode == net::ReceiveMode::kBlocking ? "block"
+                                                                 : "adaptive";
+    std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
+    std::unique_ptr<LrpcNet> s(new LrpcNet());
+    ServerSpec spec;
+    spec.kind = "lrpc_net";
+    spec.args = {host + ":" + std::to_string(kNetPort), modeName, "paper"};
+    if (netns) spec.netns = netns->serverNs();
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    s->server_ = std::move(server.value());
+    net::ClientOptions options;
+    options.mode = mode;
+    std::string uri = "udp://" + host + ":" + std::to_string(kNetPort) + "/paper";
+    std::unique_ptr<NetnsScope> scope;
+    if (netns) {
+      Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
+      if (!entered) return entered.status();
+      scope = std::move(entered.value());
+    }
+    Result<Paper::Client> client = net::connect<Paper>(uri, options);
+    scope.reset();
+    if (!client) return client.status();
+    s->client_ = client.value().withOptions(withDeadline());
+    return s;
+  }
+
+ private:
+  LrpcNet() = default;
+};
+#endif  // LRPC_BENCH_NET
+
+}  // namespace
+
+void registerLrpcPaths(BenchContext& ctx) {
+  addPath<Direct>(ctx, "direct", [] { return Direct::start(); });
+#if LRPC_BENCH_LOCAL
+  addPath<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); });
+  addPath<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
+  addPath<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kServerCpu); });
+  addPath<LrpcLocal>(ctx, "lrpc_block_samecore", [] { return LrpcLocal::start(TransferMode::kBlock, kClientCpu); });
+#endif
+#if LRPC_BENCH_NET
+  addPath<LrpcNet>(ctx, "net_loopback", [] { return LrpcNet::start(net::ReceiveMode::kAdaptive, nullptr); });
+  addPath<LrpcNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return LrpcNet::start(net::ReceiveMode::kBusyPoll, netns.value());
+  });
+  addPath<LrpcNet>(ctx, "net_veth_block", [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return LrpcNet::start(net::ReceiveMode::kBlocking, netns.value());
+  });
+#endif
+}
+
+int serveLrpcLocal(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_LOCAL
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();
+  ServerOptions options;
+  options.dir = argv[1];
+  std::unique_ptr<Paper::Server> impl = makePaperImpl();
+  Exporter exporter(options);
+  if (Status s = exporter.add<Paper>(argv[0], *impl); !s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd);
+  int sig;
+  sigwait(&term, &sig);
+  return 0;
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+int serveLrpcNet(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_NET
+  if (argc < 3) return 2;
+  sigset_t term = blockTerm();
+  std::string mode = argv[1];
+  net::ServerOptions options;
+  options.mode = mode == "busy" ? net::ReceiveMode::kBusyPoll
+                 : mode == "block" ? net::ReceiveMode::kBlocking
+                                   : net::ReceiveMode::kAdaptive;
+  std::unique_ptr<Paper::Server> impl = makePaperImpl();
+  net::UdpServer server(options);
+  Status s = server.add<Paper>(argv[2], *impl);
+  if (s) {
+    Result<uint16_t> port = server.bind(argv[0]);
+    s = port ? server.start() : port.status();
+  }
+  if (!s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd);
+  int sig;
+  sigwait(&term, &sig);
+  return 0;
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+#else  // !LRPC_BENCH_DIRECT: no generated stubs in this build yet
+
+void registerLrpcPaths(BenchContext&) {}
+int serveLrpcLocal(int, int, char**) { return 2; }
+int serveLrpcNet(int, int, char**) { return 2; }
+
+#endif
+
+}  // namespace lrpc::bench

@@ -1,0 +1,60 @@
+#pragma once
+// Registering the paths: the context every benchmark shares and addPath(), which registers
+// <Call>/<path> for the four calls of one path.
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include "bench/calls.h"
+#include "bench/harness.h"
+
+namespace lrpc::bench {
+
+// What the benchmarks share: the running session and, once a path needs them, the two
+// network namespaces. Owned by main, so both are torn down on every way out of it.
+class BenchContext {
+ public:
+  SessionCache sessions;
+
+  Result<const NetnsPair*> netns() {
+    if (!triedNetns_) {
+      triedNetns_ = true;
+      Result<std::unique_ptr<NetnsPair>> made = NetnsPair::create();
+      if (made) {
+        netns_ = std::move(made.value());
+      } else {
+        netnsError_ = made.status();
+      }
+    }
+    if (!netns_) return netnsError_;
+    return static_cast<const NetnsPair*>(netns_.get());
+  }
+
+  ~BenchContext() { sessions.clear(); }  // servers first, then the namespaces they live in
+
+ private:
+  bool triedNetns_ = false;
+  Status netnsError_;
+  std::unique_ptr<NetnsPair> netns_;
+};
+
+// Registers <Call>/<path> for the four calls. `make` starts the path's session:
+// Result<std::unique_ptr<S>>().
+template <class S, class Make>
+void addPath(BenchContext& ctx, const std::string& path, Make make) {
+  for (Call call : kCalls) {
+    std::string name = std::string(callName(call)) + "/" + path;
+    benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, call, make](benchmark::State& state) {
+      Result<S*> session = ctx.sessions.get<S>(name, make);
+      if (!session) {
+        state.SkipWithError(session.status().toString().c_str());
+        return;
+      }
+      runCall(state, *session.value(), session.value()->server(), call);
+    })->UseRealTime();
+  }
+}
+
+}  // namespace lrpc::bench
