@@ -401,8 +401,7 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
 // ---- Client -------------------------------------------------------------------------------
 
 void emitClientClass(const InterfaceDecl& d, std::string& out) {
-  out += "// Calls " + d.name + " through a binding (same host or remote). Cheap to copy; one copy per\n";
-  out += "// thread is the intended use, as a binding's calls carry per-call state only.\n";
+  out += "// Calls " + d.name + " through a binding, same host or remote. Copies share the binding.\n";
   out += "class " + d.name + "::Client {\n";
   out += " public:\n";
   out += "  // An unbound client: every call fails with kBindingRejected.\n";

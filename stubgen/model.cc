@@ -203,8 +203,10 @@ int ModelBuilder::lineOf(uint64_t fileId, const std::vector<std::pair<std::strin
     std::string pattern;
     if (kind == "interface" || kind == "struct" || kind == "enum") {
       pattern = "\\b" + kind + "\\s+" + name + "\\b";
-    } else if (kind == "method" || kind == "field") {
+    } else if (kind == "method") {
       pattern = "\\b" + name + "\\s*@\\s*[0-9]+";
+    } else if (kind == "field") {  // "name @3 :T" or a group "name :group"
+      pattern = "\\b" + name + "\\s*(@\\s*[0-9]+|:)";
     } else {  // param / result
       pattern = "\\b" + name + "\\s*:";
     }
@@ -657,7 +659,8 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     }
     for (const auto& other : out) {
       if (other.schemaName == d.schemaName) {
-        errors.push_back(where(file, line) + ctx + ": the name clashes with method " + other.qualifiedName +
+        errors.push_back(where(file, line) + ctx + ": in interface " + rootInterface_ +
+                         ", the name clashes with method " + other.qualifiedName +
                          " (an interface and all its bases share one C++ class, so method names must be unique across them)");
       }
     }
@@ -709,6 +712,7 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id, std::vector<std::string>&
   }
   std::set<uint64_t> seen;
   std::vector<Method> all;
+  rootInterface_ = localPath(n);
   addMethods(id, seen, all, errors);
   const std::string self = d.cppName;
   std::string signature;

@@ -168,6 +168,7 @@ class ModelBuilder {
   std::map<uint64_t, Layout> layouts_;       // struct id -> layout, once computed
   std::set<uint64_t> inProgress_;            // structs being laid out (cycle check)
   std::map<uint64_t, bool> structOk_;        // struct id -> passed checks
+  std::string rootInterface_;               // the interface whose PDL is being flattened
   std::set<uint64_t> usedFiles_;             // files whose types the requested file uses
   mutable std::map<std::string, std::vector<std::string>> sourceLines_;  // file -> lines
 };

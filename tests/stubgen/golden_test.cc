@@ -1,0 +1,56 @@
+// The generator's output for testdata/*.capnp must match the checked-in expectations byte for
+// byte (run tests/stubgen/regenerate_golden.sh after a deliberate change). The same schemas
+// are also generated at build time into this test, so the golden text is known to compile.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "golden.lrpc.h"
+#include "tests/stubgen/generator_runner.h"
+
+namespace lrpc::testing {
+namespace {
+
+// The first line where `want` and `got` differ, for a readable failure.
+std::string firstDifference(const std::string& want, const std::string& got) {
+  std::istringstream a(want), b(got);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    bool ha = static_cast<bool>(std::getline(a, la)), hb = static_cast<bool>(std::getline(b, lb));
+    if (!ha && !hb) return "identical";
+    if (!ha || !hb || la != lb) {
+      return "line " + std::to_string(line) + ":\n  expected: " + (ha ? la : "<end>") + "\n  actual:   " + (hb ? lb : "<end>");
+    }
+  }
+}
+
+void expectGolden(const std::string& schema, const std::string& base) {
+  const std::string dir = LRPC_STUBGEN_DIR "/testdata";
+  GeneratorRun run = runGenerator(dir, schema);
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  for (const char* ext : {".lrpc.h", ".lrpc.cc"}) {
+    const std::string name = base + ext;
+    ASSERT_TRUE(run.files.count(name)) << name << " not written";
+    const std::string want = readFile(dir + "/" + name);
+    EXPECT_TRUE(want == run.files[name]) << name << " differs from the golden file at "
+                                         << firstDifference(want, run.files[name])
+                                         << "\n(run tests/stubgen/regenerate_golden.sh if the change is intended)";
+  }
+}
+
+TEST(Golden, Golden) { expectGolden("golden.capnp", "golden"); }
+TEST(Golden, GoldenBase) { expectGolden("golden_base.capnp", "golden_base"); }
+
+TEST(Golden, GeneratedCodeCompilesAndNamesAreEscaped) {
+  // `delete` is a C++ keyword: the parameter and frame field become delete_.
+  golden::v1::Sensor::UploadArgsFrame f{};
+  f.delete_ = 1;
+  EXPECT_EQ(f.delete_, 1);
+  EXPECT_EQ(golden::v1::Sensor::kProcedures[golden::v1::Sensor::kHistory].astackCount, 2u);
+  EXPECT_EQ(golden::v1::Sensor::kName, 0u);  // inherited from Named, first
+  golden::v1::Sensor::Client unbound;
+  EXPECT_EQ(unbound.read().status().code(), Errc::kBindingRejected);
+}
+
+}  // namespace
+}  // namespace lrpc::testing

@@ -1,0 +1,25 @@
+# The golden schema: one of each kind of declaration capnpc-lrpc generates, kept small so
+# that a diff of its output is readable. regenerate_golden.sh rewrites the expectations.
+@0xa05b7ace83a946d4;
+
+using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
+using Base = import "golden_base.capnp";
+$Cxx.namespace("golden::v1");
+
+struct Reading {
+  # One sensor reading.
+  at @0 :UInt64;
+  # Nanoseconds since the epoch.
+  span @1 :Base.Span;
+  valid @2 :Bool;
+}
+
+interface Sensor extends(Base.Named) $Lrpc.astackBytes(2048) {
+  # A sensor that can be read and labelled.
+  read @0 () -> (reading :Reading);
+  # The latest reading.
+  history @1 (count :UInt16) -> (readings :List(Reading), more :Bool) $Lrpc.astacks(2);
+  label @2 (text :Text $Lrpc.maxBytes(64), tags :List(Text)) -> ();
+  upload @3 (blob :Data, delete :Bool) -> (stored :UInt32, ok :Bool);
+}
