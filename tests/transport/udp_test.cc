@@ -1,0 +1,194 @@
+// The transport over real UDP sockets on 127.0.0.1, with both endpoints (io_uring and the
+// emulated one) and every receive mode. These run wherever network namespaces are refused.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "tests/transport/test_service.h"
+#include "transport/client.h"
+#include "transport/server.h"
+
+namespace lrpc::net {
+namespace {
+
+using testing::Svc;
+
+struct Param {
+  bool emulated;
+  ReceiveMode mode;
+};
+
+std::string paramName(const ::testing::TestParamInfo<Param>& p) {
+  std::string s = p.param.emulated ? "emulated_" : "uring_";
+  switch (p.param.mode) {
+    case ReceiveMode::kBusyPoll: return s + "poll";
+    case ReceiveMode::kBlocking: return s + "block";
+    case ReceiveMode::kAdaptive: return s + "adaptive";
+  }
+  return s;
+}
+
+class Udp : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    ServerOptions so;
+    so.emulatedEndpoint = GetParam().emulated;
+    so.mode = GetParam().mode;
+    server_ = std::make_unique<UdpServer>(so);
+    ASSERT_TRUE(server_->add("svc", Svc::kDescriptor, &impl_).isOk());
+    auto port = server_->bind("127.0.0.1:0");
+    ASSERT_TRUE(port.isOk()) << port.status().toString();
+    port_ = *port;
+    ASSERT_TRUE(server_->start().isOk());
+  }
+  ClientOptions clientOptions() const {
+    ClientOptions co;
+    co.emulatedEndpoint = GetParam().emulated;
+    co.mode = GetParam().mode;
+    co.initialRto = std::chrono::milliseconds(20);
+    return co;
+  }
+  std::string uri() const { return "udp://127.0.0.1:" + std::to_string(port_) + "/svc"; }
+
+  Svc::Impl impl_;
+  std::unique_ptr<UdpServer> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_P(Udp, EndpointKindAsAsked) {
+  if (GetParam().emulated) {
+    EXPECT_STREQ(server_->endpointKind(), "emulated");
+  } else if (std::string(server_->endpointKind()) != "io_uring") {
+    GTEST_SKIP() << "io_uring unsupported here; the emulated endpoint served";
+  }
+}
+
+TEST_P(Udp, NullAddBigInOut) {
+  auto b = connect(uri(), Svc::kDescriptor, clientOptions());
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(testing::callNull(**b).isOk());
+    auto sum = testing::callAdd(**b, i, -2 * i);
+    ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+    ASSERT_EQ(*sum, -i);
+  }
+  RemoteCall c(**b, Svc::kBigInOut, {});
+  for (int i = 0; i < 200; ++i) c.args()[i] = std::byte(i * 7);
+  ASSERT_TRUE(c.invoke().isOk());
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(c.results()[i], std::byte(i * 7) ^ std::byte(0x5a));
+  EXPECT_EQ(server_->executed(), 401u);
+}
+
+TEST_P(Udp, VariableSizes) {
+  auto b = connect(uri(), Svc::kDescriptor, clientOptions());
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  for (size_t n : {size_t{0}, size_t{24}, size_t{1440}, size_t{1441}, size_t{70000}, size_t{3} << 20}) {
+    auto data = testing::pattern(n, static_cast<uint32_t>(n) + 1);
+    auto r = testing::callEcho(**b, data, 0x77);
+    ASSERT_TRUE(r.isOk()) << n << ": " << r.status().toString();
+  }
+}
+
+TEST_P(Udp, ErrorsAndNames) {
+  auto b = connect(uri(), Svc::kDescriptor, clientOptions());
+  ASSERT_TRUE(b.isOk());
+  RemoteCall c(**b, Svc::kFail, {});
+  EXPECT_EQ(c.invoke(), Errc::kApplication);
+  auto missing = connect("udp://127.0.0.1:" + std::to_string(port_) + "/nope", Svc::kDescriptor, clientOptions());
+  EXPECT_EQ(missing.status(), Errc::kNotFound);
+  EXPECT_EQ(connect("udp://127.0.0.1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
+  EXPECT_EQ(connect("tcp://127.0.0.1:1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, Udp,
+                         ::testing::Values(Param{false, ReceiveMode::kBusyPoll}, Param{false, ReceiveMode::kBlocking},
+                                           Param{false, ReceiveMode::kAdaptive}, Param{true, ReceiveMode::kBusyPoll},
+                                           Param{true, ReceiveMode::kBlocking}, Param{true, ReceiveMode::kAdaptive}),
+                         paramName);
+
+TEST(UdpLarge, SixtyFourMebibytesBothWays) {
+  for (bool emulated : {false, true}) {
+    Svc::Impl impl;
+    ServerOptions so;
+    so.emulatedEndpoint = emulated;
+    UdpServer server(so);
+    ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
+    auto port = server.bind("127.0.0.1:0");
+    ASSERT_TRUE(port.isOk());
+    ASSERT_TRUE(server.start().isOk());
+    ClientOptions co;
+    co.emulatedEndpoint = emulated;
+    auto b = connect("udp://127.0.0.1:" + std::to_string(*port) + "/svc", Svc::kDescriptor, co);
+    ASSERT_TRUE(b.isOk());
+    auto data = testing::pattern(size_t{64} << 20, 3);
+    auto r = testing::callEcho(**b, data, 0x42);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+  }
+}
+
+TEST(UdpEnv, NoIoUringEnvForcesEmulated) {
+  ::setenv("LRPC_NO_IO_URING", "1", 1);
+  EndpointOptions eo;
+  eo.bindAddress = "127.0.0.1:0";
+  auto ep = openUdpEndpoint(eo);
+  ::unsetenv("LRPC_NO_IO_URING");
+  ASSERT_TRUE(ep.isOk());
+  EXPECT_STREQ((*ep)->kind(), "emulated");
+}
+
+// A server in a child process, killed in the middle of a call: the caller gets an error
+// in bounded time (port unreachable or retries exhausted), never a hang.
+TEST(UdpCrash, ServerKilledMidCall) {
+  for (bool emulated : {false, true}) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      Svc::Impl impl;
+      ServerOptions so;
+      so.emulatedEndpoint = emulated;
+      UdpServer server(so);
+      (void)server.add("svc", Svc::kDescriptor, &impl);
+      auto port = server.bind("127.0.0.1:0");
+      uint16_t p = port.isOk() ? *port : 0;
+      if (::write(fds[1], &p, sizeof p) != sizeof p || !server.start().isOk()) ::_exit(1);
+      for (int i = 0; i < 600; ++i) ::usleep(100000);  // bounded: 60 s at most
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    uint16_t port = 0;
+    ASSERT_EQ(::read(fds[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+    ::close(fds[0]);
+    ASSERT_NE(port, 0);
+    ClientOptions co;
+    co.emulatedEndpoint = emulated;
+    co.initialRto = std::chrono::milliseconds(5);
+    co.maxRetries = 8;
+    auto b = connect("udp://127.0.0.1:" + std::to_string(port) + "/svc", Svc::kDescriptor, co);
+    ASSERT_TRUE(b.isOk()) << b.status().toString();
+    ASSERT_TRUE(testing::callNull(**b).isOk());
+    std::thread killer([pid] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ::kill(pid, SIGKILL);
+    });
+    RemoteCall c(**b, Svc::kSlow, {});
+    uint32_t ms = 5000;
+    std::memcpy(c.args(), &ms, sizeof ms);
+    Status s = c.invoke();
+    killer.join();
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_EQ(s, Errc::kPeerDied) << s.toString();
+    // And the next call fails fast too.
+    EXPECT_FALSE(testing::callNull(**b).isOk());
+  }
+}
+
+}  // namespace
+}  // namespace lrpc::net

@@ -1,0 +1,459 @@
+#include "transport/client.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/log.h"
+#include "transport/random.h"
+
+namespace lrpc::net {
+
+using Clock = std::chrono::steady_clock;
+
+struct UdpChannel::Pending {
+  uint32_t seq = 0;
+  uint16_t procedure = 0;
+  std::span<const std::byte> request;
+  MessageBuffer* reply = nullptr;
+  bool done = false;
+  Status status;
+  bool fragmented = false;   // request needs more than one datagram
+  bool requestAcked = false;  // every request fragment acknowledged
+  FragmentSender sender;
+  Reassembly reassembly;
+  uint8_t replyStatus = 0;
+  Clock::time_point deadline = Clock::time_point::max();
+  Clock::time_point nextRetransmit;
+  Clock::duration rto{};
+  uint32_t retries = 0;
+};
+
+class UdpChannel::Sink final : public DatagramSink {
+ public:
+  explicit Sink(UdpChannel& c) : c_(c) {}
+  void onDatagram(const Datagram& d) noexcept override {
+    std::lock_guard lock(c_.mu_);
+    c_.onDatagram(d);
+  }
+
+ private:
+  UdpChannel& c_;
+};
+
+Result<UdpUri> parseUdpUri(std::string_view uri) {
+  constexpr std::string_view kScheme = "udp://";
+  if (uri.substr(0, kScheme.size()) != kScheme) return Status(Errc::kInvalidArgument, "URI must start with udp://");
+  std::string_view rest = uri.substr(kScheme.size());
+  size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
+    return Status(Errc::kInvalidArgument, "URI needs udp://host:port/name");
+  }
+  return UdpUri{std::string(rest.substr(0, slash)), std::string(rest.substr(slash + 1))};
+}
+
+Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDescriptor& iface,
+                                         const ClientOptions& options) {
+  auto parts = parseUdpUri(uri);
+  if (!parts) return parts.status();
+  auto server = parseAddress(parts->hostPort);
+  if (!server) return server.status();
+  EndpointOptions eo;
+  eo.peer = *server;
+  eo.connect = true;
+  eo.maxDatagram = options.maxDatagram;
+  eo.spinBeforeBlock = options.spinBeforeBlock;
+  eo.receiveBuffers = 64;
+  eo.emulated = options.emulatedEndpoint;
+  auto ep = openUdpEndpoint(eo);
+  if (!ep) return ep.status();
+  auto channel = UdpChannel::open(std::move(*ep), *server, parts->name, iface, options);
+  if (!channel) return channel.status();
+  CallChannel* raw = channel->get();
+  return std::make_shared<Binding>(iface, raw, std::shared_ptr<void>(std::move(*channel)));
+}
+
+UdpChannel::UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options)
+    : endpoint_(std::move(endpoint)), server_(server), options_(options) {}
+
+UdpChannel::~UdpChannel() {
+  // Tell the server it may drop the session now rather than when it ages out. Best effort.
+  PacketHeader h = makeHeader(PacketType::kBye, session_, cookie_, 0);
+  OutDatagram d{server_, {{&h, sizeof h}}, 1};
+  if (session_ != 0) (void)endpoint_->send({&d, 1});
+}
+
+Result<std::shared_ptr<UdpChannel>> UdpChannel::open(std::unique_ptr<Endpoint> endpoint, NetAddress server,
+                                                     std::string_view name, const InterfaceDescriptor& iface,
+                                                     const ClientOptions& options) {
+  if (options.window == 0 || options.window > 1024) return Status(Errc::kInvalidArgument, "window must be 1..1024");
+  std::shared_ptr<UdpChannel> c(new UdpChannel(std::move(endpoint), server, options));
+  if (Status s = c->handshake(name, iface); !s.isOk()) return s;
+  detail::logf("udp channel to %s/%.*s: session %u over the %s endpoint", server.toString().c_str(),
+               static_cast<int>(name.size()), name.data(), c->session_, c->endpoint_->kind());
+  return c;
+}
+
+Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& iface) {
+  uint64_t nonce = detail::randomCookie();
+  HelloBody body{};
+  body.ifaceId = iface.id;
+  body.signatureHash = iface.signatureHash;
+  body.window = options_.window;
+  body.maxDatagram = static_cast<uint32_t>(options_.maxDatagram);
+  std::string payload;
+  if (Status s = encodeHello(body, name, iface.name ? iface.name : "", payload); !s.isOk()) return s;
+  PacketHeader h = makeHeader(PacketType::kHello, 0, nonce, 0);
+  h.total = static_cast<uint32_t>(payload.size());
+  OutDatagram d{server_, {{&h, sizeof h}, {payload.data(), payload.size()}}, 2};
+
+  struct HelloSink final : DatagramSink {
+    uint64_t nonce;
+    NetAddress server;
+    bool got = false;
+    Status status;
+    PacketHeader header{};
+    WelcomeBody welcome{};
+    void onDatagram(const Datagram& dg) noexcept override {
+      if (got || !(dg.from == server)) return;
+      auto p = decodePacket(dg.bytes);
+      if (!p || p->type() != PacketType::kWelcome || p->header.cookie != nonce) return;
+      got = true;
+      header = p->header;
+      if (p->header.status != 0) {
+        status = Status(static_cast<Errc>(p->header.status),
+                        std::string(reinterpret_cast<const char*>(p->payload.data()), p->payload.size()));
+        return;
+      }
+      auto w = decodeWelcome(p->payload);
+      if (!w) {
+        status = w.status();
+        return;
+      }
+      welcome = *w;
+    }
+  } sink;
+  sink.nonce = nonce;
+  sink.server = server_;
+
+  auto deadline = Clock::now() + options_.connectTimeout;
+  auto rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
+  while (!sink.got) {
+    auto now = Clock::now();
+    if (now >= deadline) {
+      return Status(Errc::kPeerDied, "no answer from " + server_.toString() + " to the session handshake");
+    }
+    if (Status s = endpoint_->send({&d, 1}); !s.isOk() && s.code() != Errc::kPeerDied) return s;
+    auto until = std::min(deadline, now + rto);
+    while (!sink.got && Clock::now() < until) {
+      auto got = endpoint_->receive(sink, ReceiveMode::kBlocking, until - Clock::now());
+      if (!got && got.status().code() != Errc::kPeerDied) return got.status();
+      if (!got) break;  // nobody on that port (yet): retry after the timeout
+    }
+    rto = std::min<Clock::duration>(rto * 2, options_.maxRto);
+  }
+  if (!sink.status.isOk()) return sink.status;
+  if (sink.welcome.cookie == 0 || sink.header.session == 0 || sink.welcome.window == 0 ||
+      sink.welcome.window > options_.window || sink.welcome.maxDatagram < kMinDatagram) {
+    return Status(Errc::kBadFrame, "malformed welcome");
+  }
+  if (sink.welcome.procedureCount != iface.procedureCount) {
+    return Status(Errc::kBindingRejected, "server's procedure count differs");
+  }
+  session_ = sink.header.session;
+  cookie_ = sink.welcome.cookie;
+  window_ = sink.welcome.window;
+  fragmentBytes_ = fragmentPayload(std::min<size_t>(options_.maxDatagram, sink.welcome.maxDatagram));
+  slots_.assign(window_, nullptr);
+  return {};
+}
+
+UdpChannel::Stats UdpChannel::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
+                        MessageBuffer& reply, const CallOptions& options) noexcept {
+  (void)iface;
+  if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
+  if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "request larger than 4 GiB");
+  Pending p;
+  p.procedure = static_cast<uint16_t>(procedure);
+  p.request = request;
+  p.reply = &reply;
+  auto now = Clock::now();
+  if (options.timeout.count() > 0) p.deadline = now + std::chrono::duration_cast<Clock::duration>(options.timeout);
+  {
+    std::unique_lock lock(mu_);
+    // The window: seq s may go out only when s - window has finished, so its slot is free.
+    // Callers beyond the window wait here (U-Net AM holds the sender back the same way).
+    while (dead_.isOk() && slots_[nextSeq_ % window_] != nullptr) {
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
+      if (Clock::now() >= p.deadline) {
+        return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
+      }
+    }
+    if (!dead_.isOk()) return dead_;
+    p.seq = nextSeq_++;
+    if (nextSeq_ == 0) nextSeq_ = 1;  // TODO(robustness): re-handshake before 2^32 calls
+    slots_[p.seq % window_] = &p;
+    ++stats_.calls;
+    p.fragmented = request.size() > fragmentBytes_;
+    if (p.fragmented) p.sender.reset(request, fragmentBytes_, options_.fragmentWindow);
+    p.rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
+    p.nextRetransmit = now + p.rto;
+    sendRequest(p, false);
+  }
+  // Wait for the reply: poll the endpoint ourselves when nobody else does.
+  std::unique_lock lock(mu_);
+  while (!p.done) {
+    if (pollMu_.try_lock()) {
+      lock.unlock();
+      lead(p);
+      pollMu_.unlock();
+      lock.lock();
+      // Leadership is free: wake a waiting caller so that someone keeps polling.
+      cv_.notify_all();
+    } else {
+      cv_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  }
+  slots_[p.seq % window_] = nullptr;
+  cv_.notify_all();
+  return std::move(p.status);
+}
+
+void UdpChannel::lead(Pending& self) {
+  Sink sink(*this);
+  Clock::time_point wake;
+  {
+    std::lock_guard lock(mu_);
+    if (self.done) return;
+    wake = self.deadline;
+    for (Pending* q : slots_) {
+      if (q != nullptr && !q->done) wake = std::min({wake, q->nextRetransmit, q->deadline});
+    }
+  }
+  auto now = Clock::now();
+  // Bounded so that calls started by other threads meanwhile get their timers run.
+  auto timeout = std::clamp<Clock::duration>(wake - now, Clock::duration::zero(), std::chrono::milliseconds(20));
+  auto got = endpoint_->receive(sink, options_.mode, timeout);
+  std::lock_guard lock(mu_);
+  if (!got) {
+    if (got.status().code() == Errc::kPeerDied) {
+      failAll(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable (port closed)"));
+    } else {
+      failAll(got.status());
+    }
+    return;
+  }
+  onTimers(Clock::now());
+}
+
+void UdpChannel::finish(Pending& p, Status s) noexcept {
+  if (p.done) return;
+  p.done = true;
+  p.status = std::move(s);
+  p.reassembly.clear();
+  cv_.notify_all();
+}
+
+void UdpChannel::failAll(const Status& s) noexcept {
+  for (Pending* q : slots_) {
+    if (q != nullptr) finish(*q, s);
+  }
+}
+
+void UdpChannel::sendDatagrams(PacketHeader h, const std::vector<uint32_t>& frags, const FragmentSender& sender) noexcept {
+  constexpr size_t kChunk = 32;
+  PacketHeader headers[kChunk];
+  OutDatagram out[kChunk];
+  size_t n = 0;
+  for (uint32_t f : frags) {
+    auto bytes = sender.fragment(f);
+    headers[n] = h;
+    headers[n].fragment = f;
+    out[n] = OutDatagram{server_, {{&headers[n], sizeof h}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}, 2};
+    if (++n == kChunk) {
+      (void)endpoint_->send({out, n});
+      n = 0;
+    }
+  }
+  if (n > 0) (void)endpoint_->send({out, n});
+}
+
+void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
+  PacketHeader h = makeHeader(PacketType::kRequest, session_, cookie_, p.seq);
+  h.procedure = p.procedure;
+  h.total = static_cast<uint32_t>(p.request.size());
+  if (!p.fragmented) {
+    if (kHeaderBytes + p.request.size() <= kCellBytes) h.flags |= kFlagSingleCell;
+    OutDatagram d{server_, {{&h, sizeof h}, {const_cast<std::byte*>(p.request.data()), p.request.size()}}, 2};
+    Status s = endpoint_->send({&d, 1});
+    if (s.code() == Errc::kPeerDied) finish(p, Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
+    return;
+  }
+  h.flags |= kFlagFragment;
+  scratch_.clear();
+  if (resend) p.sender.takeMissing(scratch_);
+  p.sender.takeNew(scratch_);
+  sendDatagrams(h, scratch_, p.sender);
+}
+
+void UdpChannel::sendAck(uint32_t seq, const AckBody& ack, bool resend) noexcept {
+  PacketHeader h = makeHeader(PacketType::kAck, session_, cookie_, seq);
+  h.flags = kFlagAckOfReply | (resend ? kFlagResend : 0);
+  h.total = sizeof ack;
+  OutDatagram d{server_, {{&h, sizeof h}, {const_cast<AckBody*>(&ack), sizeof ack}}, 2};
+  (void)endpoint_->send({&d, 1});
+}
+
+void UdpChannel::onTimers(Clock::time_point now) noexcept {
+  for (Pending* q : slots_) {
+    if (q == nullptr || q->done) continue;
+    Pending& p = *q;
+    if (now >= p.deadline) {
+      finish(p, Status(Errc::kDeadlineExceeded, "no reply before the call's deadline"));
+      continue;
+    }
+    if (now < p.nextRetransmit) continue;
+    if (++p.retries > options_.maxRetries) {
+      finish(p, Status(Errc::kPeerDied, "no answer from " + server_.toString() + " after " +
+                                            std::to_string(options_.maxRetries) + " retransmissions"));
+      continue;
+    }
+    ++stats_.retransmits;
+    p.rto = std::min<Clock::duration>(p.rto * 2, options_.maxRto);
+    p.nextRetransmit = now + p.rto;
+    if (!p.fragmented || !p.requestAcked) {
+      sendRequest(p, true);
+    } else {
+      // The server has the whole request: ask for what is missing of the reply.
+      AckBody ack{};
+      if (p.reassembly.active()) ack = p.reassembly.ack();
+      sendAck(p.seq, ack, true);
+    }
+  }
+}
+
+void UdpChannel::onDatagram(const Datagram& d) noexcept {
+  auto decoded = decodePacket(d.bytes);
+  if (!decoded || !(d.from == server_)) {
+    ++stats_.dropped;
+    return;
+  }
+  const Packet& pk = *decoded;
+  const PacketHeader& h = pk.header;
+  // Stale (an earlier session) or spoofed packets carry the wrong cookie: dropped.
+  if (h.session != session_ || h.cookie != cookie_) {
+    ++stats_.dropped;
+    return;
+  }
+  if (pk.type() == PacketType::kReset) {
+    dead_ = Status(Errc::kPeerDied, "server " + server_.toString() + " lost the session (restarted?)");
+    failAll(dead_);
+    return;
+  }
+  Pending* q = slots_[h.seq % window_];
+  Pending* p = (q != nullptr && q->seq == h.seq && !q->done) ? q : nullptr;
+  if (pk.type() == PacketType::kAck && (h.flags & kFlagAckOfReply) == 0) {
+    if (p == nullptr || !p->fragmented) {
+      ++stats_.dropped;
+      return;
+    }
+    auto ack = decodeAck(pk.payload);
+    if (!ack) return;
+    if (p->sender.onAck(*ack)) {
+      p->retries = 0;
+      p->rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
+      p->nextRetransmit = Clock::now() + p->rto;
+    }
+    if (p->sender.complete() || ack->complete) p->requestAcked = true;
+    if (!p->requestAcked) {
+      // New fragments the window now admits, plus holes the ack reveals.
+      PacketHeader rh = makeHeader(PacketType::kRequest, session_, cookie_, p->seq);
+      rh.procedure = p->procedure;
+      rh.total = static_cast<uint32_t>(p->request.size());
+      rh.flags = kFlagFragment;
+      scratch_.clear();
+      p->sender.takeHoles(scratch_);
+      p->sender.takeNew(scratch_);
+      sendDatagrams(rh, scratch_, p->sender);
+    }
+    return;
+  }
+  if (pk.type() != PacketType::kReply) {
+    ++stats_.dropped;
+    return;
+  }
+  if (p == nullptr) {
+    // A reply for a call that already finished (a duplicate, or fragments still in flight
+    // after completion): tell the server to stop sending it.
+    if ((h.flags & kFlagFragment) != 0) {
+      AckBody done{};
+      done.complete = 1;
+      sendAck(h.seq, done);
+    }
+    ++stats_.dropped;
+    return;
+  }
+  if (h.procedure != p->procedure) {
+    ++stats_.dropped;
+    return;
+  }
+  p->requestAcked = true;  // a reply implies the whole request arrived
+  if ((h.flags & kFlagFragment) == 0) {
+    if (h.status != 0) {
+      finish(*p, Status(static_cast<Errc>(h.status),
+                        std::string(reinterpret_cast<const char*>(pk.payload.data()), pk.payload.size())));
+      return;
+    }
+    if (Status s = p->reply->resize(pk.payload.size()); !s.isOk()) {
+      finish(*p, std::move(s));
+      return;
+    }
+    if (!pk.payload.empty()) std::memcpy(p->reply->data(), pk.payload.data(), pk.payload.size());
+    finish(*p, Status());
+    return;
+  }
+  // A fragment of a large reply: reassembled in place, in the caller's reply buffer.
+  if (!p->reassembly.active()) {
+    if (h.total > options_.maxMessageBytes) {
+      finish(*p, Status(Errc::kResourceExhausted, "reply larger than maxMessageBytes"));
+      return;
+    }
+    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply); !s.isOk()) {
+      finish(*p, std::move(s));
+      return;
+    }
+    p->replyStatus = h.status;
+  }
+  auto acc = p->reassembly.accept(h, pk.payload);
+  if (!acc) {
+    ++stats_.dropped;
+    return;
+  }
+  if (*acc == Reassembly::Accept::kNew) {
+    p->retries = 0;
+    p->rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
+    p->nextRetransmit = Clock::now() + p->rto;
+  }
+  if (p->reassembly.complete()) {
+    AckBody ack = p->reassembly.ack();
+    sendAck(p->seq, ack);
+    if (p->replyStatus != 0) {
+      finish(*p, Status(static_cast<Errc>(p->replyStatus),
+                        std::string(reinterpret_cast<const char*>(p->reply->data()), p->reply->size())));
+    } else {
+      finish(*p, Status());
+    }
+    return;
+  }
+  // Ack every quarter window, and at once on a duplicate (our last ack was probably lost).
+  if (*acc == Reassembly::Accept::kDuplicate || p->reassembly.unacked() >= std::max(1u, options_.fragmentWindow / 4)) {
+    sendAck(p->seq, p->reassembly.ack());
+    p->reassembly.acked();
+  }
+}
+
+}  // namespace lrpc::net

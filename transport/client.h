@@ -1,0 +1,119 @@
+// The client half of the UDP transport: a CallChannel that carries a binding's calls to a
+// UdpServer, with U-Net Active Messages' reliability at user level (session handshake with
+// random cookies, sequence numbers, the reply as the request's ack, retransmission with
+// exponential backoff, a bounded window of outstanding calls, selective resend of fragments).
+//
+// Threading: any number of threads may call concurrently. There is no transport thread:
+// the callers take turns polling the endpoint (leader/followers), so a single caller's
+// call is one send and one receive on its own thread, with nothing handed between threads.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/stub_support.h"
+#include "transport/endpoint.h"
+#include "transport/fragment.h"
+#include "transport/wire.h"
+
+namespace lrpc::net {
+
+struct ClientOptions {
+  ReceiveMode mode = ReceiveMode::kAdaptive;
+  bool emulatedEndpoint = false;  // plain sockets even where io_uring works
+  std::chrono::nanoseconds spinBeforeBlock = std::chrono::microseconds(50);  // adaptive mode
+  uint32_t window = 32;                     // calls outstanding at most (callers wait beyond)
+  std::chrono::nanoseconds initialRto = std::chrono::milliseconds(10);
+  std::chrono::nanoseconds maxRto = std::chrono::milliseconds(500);
+  // Retransmissions without any sign of life before kPeerDied (about 4 s with the above).
+  uint32_t maxRetries = 12;
+  std::chrono::nanoseconds connectTimeout = std::chrono::seconds(3);
+  size_t maxDatagram = kDefaultMaxDatagram;
+  size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest reply accepted
+  uint32_t fragmentWindow = 64;                       // fragments in flight per message
+};
+
+class UdpChannel final : public CallChannel {
+ public:
+  // Performs the handshake over `endpoint` with the server at `server` for the interface
+  // exported as `name`. kBindingRejected (interface mismatch, naming both sides),
+  // kNotFound (no such name) or kPeerDied (no answer within connectTimeout).
+  static Result<std::shared_ptr<UdpChannel>> open(std::unique_ptr<Endpoint> endpoint, NetAddress server,
+                                                  std::string_view name, const InterfaceDescriptor& iface,
+                                                  const ClientOptions& options = {});
+  ~UdpChannel() override;
+
+  Status call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
+              MessageBuffer& reply, const CallOptions& options) noexcept override;
+
+  const char* endpointKind() const noexcept { return endpoint_->kind(); }
+  uint32_t session() const noexcept { return session_; }
+  // Counters, for tests and tuning (U-Net exposes these to the application too).
+  struct Stats {
+    uint64_t calls = 0;
+    uint64_t retransmits = 0;
+    uint64_t dropped = 0;  // datagrams that failed validation or matched no call
+  };
+  Stats stats() const;
+
+  struct Pending;  // one call in flight (lives on its caller's stack)
+
+ private:
+  class Sink;
+  UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options);
+  Status handshake(std::string_view name, const InterfaceDescriptor& iface);
+  // Polls the endpoint once as the leader: delivers replies, runs timers.
+  void lead(Pending& self);
+  void onDatagram(const Datagram& d) noexcept;          // with mu_ held
+  void onTimers(std::chrono::steady_clock::time_point now) noexcept;  // with mu_ held
+  void sendRequest(Pending& p, bool resend) noexcept;   // with mu_ held
+  void sendAck(uint32_t seq, const AckBody& ack, bool resend = false) noexcept;
+  void finish(Pending& p, Status s) noexcept;           // with mu_ held
+  void failAll(const Status& s) noexcept;               // with mu_ held
+  void sendDatagrams(PacketHeader h, const std::vector<uint32_t>& frags, const FragmentSender& sender) noexcept;
+
+  std::unique_ptr<Endpoint> endpoint_;
+  NetAddress server_;
+  ClientOptions options_;
+  uint32_t session_ = 0;
+  uint64_t cookie_ = 0;
+  uint32_t window_ = 1;
+  size_t fragmentBytes_ = 0;
+
+  std::mutex pollMu_;  // held by the thread that polls the endpoint (the leader)
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // a call finished, a window slot freed, or leadership free
+  std::vector<Pending*> slots_;  // GUARDED_BY(mu_): index seq % window_
+  uint32_t nextSeq_ = 1;         // GUARDED_BY(mu_)
+  Status dead_;                  // GUARDED_BY(mu_): set once the session is known lost
+  Stats stats_;                  // GUARDED_BY(mu_)
+  std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
+};
+
+// The URI form: "udp://host:port/name". Opens an endpoint (io_uring or emulated), connects
+// and returns a remote Binding whose owner keeps the channel alive.
+Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDescriptor& iface,
+                                         const ClientOptions& options = {});
+
+// Typed form: lrpc::net::connect<paper::Paper>("udp://10.0.0.1:7000/paper").
+template <class Service>
+Result<typename Service::Client> connect(std::string_view uri, const ClientOptions& options = {}) {
+  auto binding = connect(uri, Service::kDescriptor, options);
+  if (!binding) return binding.status();
+  return typename Service::Client(std::move(*binding));
+}
+
+// Splits "udp://host:port/name" into its address and name.
+struct UdpUri {
+  std::string hostPort;
+  std::string name;
+};
+Result<UdpUri> parseUdpUri(std::string_view uri);
+
+}  // namespace lrpc::net

@@ -1,0 +1,103 @@
+// The transport's narrow seam: a U-Net endpoint that sends batches of datagrams and hands
+// received ones to a sink. Three implementations: UringEndpoint (io_uring: registered
+// communication segment, send queue = SQ, receive queue = CQ, free queue = provided-buffer
+// ring), SocketEndpoint (U-Net's kernel-emulated endpoint: recvmmsg/sendmmsg on a plain
+// socket) and LoopbackEndpoint (in memory, with fault injection, for tests).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "runtime/status.h"
+
+namespace lrpc::net {
+
+// An IPv4 address and port. `ip` in network byte order, `port` in host order.
+struct NetAddress {
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  friend bool operator==(const NetAddress&, const NetAddress&) = default;
+  std::string toString() const;
+};
+// "1.2.3.4:80" or "host:80" (resolved with getaddrinfo, IPv4 only).
+Result<NetAddress> parseAddress(std::string_view hostPort);
+
+// How a receiver waits: spin on the receive queue (lowest latency, burns a core), sleep in
+// the kernel until a datagram arrives, or spin briefly and then sleep (the default).
+enum class ReceiveMode : uint8_t { kBusyPoll, kBlocking, kAdaptive };
+// Parses "poll", "block", "adaptive"; anything else is kInvalidArgument.
+Result<ReceiveMode> parseReceiveMode(std::string_view s);
+
+struct Datagram {
+  NetAddress from;
+  std::span<const std::byte> bytes;  // valid only during the sink call
+};
+
+// One datagram to send, gathered from up to three pieces (header, fixed part, tail).
+struct OutDatagram {
+  NetAddress to;
+  iovec iov[3];
+  uint32_t iovCount = 0;
+};
+
+class DatagramSink {
+ public:
+  virtual void onDatagram(const Datagram& d) noexcept = 0;
+
+ protected:
+  ~DatagramSink() = default;
+};
+
+// Smallest datagram size an endpoint may be configured with (a hello must fit).
+inline constexpr size_t kMinDatagram = 128;
+
+struct EndpointOptions {
+  // Bind here ("0.0.0.0:0" = any port). A client endpoint is connected to `peer` when set.
+  std::string bindAddress = "0.0.0.0:0";
+  NetAddress peer{};
+  bool connect = false;
+  size_t maxDatagram = 1472;
+  uint32_t receiveBuffers = 256;   // free-queue size (power of two)
+  std::chrono::nanoseconds spinBeforeBlock = std::chrono::microseconds(50);  // adaptive mode
+  int socketBufferBytes = 4 << 20;  // SO_RCVBUF/SO_SNDBUF asked for
+  bool emulated = false;            // skip io_uring (as LRPC_NO_IO_URING=1 does)
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // "io_uring", "emulated" or "loopback".
+  virtual const char* kind() const noexcept = 0;
+  virtual NetAddress localAddress() const noexcept = 0;
+  // Sends every datagram of the batch (thread-safe). A full socket buffer drops the
+  // datagram as the network would; the protocol above retransmits.
+  virtual Status send(std::span<const OutDatagram> batch) noexcept = 0;
+  // One thread at a time. Waits, per `mode`, up to `timeout` for datagrams and hands each
+  // to `sink`; returns how many were delivered (0 on timeout). kPeerDied when the kernel
+  // reports the connected peer unreachable (ICMP port unreachable).
+  virtual Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept = 0;
+};
+
+// Opens a UDP endpoint: io_uring when the kernel has every feature it needs and
+// LRPC_NO_IO_URING is not set, else the emulated endpoint (logged once under LRPC_LOG=1).
+Result<std::unique_ptr<Endpoint>> openUdpEndpoint(const EndpointOptions& options);
+
+// Spin-wait helper shared by the endpoints: pause, and after a while yield the CPU, so that
+// a busy-polling thread does not starve the peer on an oversubscribed machine.
+class Backoff {
+ public:
+  void pause() noexcept;
+  void reset() noexcept { spins_ = 0; }
+
+ private:
+  uint32_t spins_ = 0;
+};
+
+}  // namespace lrpc::net

@@ -1,0 +1,111 @@
+#include "transport/fragment.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace lrpc::net {
+
+void FragmentSender::reset(std::span<const std::byte> message, size_t fragmentBytes, uint32_t window) {
+  message_ = message;
+  fragmentBytes_ = fragmentBytes;
+  window_ = std::max<uint32_t>(1, std::min(window, kAckBits));
+  base_ = 0;
+  next_ = 0;
+  highest_ = 0;
+  acked_.reset(fragmentCount(message.size(), fragmentBytes));
+  fastResent_.reset(acked_.count());
+}
+
+std::span<const std::byte> FragmentSender::fragment(uint32_t i) const noexcept {
+  size_t off = size_t{i} * fragmentBytes_;
+  return message_.subspan(off, std::min(fragmentBytes_, message_.size() - off));
+}
+
+void FragmentSender::takeNew(std::vector<uint32_t>& out) {
+  uint32_t end = std::min<uint64_t>(acked_.count(), uint64_t{base_} + window_);
+  for (; next_ < end; ++next_) {
+    if (!acked_.contains(next_)) out.push_back(next_);
+  }
+}
+
+void FragmentSender::takeMissing(std::vector<uint32_t>& out) {
+  fastResent_.reset(acked_.count());
+  for (uint32_t i = base_; i < next_; ++i) {
+    if (!acked_.contains(i)) out.push_back(i);
+  }
+}
+
+void FragmentSender::takeHoles(std::vector<uint32_t>& out) {
+  if (highest_ < kDupThresh) return;
+  for (uint32_t i = base_; i + kDupThresh < highest_; ++i) {
+    if (!acked_.contains(i) && fastResent_.insert(i)) out.push_back(i);
+  }
+}
+
+bool FragmentSender::onAck(const AckBody& ack) noexcept {
+  bool progress = false;
+  uint32_t n = acked_.count();
+  // Only fragments already sent can be acknowledged; anything else is a confused or
+  // hostile peer and is ignored.
+  uint32_t cum = std::min(ack.cumulative, next_);
+  for (uint32_t i = base_; i < cum; ++i) progress |= acked_.insert(i);
+  highest_ = std::max(highest_, cum);
+  for (uint32_t b = 0; b < kAckBits; ++b) {
+    uint64_t i = uint64_t{ack.cumulative} + 1 + b;
+    if (i >= next_ || i >= n) break;
+    if ((ack.bits[b / 64] >> (b % 64)) & 1) {
+      progress |= acked_.insert(static_cast<uint32_t>(i));
+      highest_ = std::max(highest_, static_cast<uint32_t>(i) + 1);
+    }
+  }
+  while (base_ < n && acked_.contains(base_)) ++base_;
+  return progress;
+}
+
+Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest) noexcept {
+  if (Status s = dest.resize(total); !s.isOk()) return s;
+  dest_ = &dest;
+  total_ = total;
+  fragmentBytes_ = fragmentBytes;
+  cumulative_ = 0;
+  sinceAck_ = 0;
+  try {
+    received_.reset(fragmentCount(total, fragmentBytes));
+  } catch (...) {
+    dest_ = nullptr;
+    return Status(Errc::kResourceExhausted, "reassembly bitmap");
+  }
+  return {};
+}
+
+Result<Reassembly::Accept> Reassembly::accept(const PacketHeader& h, std::span<const std::byte> payload) noexcept {
+  if (h.total != total_) return Status(Errc::kBadFrame, "fragment of a different message size");
+  uint32_t n = received_.count();
+  if (h.fragment >= n) return Status(Errc::kBadFrame, "fragment index out of range");
+  size_t off = size_t{h.fragment} * fragmentBytes_;
+  size_t want = std::min(fragmentBytes_, size_t{total_} - off);
+  if (payload.size() != want) return Status(Errc::kBadFrame, "fragment size does not match the geometry");
+  if (!received_.insert(h.fragment)) {
+    ++sinceAck_;
+    return Accept::kDuplicate;
+  }
+  std::memcpy(dest_->data() + off, payload.data(), want);
+  while (cumulative_ < n && received_.contains(cumulative_)) ++cumulative_;
+  ++sinceAck_;
+  return Accept::kNew;
+}
+
+AckBody Reassembly::ack() const noexcept {
+  AckBody a{};
+  a.cumulative = cumulative_;
+  a.complete = complete() ? 1 : 0;
+  uint32_t n = received_.count();
+  for (uint32_t b = 0; b < kAckBits; ++b) {
+    uint64_t i = uint64_t{cumulative_} + 1 + b;
+    if (i >= n) break;
+    if (received_.contains(static_cast<uint32_t>(i))) a.bits[b / 64] |= uint64_t{1} << (b % 64);
+  }
+  return a;
+}
+
+}  // namespace lrpc::net

@@ -1,0 +1,101 @@
+// The bulk path's two halves, free of I/O so that tests drive them one packet at a time:
+// FragmentSender walks a message out in fixed-size fragments under a window and resends
+// only what the peer's selective acks say is missing; Reassembly writes fragments in place
+// into the destination buffer and produces those acks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/status.h"
+#include "runtime/stub_support.h"
+#include "transport/wire.h"
+
+namespace lrpc::net {
+
+// A set of fragment indices as a bitmap (allocated once per large message).
+class FragmentSet {
+ public:
+  void reset(uint32_t count) {
+    words_.assign((count + 63) / 64, 0);
+    count_ = count;
+    size_ = 0;
+  }
+  bool contains(uint32_t i) const noexcept { return (words_[i / 64] >> (i % 64)) & 1; }
+  // True when i was not in the set before.
+  bool insert(uint32_t i) noexcept {
+    uint64_t bit = uint64_t{1} << (i % 64);
+    if (words_[i / 64] & bit) return false;
+    words_[i / 64] |= bit;
+    ++size_;
+    return true;
+  }
+  uint32_t count() const noexcept { return count_; }
+  uint32_t size() const noexcept { return size_; }
+
+ private:
+  std::vector<uint64_t> words_;
+  uint32_t count_ = 0;
+  uint32_t size_ = 0;
+};
+
+class FragmentSender {
+ public:
+  // `message` must outlive the sender (it is the caller's request or the cached reply).
+  void reset(std::span<const std::byte> message, size_t fragmentBytes, uint32_t window);
+  uint32_t count() const noexcept { return acked_.count(); }
+  bool complete() const noexcept { return acked_.size() == acked_.count(); }
+  std::span<const std::byte> fragment(uint32_t i) const noexcept;
+
+  // Appends the fragments that may go out now (never sent, inside the window).
+  void takeNew(std::vector<uint32_t>& out);
+  // Appends the sent-but-unacknowledged fragments inside the window (selective resend,
+  // on a timeout).
+  void takeMissing(std::vector<uint32_t>& out);
+  // Appends holes the peer's acks reveal: unacknowledged fragments at least kDupThresh
+  // below the highest acknowledged one, each once per timeout (fast retransmit).
+  static constexpr uint32_t kDupThresh = 3;
+  void takeHoles(std::vector<uint32_t>& out);
+  // Applies the peer's ack; true when it acknowledged something new.
+  bool onAck(const AckBody& ack) noexcept;
+
+ private:
+  std::span<const std::byte> message_;
+  size_t fragmentBytes_ = 0;
+  uint32_t window_ = 0;
+  uint32_t base_ = 0;  // lowest unacknowledged fragment
+  uint32_t next_ = 0;  // lowest never-sent fragment
+  uint32_t highest_ = 0;  // one past the highest acknowledged fragment
+  FragmentSet acked_;
+  FragmentSet fastResent_;
+};
+
+class Reassembly {
+ public:
+  enum class Accept { kNew, kDuplicate };
+
+  // Sizes `dest` to `total` bytes (bounded by the caller) and expects fragments of
+  // `fragmentBytes` (the last one shorter).
+  Status begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest) noexcept;
+  bool active() const noexcept { return dest_ != nullptr; }
+  // Checks the fragment against the message geometry and copies it into place.
+  Result<Accept> accept(const PacketHeader& h, std::span<const std::byte> payload) noexcept;
+  bool complete() const noexcept { return received_.size() == received_.count(); }
+  AckBody ack() const noexcept;
+  // Fragments received since the last ack() was taken; used to ack every few fragments.
+  uint32_t unacked() const noexcept { return sinceAck_; }
+  void acked() noexcept { sinceAck_ = 0; }
+  void clear() noexcept { dest_ = nullptr; }
+
+ private:
+  MessageBuffer* dest_ = nullptr;
+  uint32_t total_ = 0;
+  size_t fragmentBytes_ = 0;
+  uint32_t cumulative_ = 0;
+  uint32_t sinceAck_ = 0;
+  FragmentSet received_;
+};
+
+}  // namespace lrpc::net

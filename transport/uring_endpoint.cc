@@ -1,0 +1,252 @@
+#include "transport/uring_endpoint.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "transport/log.h"
+
+namespace lrpc::net {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr unsigned kBufferGroup = 0;
+constexpr uint64_t kRecvTag = 1;  // user_data of the multishot recvmsg
+
+Status uringError(int negErrno, const char* what) { return Status::fromErrno(-negErrno, what); }
+}  // namespace
+
+Ring::~Ring() {
+  if (live_) io_uring_queue_exit(&ring_);
+}
+
+int Ring::init(unsigned entries, unsigned cqEntries) noexcept {
+  io_uring_params p{};
+  if (cqEntries != 0) {
+    p.flags |= IORING_SETUP_CQSIZE;
+    p.cq_entries = cqEntries;
+  }
+  int rc = io_uring_queue_init_params(entries, &ring_, &p);
+  live_ = rc == 0;
+  return rc;
+}
+
+Mapping::~Mapping() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+bool Mapping::map(size_t bytes) noexcept {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  data_ = static_cast<std::byte*>(p);
+  size_ = bytes;
+  return true;
+}
+
+Result<std::unique_ptr<Endpoint>> UringEndpoint::open(const EndpointOptions& options) {
+  std::unique_ptr<UringEndpoint> ep(new UringEndpoint(options));
+  if (Status s = ep->setUp(); !s.isOk()) return s;
+  return std::unique_ptr<Endpoint>(std::move(ep));
+}
+
+UringEndpoint::~UringEndpoint() = default;
+
+Status UringEndpoint::setUp() {
+  buffers_ = 1;
+  while (buffers_ < options_.receiveBuffers && buffers_ < 32768) buffers_ <<= 1;
+  // Every datagram completion holds a free-queue buffer, so a completion queue with room
+  // for all of them (and then some) never overflows. An overflow would end the multishot
+  // receive with its final completion parked in the kernel's overflow list.
+  if (int rc = recvRing_.init(64, buffers_ * 2); rc < 0) {
+    return Status(Errc::kUnsupported, std::string("io_uring_queue_init: ") + std::strerror(-rc));
+  }
+  if (int rc = sendRing_.init(kSendBatch * 2); rc < 0) {
+    return Status(Errc::kUnsupported, std::string("io_uring_queue_init: ") + std::strerror(-rc));
+  }
+  // Probe the opcodes we use. SEND_ZC arrived in the same kernel (6.0) as multishot
+  // recvmsg, which has no opcode of its own to probe, so it stands in for it.
+  io_uring_probe* probe = io_uring_get_probe_ring(recvRing_.get());
+  if (probe == nullptr) return Status(Errc::kUnsupported, "io_uring opcode probe failed");
+  bool ok = io_uring_opcode_supported(probe, IORING_OP_SENDMSG) && io_uring_opcode_supported(probe, IORING_OP_RECVMSG) &&
+            io_uring_opcode_supported(probe, IORING_OP_SEND_ZC);
+  io_uring_free_probe(probe);
+  if (!ok) return Status(Errc::kUnsupported, "io_uring lacks SENDMSG/RECVMSG or multishot receive (kernel < 6.0)");
+
+  auto fd = openUdpSocket(options_);
+  if (!fd) return fd.status();
+  fd_ = std::move(*fd);
+  local_ = boundAddress(fd_.get());
+
+  // Each buffer holds the recvmsg_out header, the source address and the datagram plus one
+  // byte (so an oversized datagram arrives truncated and is dropped).
+  bufferBytes_ = (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in) + options_.maxDatagram + 1 + 63) & ~size_t{63};
+  if (!segment_.map(bufferBytes_ * buffers_)) return Status::fromErrno(errno, "mmap communication segment");
+  iovec whole{segment_.data(), segment_.size()};
+  // Pin the segment like U-Net does; a low RLIMIT_MEMLOCK only costs the pinning.
+  int rc = io_uring_register_buffers(recvRing_.get(), &whole, 1);
+  registered_ = rc == 0;
+  if (!registered_) detail::logf("io_uring: communication segment not registered (%s); continuing unpinned", std::strerror(-rc));
+
+  size_t ringBytes = (sizeof(io_uring_buf) * buffers_ + 4095) & ~size_t{4095};
+  if (!bufRingMem_.map(ringBytes)) return Status::fromErrno(errno, "mmap buffer ring");
+  bufRing_ = reinterpret_cast<io_uring_buf_ring*>(bufRingMem_.data());
+  io_uring_buf_ring_init(bufRing_);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(bufRing_);
+  reg.ring_entries = buffers_;
+  reg.bgid = kBufferGroup;
+  if (int r = io_uring_register_buf_ring(recvRing_.get(), &reg, 0); r < 0) {
+    return Status(Errc::kUnsupported, std::string("io_uring_register_buf_ring: ") + std::strerror(-r));
+  }
+  unsigned mask = static_cast<unsigned>(io_uring_buf_ring_mask(buffers_));
+  for (unsigned i = 0; i < buffers_; ++i) {
+    io_uring_buf_ring_add(bufRing_, segment_.data() + size_t{i} * bufferBytes_, static_cast<unsigned>(bufferBytes_),
+                          static_cast<unsigned short>(i), static_cast<int>(mask), static_cast<int>(i));
+  }
+  io_uring_buf_ring_advance(bufRing_, static_cast<int>(buffers_));
+  recvMsg_.msg_namelen = sizeof(sockaddr_in);
+  return arm();
+}
+
+Status UringEndpoint::arm() noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(recvRing_.get());
+  if (sqe == nullptr) return Status(Errc::kResourceExhausted, "receive ring full");
+  io_uring_prep_recvmsg_multishot(sqe, fd_.get(), &recvMsg_, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufferGroup;
+  io_uring_sqe_set_data64(sqe, kRecvTag);
+  int rc = io_uring_submit(recvRing_.get());
+  if (rc < 0) return uringError(rc, "io_uring_submit(recvmsg)");
+  armed_ = true;
+  return {};
+}
+
+Status UringEndpoint::send(std::span<const OutDatagram> batch) noexcept {
+  std::lock_guard lock(sendMu_);
+  msghdr msgs[kSendBatch];
+  sockaddr_in names[kSendBatch];
+  Status result;
+  while (!batch.empty()) {
+    unsigned n = batch.size() < kSendBatch ? static_cast<unsigned>(batch.size()) : kSendBatch;
+    for (unsigned i = 0; i < n; ++i) {
+      msgs[i] = msghdr{};
+      if (!options_.connect) {
+        names[i] = toSockaddr(batch[i].to);
+        msgs[i].msg_name = &names[i];
+        msgs[i].msg_namelen = sizeof names[i];
+      }
+      msgs[i].msg_iov = const_cast<iovec*>(batch[i].iov);
+      msgs[i].msg_iovlen = batch[i].iovCount;
+      io_uring_sqe* sqe = io_uring_get_sqe(sendRing_.get());
+      // The ring has 2 * kSendBatch entries and we reap every completion before the next
+      // chunk, so a free entry always exists.
+      LRPC_CHECK(sqe != nullptr, "send ring has no free entry");
+      io_uring_prep_sendmsg(sqe, fd_.get(), &msgs[i], 0);
+      io_uring_sqe_set_data64(sqe, i);
+    }
+    // One system call submits the chunk and waits for its completions: the msghdrs live on
+    // this stack frame, so they must not be read after we return.
+    int rc;
+    do {
+      rc = io_uring_submit_and_wait(sendRing_.get(), n);
+    } while (rc == -EINTR);
+    if (rc < 0) return uringError(rc, "io_uring_submit_and_wait(sendmsg)");
+    for (unsigned done = 0; done < n;) {
+      io_uring_cqe* cqe = nullptr;
+      int w = io_uring_wait_cqe(sendRing_.get(), &cqe);
+      if (w == -EINTR) continue;
+      if (w < 0) return uringError(w, "io_uring_wait_cqe(sendmsg)");
+      int res = cqe->res;
+      io_uring_cqe_seen(sendRing_.get(), cqe);
+      ++done;
+      if (res == -ECONNREFUSED) result = Status(Errc::kPeerDied, "peer port unreachable");
+      // Other failures (full queue, unreachable) drop the datagram, as a network would.
+    }
+    batch = batch.subspan(n);
+  }
+  return result;
+}
+
+Result<size_t> UringEndpoint::reap(DatagramSink& sink) noexcept {
+  io_uring_cqe* cqes[32];
+  unsigned n = io_uring_peek_batch_cqe(recvRing_.get(), cqes, 32);
+  size_t delivered = 0;
+  Status died;
+  unsigned mask = static_cast<unsigned>(io_uring_buf_ring_mask(buffers_));
+  unsigned recycled = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    io_uring_cqe* cqe = cqes[i];
+    if ((cqe->flags & IORING_CQE_F_MORE) == 0) armed_ = false;
+    if (cqe->res < 0) {
+      if (cqe->res == -ECONNREFUSED) died = Status(Errc::kPeerDied, "peer port unreachable");
+      else if (cqe->res != -ENOBUFS && cqe->res != -ECANCELED) detail::logf("io_uring recvmsg: %s", std::strerror(-cqe->res));
+      continue;
+    }
+    if ((cqe->flags & IORING_CQE_F_BUFFER) == 0) continue;
+    unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+    if (bid >= buffers_) continue;
+    std::byte* buf = segment_.data() + size_t{bid} * bufferBytes_;
+    io_uring_recvmsg_out* out = io_uring_recvmsg_validate(buf, cqe->res, &recvMsg_);
+    if (out != nullptr && (out->flags & MSG_TRUNC) == 0 && out->namelen == sizeof(sockaddr_in)) {
+      auto* payload = static_cast<std::byte*>(io_uring_recvmsg_payload(out, &recvMsg_));
+      size_t len = io_uring_recvmsg_payload_length(out, cqe->res, &recvMsg_);
+      sockaddr_in from;
+      std::memcpy(&from, io_uring_recvmsg_name(out), sizeof from);
+      if (len <= options_.maxDatagram) {
+        // The datagram is handled where the kernel put it: the buffer is the receive
+        // queue entry until it goes back on the free queue below.
+        sink.onDatagram(Datagram{fromSockaddr(from), {payload, len}});
+        ++delivered;
+      }
+    }
+    io_uring_buf_ring_add(bufRing_, buf, static_cast<unsigned>(bufferBytes_), static_cast<unsigned short>(bid),
+                          static_cast<int>(mask), static_cast<int>(recycled++));
+  }
+  // Publish the recycled buffers (a release store inside) before re-arming, so a re-armed
+  // receive never finds the free queue empty.
+  if (recycled > 0) io_uring_buf_ring_advance(bufRing_, static_cast<int>(recycled));
+  if (n > 0) io_uring_cq_advance(recvRing_.get(), n);
+  if (!armed_) {
+    if (Status s = arm(); !s.isOk()) return s;
+  }
+  if (!died.isOk()) return died;
+  return delivered;
+}
+
+Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept {
+  auto start = Clock::now();
+  auto deadline = start + timeout;
+  auto spinUntil = mode == ReceiveMode::kBusyPoll ? deadline
+                   : mode == ReceiveMode::kAdaptive ? start + std::min(timeout, options_.spinBeforeBlock)
+                                                    : start;
+  Backoff backoff;
+  for (;;) {
+    // Peeking the completion queue is a memory read, no system call. Should completions
+    // ever overflow, the kernel parks them and raises a flag; one enter flushes them.
+    if ((IO_URING_READ_ONCE(*recvRing_.get()->sq.kflags) & IORING_SQ_CQ_OVERFLOW) != 0) {
+      (void)io_uring_get_events(recvRing_.get());
+    }
+    if (io_uring_cq_ready(recvRing_.get()) > 0 || !armed_) {
+      auto got = reap(sink);
+      if (!got || *got > 0) return got;
+    }
+    auto now = Clock::now();
+    if (now >= deadline) return size_t{0};
+    if (now < spinUntil) {
+      backoff.pause();
+      continue;
+    }
+    auto left = std::min<std::chrono::nanoseconds>(deadline - now, std::chrono::seconds(1));
+    __kernel_timespec ts{};
+    ts.tv_sec = left.count() / 1000000000;
+    ts.tv_nsec = left.count() % 1000000000;
+    io_uring_cqe* cqe = nullptr;
+    int rc = io_uring_wait_cqe_timeout(recvRing_.get(), &cqe, &ts);
+    if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN) return uringError(rc, "io_uring_wait_cqe_timeout");
+  }
+}
+
+}  // namespace lrpc::net

@@ -1,0 +1,93 @@
+// The io_uring endpoint, U-Net's structure on today's kernel:
+//  * communication segment: one mapping holding every receive buffer, registered with the
+//    ring (io_uring_register_buffers) so it is pinned like U-Net's segments;
+//  * free queue: a provided-buffer ring (io_uring_register_buf_ring) listing the segment's
+//    free buffers; the kernel takes one per datagram, we give it back after processing;
+//  * receive queue: the completion queue of a multishot recvmsg, one CQE per datagram
+//    naming the buffer it landed in (processed in place, never copied to a second buffer);
+//  * send queue: the submission queue of a second ring, SENDMSG straight from the caller's
+//    frame bytes (sends may come from many threads, so they have their own ring and lock,
+//    while the receive ring belongs to whichever thread polls).
+#pragma once
+
+#include <liburing.h>
+
+#include <memory>
+#include <mutex>
+
+#include "transport/endpoint.h"
+#include "transport/udp_socket.h"
+
+namespace lrpc::net {
+
+// RAII io_uring instance: io_uring_queue_exit in the destructor.
+class Ring {
+ public:
+  Ring() noexcept = default;
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  ~Ring();
+  // -errno on failure (kept inside; the endpoint maps it to a Status).
+  // `cqEntries` 0: the default (twice the submission queue).
+  int init(unsigned entries, unsigned cqEntries = 0) noexcept;
+  io_uring* get() noexcept { return &ring_; }
+
+ private:
+  io_uring ring_{};
+  bool live_ = false;
+};
+
+// RAII anonymous mapping.
+class Mapping {
+ public:
+  Mapping() noexcept = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping();
+  bool map(size_t bytes) noexcept;
+  std::byte* data() const noexcept { return data_; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class UringEndpoint final : public Endpoint {
+ public:
+  // kUnsupported (with the reason) when the kernel lacks a needed feature.
+  static Result<std::unique_ptr<Endpoint>> open(const EndpointOptions& options);
+  ~UringEndpoint() override;
+
+  const char* kind() const noexcept override { return "io_uring"; }
+  NetAddress localAddress() const noexcept override { return local_; }
+  Status send(std::span<const OutDatagram> batch) noexcept override;
+  Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
+
+ private:
+  static constexpr unsigned kSendBatch = 32;
+  explicit UringEndpoint(const EndpointOptions& options) : options_(options) {}
+  Status setUp();
+  // Arms the multishot recvmsg (again after it ended).
+  Status arm() noexcept;
+  // Handles every ready CQE; returns datagrams delivered, or kPeerDied.
+  Result<size_t> reap(DatagramSink& sink) noexcept;
+
+  EndpointOptions options_;
+  OwnedFd fd_;
+  NetAddress local_;
+  // Destruction order: rings first (they reference the mappings), then the mappings.
+  Mapping segment_;   // receive buffers (the communication segment)
+  Mapping bufRingMem_;
+  Ring recvRing_;
+  std::mutex sendMu_;
+  Ring sendRing_;     // guarded by sendMu_
+  io_uring_buf_ring* bufRing_ = nullptr;
+  unsigned buffers_ = 0;
+  size_t bufferBytes_ = 0;
+  msghdr recvMsg_{};  // template for the multishot recvmsg
+  bool armed_ = false;
+  bool registered_ = false;
+};
+
+}  // namespace lrpc::net
