@@ -485,8 +485,10 @@ Exporter::~Exporter() {
   for (auto& e : exports) signal(e->stopFd.get());
   for (auto& e : exports) {
     e->acceptor.join();
-    // Remove the socket while we still hold the lock, so that no successor's socket is removed.
+    // Remove the socket, then the lock file, while we still hold the lock: no successor's files
+    // are removed, and lockName() notices a lock taken on the file we unlink.
     ::unlink(e->sockPath.c_str());
+    ::unlink(detail::lockPath(*impl_->dir, e->name).c_str());
   }
 }
 

@@ -62,15 +62,26 @@ std::string lockPath(const std::string& dir, std::string_view name) {
 
 Result<OwnedFd> lockName(const std::string& dir, std::string_view name) {
   std::string path = lockPath(dir, name);
-  OwnedFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return Status::fromErrno(errno, "open " + path);
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return Status(Errc::kAlreadyExists, "\"" + std::string(name) + "\" is already exported by a live server");
+  // The exporter that held a name removes its lock file at shutdown. Whoever locked the old
+  // file just before that holds a lock on a file no longer there: check that the path still
+  // names the locked file, and start over if not, so that two live exporters never both
+  // believe they hold the name.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    OwnedFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) return Status::fromErrno(errno, "open " + path);
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        return Status(Errc::kAlreadyExists, "\"" + std::string(name) + "\" is already exported by a live server");
+      }
+      return Status::fromErrno(errno, "flock " + path);
     }
-    return Status::fromErrno(errno, "flock " + path);
+    struct stat locked, named;
+    if (::fstat(fd.get(), &locked) != 0) return Status::fromErrno(errno, "fstat " + path);
+    if (::stat(path.c_str(), &named) == 0 && named.st_ino == locked.st_ino && named.st_dev == locked.st_dev) {
+      return fd;
+    }
   }
-  return fd;
+  return Status(Errc::kIoError, "lock file " + path + " keeps changing");
 }
 
 }  // namespace lrpc::detail
