@@ -58,7 +58,7 @@ class RawBinding {
     return RawBinding(std::move(sock), std::move(*region), w.key);
   }
 
-  RegionLayout layout() const { return *RegionLayout::compute(TestService::kDescriptor); }
+  const RegionLayout& layout() const { return layout_; }
   AStackControl* control(uint32_t i) const {
     return reinterpret_cast<AStackControl*>(region_.data() + layout_.astackOffset(i));
   }

@@ -89,12 +89,12 @@ inline Status TestService::dispatch(void* self, uint32_t procedure, ServerCall& 
         std::memcpy(&a, call.args().data(), sizeof a);
         if (!detail::varRefOk(a.data, call.argTail().size(), 1)) return Status(Errc::kBadFrame, "echo: bad data ref");
         std::vector<uint8_t> copy(a.data.length);  // copy "E": the client may still write the A-stack
-        std::memcpy(copy.data(), call.argTail().data() + a.data.offset, a.data.length);
+        if (a.data.length != 0) std::memcpy(copy.data(), call.argTail().data() + a.data.offset, a.data.length);
         Result<std::vector<uint8_t>> r = server->echo(copy);
         if (!r.isOk()) return r.status();
         Result<std::span<std::byte>> tail = call.resultTail(r->size());
         if (!tail.isOk()) return tail.status();
-        std::memcpy(tail->data(), r->data(), r->size());
+        if (!r->empty()) std::memcpy(tail->data(), r->data(), r->size());
         EchoResults out{{0, static_cast<uint32_t>(r->size())}};
         std::memcpy(call.results(), &out, sizeof out);
         return {};
@@ -149,7 +149,7 @@ class TestService::Client {
     if (!call.status().isOk()) return call.status();
     Result<std::span<std::byte>> tail = call.argTail(data.size());
     if (!tail.isOk()) return tail.status();
-    std::memcpy(tail->data(), data.data(), data.size());
+    if (!data.empty()) std::memcpy(tail->data(), data.data(), data.size());
     EchoArgs args{{0, static_cast<uint32_t>(data.size())}};
     std::memcpy(call.args(), &args, sizeof args);
     if (Status s = call.invoke(); !s.isOk()) return s;

@@ -1,0 +1,127 @@
+// The lock-free A-stack pool and the doorbells, between threads of one process (the same
+// code runs between processes). Labelled "concurrency": run under ThreadSanitizer.
+#include "runtime/transfer.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/fd.h"
+#include "runtime/local_binding.h"
+
+namespace lrpc {
+namespace {
+
+TEST(AStackPoolTest, LifoAndEmpty) {
+  detail::AStackPool pool;
+  pool.init(10, 3);
+  uint32_t a = pool.pop(), b = pool.pop(), c = pool.pop();
+  EXPECT_EQ(a, 10u);  // the first A-stack first: a lone caller keeps reusing a warm one
+  EXPECT_EQ(std::set<uint32_t>({a, b, c}), (std::set<uint32_t>{10, 11, 12}));
+  EXPECT_EQ(pool.pop(), detail::AStackPool::kEmpty);
+  pool.push(b);
+  EXPECT_EQ(pool.pop(), b);  // LIFO
+  pool.push(a);
+  pool.push(c);
+  EXPECT_EQ(pool.pop(), c);
+}
+
+TEST(AStackPoolTest, ThreadsNeverShareAnAStack) {
+  constexpr uint32_t kCount = 3;
+  detail::AStackPool pool;
+  pool.init(0, kCount);
+  std::atomic<int> owners[kCount] = {};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        uint32_t idx = pool.pop();
+        if (idx == detail::AStackPool::kEmpty) continue;
+        if (owners[idx].fetch_add(1) != 0) errors.fetch_add(1);
+        owners[idx].fetch_sub(1);
+        pool.push(idx);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  std::set<uint32_t> all;
+  for (uint32_t i = 0; i < kCount; ++i) all.insert(pool.pop());
+  EXPECT_EQ(all, (std::set<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(pool.pop(), detail::AStackPool::kEmpty);
+}
+
+class DoorbellTest : public ::testing::TestWithParam<TransferMode> {
+ protected:
+  void SetUp() override {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    client_.reset(sv[0]);
+    server_.reset(sv[1]);
+  }
+  OwnedFd client_, server_;
+};
+
+// A ping-pong over two doorbells: each "call" carries a value in plain memory that must be
+// visible to the other side once it sees the sequence (the release/acquire pairing).
+TEST_P(DoorbellTest, PingPongCarriesData) {
+  std::atomic<uint32_t> call{0}, ret{0};
+  std::atomic<bool> stop{false};
+  uint64_t payload = 0;  // plain memory, ordered by the doorbells
+  constexpr uint32_t kRounds = 2000;
+  std::thread server([&] {
+    uint32_t last = 0;
+    for (;;) {
+      uint32_t seq = 0;
+      if (detail::waitForCall(call, last, GetParam(), stop, &seq) != detail::WaitResult::kReady) return;
+      last = seq;
+      payload = payload * 3 + 1;
+      detail::ring(ret, seq);
+    }
+  });
+  uint64_t expect = 0;
+  for (uint32_t seq = 1; seq <= kRounds; ++seq) {
+    detail::ring(call, seq);
+    ASSERT_EQ(detail::waitForReturn(ret, seq, GetParam(), client_.get(), 0), detail::WaitResult::kReady);
+    expect = expect * 3 + 1;
+    ASSERT_EQ(payload, expect);
+  }
+  stop.store(true, std::memory_order_release);
+  detail::stopWaiter(call);
+  server.join();
+}
+
+TEST_P(DoorbellTest, WaiterSeesPeerDeathAndDeadline) {
+  std::atomic<uint32_t> ret{0};
+  EXPECT_EQ(detail::waitForReturn(ret, 1, GetParam(), client_.get(), detail::monotonicNs() + 20'000'000),
+            detail::WaitResult::kTimedOut);
+  server_.reset();  // the "server" goes away
+  EXPECT_EQ(detail::waitForReturn(ret, 1, GetParam(), client_.get(), 0), detail::WaitResult::kPeerDied);
+}
+
+TEST_P(DoorbellTest, StopWakesAnIdleServer) {
+  std::atomic<uint32_t> call{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> result{-1};
+  std::thread server([&] {
+    uint32_t seq = 0;
+    result.store(static_cast<int>(detail::waitForCall(call, 0, GetParam(), stop, &seq)));
+  });
+  stop.store(true, std::memory_order_release);
+  detail::stopWaiter(call);
+  server.join();
+  EXPECT_EQ(result.load(), static_cast<int>(detail::WaitResult::kStopped));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, DoorbellTest,
+                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
+                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+
+}  // namespace
+}  // namespace lrpc
