@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "bench/harness.h"
@@ -59,11 +60,13 @@ class Session {
 
 // Keeps the session of the benchmark that is running, so that Google Benchmark's repeated
 // invocations of one benchmark (iteration estimates, repetitions) reuse one server; a new
-// benchmark tears the previous session down first. Owned by main.
+// benchmark tears the previous session down first. Owned by main. The threads of a
+// multi-threaded benchmark share its session (the first one to ask starts it).
 class SessionCache {
  public:
   template <class S, class Make>
   Result<S*> get(const std::string& benchmark, Make&& make) {
+    std::lock_guard<std::mutex> lock(mu_);
     if (benchmark != name_ || !session_) {
       session_.reset();  // stop the previous server before starting the next
       name_ = benchmark;
@@ -77,11 +80,13 @@ class SessionCache {
     return static_cast<S*>(session_.get());
   }
   void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
     session_.reset();
     name_.clear();
   }
 
  private:
+  std::mutex mu_;
   std::string name_;
   std::unique_ptr<Session> session_;
 };

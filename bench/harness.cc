@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +19,23 @@
 
 namespace lrpc::bench {
 
-Status pinToCpu(int cpu) {
+namespace {
+
+cpu_set_t cpuSet(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  if (cpu == kAnyCpu) {
+    for (int i = 0; i < get_nprocs(); ++i) CPU_SET(i, &set);
+  } else {
+    CPU_SET(cpu, &set);
+  }
+  return set;
+}
+
+}  // namespace
+
+Status pinToCpu(int cpu) {
+  cpu_set_t set = cpuSet(cpu);
   if (sched_setaffinity(0, sizeof(set), &set) != 0) return Status::fromErrno(errno, "sched_setaffinity");
   return {};
 }
@@ -74,9 +88,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& sp
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
   std::string nsPath = spec.netns.empty() ? std::string() : "/var/run/netns/" + spec.netns;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  CPU_SET(spec.cpu, &cpus);
+  cpu_set_t cpus = cpuSet(spec.cpu);
   pid_t parent = getpid();
 
   pid_t pid = fork();

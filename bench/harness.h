@@ -26,7 +26,9 @@ namespace lrpc::bench {
 constexpr int kClientCpu = 0;
 constexpr int kServerCpu = 1;
 
-// Pins the calling thread (and the threads it creates later) to one CPU.
+// Pins the calling thread (and the threads it creates later) to one CPU, or with kAnyCpu
+// lets it run on every CPU.
+constexpr int kAnyCpu = -1;
 Status pinToCpu(int cpu);
 
 // Nanoseconds of CPU time this whole process (all threads) has used.
@@ -77,7 +79,7 @@ class SharedRegion {
 };
 
 // What to start: the server kind (a name serverMain knows), its arguments, the fds it
-// inherits, its CPU, and optionally a network namespace (a name under /var/run/netns).
+// inherits, its CPU (kAnyCpu: all of them), and optionally a network namespace (a name under /var/run/netns).
 struct ServerSpec {
   std::string kind;
   std::vector<std::string> args;

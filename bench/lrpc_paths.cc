@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include "bench/lrpc_common.h"
+
 #if LRPC_BENCH_DIRECT
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
 #endif
@@ -31,28 +33,10 @@ using paper::Paper;
 using paper::Bytes200;
 static_assert(sizeof(Bytes200) == sizeof(Blob200) && std::is_trivially_copyable_v<Bytes200>);
 
-// Every call of a benchmark gets a deadline, so that a lost reply shows up as a failed
-// benchmark instead of a run that never ends.
-CallOptions withDeadline() {
-  CallOptions options;
-  options.timeout = std::chrono::seconds(10);
-  return options;
-}
-
 inline Bytes200 toBytes(const Blob200& in) {
   Bytes200 b;
   std::memcpy(&b, &in, sizeof b);
   return b;
-}
-
-// Blocks SIGTERM in this thread (and the threads it starts) so that a server can wait for
-// it with sigwait and then run its destructors.
-sigset_t blockTerm() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
 }
 
 // The four calls through any Paper::Client (same host or network): the client side of a
@@ -116,8 +100,6 @@ class Direct final : public Session {
 };
 
 #if LRPC_BENCH_LOCAL
-std::string namesDir() { return "/tmp/lrpc-bench-" + std::to_string(getpid()) + "-names"; }
-
 class LrpcLocal final : public PaperClientSession {
  public:
   static Result<std::unique_ptr<LrpcLocal>> start(TransferMode mode, int serverCpu) {
@@ -198,6 +180,9 @@ void registerLrpcPaths(BenchContext& ctx) {
   addPath<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
   addPath<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kServerCpu); });
   addPath<LrpcLocal>(ctx, "lrpc_block_samecore", [] { return LrpcLocal::start(TransferMode::kBlock, kClientCpu); });
+  addThroughput<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kAnyCpu); });
+  addThroughput<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kAnyCpu); });
+  addThroughput<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kAnyCpu); });
 #endif
 #if LRPC_BENCH_NET
   addPath<LrpcNet>(ctx, "net_loopback", [] { return LrpcNet::start(net::ReceiveMode::kAdaptive, nullptr); });
@@ -227,8 +212,7 @@ int serveLrpcLocal(int readyFd, int argc, char** argv) {
     return 3;
   }
   signalReady(readyFd);
-  int sig;
-  sigwait(&term, &sig);
+  waitForTerm(term);
   return 0;
 #else
   (void)readyFd, (void)argc, (void)argv;
@@ -257,8 +241,7 @@ int serveLrpcNet(int readyFd, int argc, char** argv) {
     return 3;
   }
   signalReady(readyFd);
-  int sig;
-  sigwait(&term, &sig);
+  waitForTerm(term);
   return 0;
 #else
   (void)readyFd, (void)argc, (void)argv;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bench/calls.h"
+#include "bench/curves.h"
 #include "bench/floors.h"
 #include "bench/harness.h"
 #include "bench/lrpc_paths.h"
@@ -40,6 +41,7 @@ void registerAll(BenchContext& ctx) {
     if (!net) return net.status();
     return UdpFloor::start(WaitMode::kSpin, *net.value());
   });
+  registerCurves(ctx);  // Echo/*, Sink/*: the curves, as far as this build has lrpc
 }
 
 // The server side of every path, in the exec'd child.
@@ -51,6 +53,8 @@ int serverMain(const std::string& kind, int readyFd, int argc, char** argv) {
   if (kind == "grpc_uds") return serveGrpcUds(readyFd, argc, argv);
   if (kind == "lrpc_local") return serveLrpcLocal(readyFd, argc, argv);
   if (kind == "lrpc_net") return serveLrpcNet(readyFd, argc, argv);
+  if (kind == "curves_local") return serveCurvesLocal(readyFd, argc, argv);
+  if (kind == "curves_net") return serveCurvesNet(readyFd, argc, argv);
   std::fprintf(stderr, "lrpc_bench: unknown server kind '%s'\n", kind.c_str());
   return 2;
 }

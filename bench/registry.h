@@ -57,4 +57,31 @@ void addPath(BenchContext& ctx, const std::string& path, Make make) {
   }
 }
 
+// Registers Throughput/<path>/threads:1 and threads:2: Null calls from one and from two client
+// threads sharing the path's client, items_per_second being calls per second. Unlike the
+// table, nothing is pinned: the client threads and the server float over both CPUs (the
+// paper's Figure 2, throughput against processors). `make` should start the server with
+// kAnyCpu.
+template <class S, class Make>
+void addThroughput(BenchContext& ctx, const std::string& path, Make make) {
+  std::string name = "Throughput/" + path;
+  benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, make](benchmark::State& state) {
+    (void)pinToCpu(kAnyCpu);
+    Result<S*> session = ctx.sessions.get<S>(name, make);
+    bool ok = session.isOk();
+    if (ok) {
+      S& s = *session.value();
+      for (auto _ : state) {
+        if (!s.null()) {
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (!ok) state.SkipWithError(session ? "call failed" : session.status().toString().c_str());
+    state.SetItemsProcessed(state.iterations());
+    (void)pinToCpu(kClientCpu);  // the thread may be main's: give the table its pinning back
+  })->Threads(1)->Threads(2)->UseRealTime();
+}
+
 }  // namespace lrpc::bench

@@ -1,29 +1,41 @@
 #!/usr/bin/env bash
-# Runs lrpc_bench and writes bench/results/lrpc_bench.json (raw Google Benchmark JSON) and
-# bench/results/table.md (the Table IV-style report), then prints the table.
-# Usage: bench/run.sh BUILD_DIR [--quick] [extra lrpc_bench flags, e.g. --benchmark_filter=...]
+# Runs lrpc_bench and writes into bench/results/
+#   lrpc_bench.json  raw Google Benchmark JSON of the table's benchmarks
+#   table.md         the Table IV-style report (printed at the end)
+#   curves.json, curves.md, *.png   the curves (message size, bandwidth, client threads)
+# Usage: bench/run.sh BUILD_DIR [--quick] [--no-curves] [lrpc_bench flags for the table run]
 #   --quick: one short repetition per benchmark (about a minute in all)
-#   default: 3 repetitions of at least 1 s each (median [min-max] in the table)
+#   default: 3 repetitions of at least 1 s each (median [min-max] in the table), then the
+#            curves with one repetition of 0.3 s per point
 set -euo pipefail
 
 build=${1:?usage: bench/run.sh BUILD_DIR [--quick] [lrpc_bench flags]}
 shift
 quick=0
-if [ "${1:-}" = --quick ]; then
-  quick=1
+curves=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --no-curves) curves=0 ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$build/bench/lrpc_bench
 results=$here/results
 mkdir -p "$results"
 [ -x "$bin" ] || { echo "run.sh: $bin not built (configure with -DLRPC_BUILD_BENCH=ON)" >&2; exit 1; }
 
+table_filter='--benchmark_filter=^(Null|Add|BigIn|BigInOut)/'
+curves_filter='--benchmark_filter=^(Echo|Sink|Throughput)/'
 if [ $quick = 1 ]; then
   args=(--benchmark_min_time=0.2 --benchmark_repetitions=1)
+  curve_args=(--benchmark_min_time=0.05 --benchmark_repetitions=1)
 else
   args=(--benchmark_min_time=1 --benchmark_min_warmup_time=0.1 --benchmark_repetitions=3
         --benchmark_display_aggregates_only=true)
+  curve_args=(--benchmark_min_time=0.3 --benchmark_min_warmup_time=0.05 --benchmark_repetitions=1)
 fi
 
 # Network namespaces are removed by lrpc_bench itself; this catches one killed by a signal.
@@ -37,9 +49,23 @@ cleanup() {
 trap cleanup EXIT
 
 tmp=$results/lrpc_bench.json.tmp
-echo "run.sh: $bin ${args[*]} $*" >&2
-"$bin" "${args[@]}" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
+echo "run.sh: the table: $bin ${args[*]} $*" >&2
+"$bin" "$table_filter" "${args[@]}" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
 mv "$tmp" "$results/lrpc_bench.json"
 python3 "$here/make_table.py" "$results/lrpc_bench.json" "$results/table.md"
+
+if [ $curves = 1 ]; then
+  tmp=$results/curves.json.tmp
+  echo "run.sh: the curves: $bin ${curve_args[*]}" >&2
+  "$bin" "$curves_filter" "${curve_args[@]}" --benchmark_out="$tmp" --benchmark_out_format=json
+  mv "$tmp" "$results/curves.json"
+  if command -v gnuplot >/dev/null; then
+    python3 "$here/make_curves.py" "$results/curves.json" "$results"
+  else
+    echo "run.sh: gnuplot missing (cmake/install-deps.sh bench installs it): no plots" >&2
+  fi
+fi
 echo
 cat "$results/table.md"
+[ $curves = 1 ] && [ -f "$results/curves.md" ] && { echo; cat "$results/curves.md"; }
+exit 0

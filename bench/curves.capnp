@@ -1,0 +1,13 @@
+# Variable-size calls for the curves (bench/curves.cc): round trip and bandwidth against
+# message size, from 0 B to 64 KiB, on the same host and over the network.
+@0xb7c2d1e0f3a49586;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("lrpc::bench::curves");
+
+interface Curves {
+  # The bytes go there and come back: the round trip of a message of that size.
+  echo @0 (data :Data) -> (data :Data);
+  # The bytes go there only: one-way transfer, for bandwidth.
+  sink @1 (data :Data) -> ();
+}

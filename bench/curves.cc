@@ -1,0 +1,256 @@
+#include "bench/curves.h"
+
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bench/lrpc_common.h"
+
+#if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
+#include "curves.lrpc.h"  // lrpc_generate(lrpc_bench .../curves.capnp)
+#endif
+#if LRPC_BENCH_LOCAL
+#include "runtime/exporter.h"
+#include "runtime/import.h"
+#endif
+#if LRPC_BENCH_NET
+#include "transport/client.h"
+#include "transport/server.h"
+#endif
+
+namespace lrpc::bench {
+
+#if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
+namespace {
+
+using curves::Curves;
+
+// The message sizes of the curves, bytes.
+constexpr int64_t kSizes[] = {0, 64, 256, 1024, 4096, 16384, 65536};
+
+class CurvesImpl final : public Curves::Server {
+ public:
+  Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) override {
+    return std::vector<uint8_t>(data.begin(), data.end());
+  }
+  Status sink(std::span<const uint8_t> data) override {
+    benchmark::DoNotOptimize(data.data());
+    return {};
+  }
+};
+
+class CurvesSession : public Session {
+ public:
+  Curves::Client& client() { return client_; }
+  const ServerProcess* server() const override { return server_.get(); }
+
+ protected:
+  ~CurvesSession() override {
+    client_ = Curves::Client();
+    server_.reset();
+  }
+  std::unique_ptr<ServerProcess> server_;
+  Curves::Client client_;
+};
+
+#if LRPC_BENCH_LOCAL
+class CurvesLocal final : public CurvesSession {
+ public:
+  static Result<std::unique_ptr<CurvesLocal>> start(TransferMode mode) {
+    std::unique_ptr<CurvesLocal> s(new CurvesLocal());
+    ServerSpec spec;
+    spec.kind = "curves_local";
+    spec.args = {"curves", s->dir_};
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    s->server_ = std::move(server.value());
+    ImportOptions options;
+    options.mode = mode;
+    options.dir = s->dir_;
+    Result<Curves::Client> client = import<Curves>("curves", options);
+    if (!client) return client.status();
+    s->client_ = client.value().withOptions(withDeadline());
+    return s;
+  }
+  ~CurvesLocal() override {
+    client_ = Curves::Client();
+    server_.reset();
+    rmdir(dir_.c_str());
+  }
+
+ private:
+  CurvesLocal() : dir_(namesDir()) {}
+  std::string dir_;
+};
+#endif
+
+#if LRPC_BENCH_NET
+constexpr uint16_t kCurvesPort = 7402;
+
+class CurvesNet final : public CurvesSession {
+ public:
+  static Result<std::unique_ptr<CurvesNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
+    std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
+    std::unique_ptr<CurvesNet> s(new CurvesNet());
+    ServerSpec spec;
+    spec.kind = "curves_net";
+    spec.args = {host + ":" + std::to_string(kCurvesPort),
+                 mode == net::ReceiveMode::kBusyPoll ? "busy" : mode == net::ReceiveMode::kBlocking ? "block" : "adaptive"};
+    if (netns) spec.netns = netns->serverNs();
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    s->server_ = std::move(server.value());
+    net::ClientOptions options;
+    options.mode = mode;
+    std::unique_ptr<NetnsScope> scope;
+    if (netns) {
+      Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
+      if (!entered) return entered.status();
+      scope = std::move(entered.value());
+    }
+    Result<Curves::Client> client =
+        net::connect<Curves>("udp://" + host + ":" + std::to_string(kCurvesPort) + "/curves", options);
+    scope.reset();
+    if (!client) return client.status();
+    s->client_ = client.value().withOptions(withDeadline());
+    return s;
+  }
+
+ private:
+  CurvesNet() = default;
+};
+#endif
+
+enum class Kind { kEcho, kSink };
+
+// Registers Echo/<path>/<bytes> and Sink/<path>/<bytes>; all sizes share one server.
+template <class S, class Make>
+void addCurve(BenchContext& ctx, const std::string& path, Make make) {
+  for (Kind kind : {Kind::kEcho, Kind::kSink}) {
+    std::string name = std::string(kind == Kind::kEcho ? "Echo/" : "Sink/") + path;
+    std::string key = "curves/" + path;
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), [&ctx, key, kind, make](benchmark::State& state) {
+      Result<S*> session = ctx.sessions.get<S>(key, make);
+      if (!session) {
+        state.SkipWithError(session.status().toString().c_str());
+        return;
+      }
+      Curves::Client& client = session.value()->client();
+      const ServerProcess* server = session.value()->server();
+      size_t size = static_cast<size_t>(state.range(0));
+      std::vector<uint8_t> data(size, 0x5a);
+      uint64_t clientCpu0 = processCpuNs();
+      uint64_t serverCpu0 = server->cpuNs();
+      bool ok = true;
+      uint8_t n = 0;
+      for (auto _ : state) {
+        if (size > 0) data[0] = ++n;
+        if (kind == Kind::kEcho) {
+          Result<std::vector<uint8_t>> back = client.echo(data);
+          ok = back && back->size() == size && (size == 0 || (*back)[0] == n);
+        } else {
+          ok = client.sink(data).isOk();
+        }
+        if (!ok) break;
+      }
+      uint64_t clientCpu = processCpuNs() - clientCpu0;
+      uint64_t serverCpu = server->cpuNs() - serverCpu0;
+      if (!ok) {
+        state.SkipWithError("call failed or returned wrong bytes");
+        return;
+      }
+      int64_t moved = static_cast<int64_t>(size) * (kind == Kind::kEcho ? 2 : 1);
+      state.SetBytesProcessed(state.iterations() * moved);
+      state.counters["client_cpu_ns"] =
+          benchmark::Counter(static_cast<double>(clientCpu), benchmark::Counter::kAvgIterations);
+      state.counters["server_cpu_ns"] =
+          benchmark::Counter(static_cast<double>(serverCpu), benchmark::Counter::kAvgIterations);
+    });
+    for (int64_t size : kSizes) b->Arg(size);
+    b->UseRealTime();
+  }
+}
+
+template <class ServerT>
+int serveCurves(ServerT& server, int readyFd, const sigset_t& term) {
+  (void)server;
+  signalReady(readyFd);
+  waitForTerm(term);
+  return 0;
+}
+
+}  // namespace
+
+void registerCurves(BenchContext& ctx) {
+#if LRPC_BENCH_LOCAL
+  addCurve<CurvesLocal>(ctx, "lrpc", [] { return CurvesLocal::start(TransferMode::kAdaptive); });
+  addCurve<CurvesLocal>(ctx, "lrpc_spin", [] { return CurvesLocal::start(TransferMode::kSpin); });
+#endif
+#if LRPC_BENCH_NET
+  addCurve<CurvesNet>(ctx, "net_loopback", [] { return CurvesNet::start(net::ReceiveMode::kAdaptive, nullptr); });
+  addCurve<CurvesNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<CurvesNet>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return CurvesNet::start(net::ReceiveMode::kBusyPoll, netns.value());
+  });
+#endif
+  (void)ctx;
+}
+
+int serveCurvesLocal(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_LOCAL
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();
+  ServerOptions options;
+  options.dir = argv[1];
+  CurvesImpl impl;
+  Exporter exporter(options);
+  if (Status s = exporter.add<Curves>(argv[0], impl); !s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  return serveCurves(exporter, readyFd, term);
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+int serveCurvesNet(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_NET
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();
+  std::string mode = argv[1];
+  net::ServerOptions options;
+  options.mode = mode == "busy" ? net::ReceiveMode::kBusyPoll
+                 : mode == "block" ? net::ReceiveMode::kBlocking
+                                   : net::ReceiveMode::kAdaptive;
+  CurvesImpl impl;
+  net::UdpServer server(options);
+  Status s = server.add<Curves>("curves", impl);
+  if (s) {
+    Result<uint16_t> port = server.bind(argv[0]);
+    s = port ? server.start() : port.status();
+  }
+  if (!s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  return serveCurves(server, readyFd, term);
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+#else  // neither layer in this build
+
+void registerCurves(BenchContext&) {}
+int serveCurvesLocal(int, int, char**) { return 2; }
+int serveCurvesNet(int, int, char**) { return 2; }
+
+#endif
+
+}  // namespace lrpc::bench
