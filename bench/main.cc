@@ -29,6 +29,7 @@ void registerAll(BenchContext& ctx) {
   addPath<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
   addPath<ShmFloor>(ctx, "floor_futex", [] { return ShmFloor::start(WaitMode::kBlock); });
   addPath<MsgUds>(ctx, "msg_uds", [] { return MsgUds::start(kServerCpu); });
+  addPath<MsgUds>(ctx, "msg_uds_samecore", [] { return MsgUds::start(kClientCpu); });
   addPath<CapnpRpc>(ctx, "capnp_rpc", [] { return CapnpRpc::start(kServerCpu); });
   addPath<GrpcUds>(ctx, "grpc_uds", [] { return GrpcUds::start(kServerCpu); });
   addPath<UdpFloor>(ctx, "floor_udp", [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {

@@ -14,8 +14,11 @@ import sys
 CALLS = ["Null", "Add", "BigIn", "BigInOut"]
 
 SAME_HOST = ["direct", "lrpc", "lrpc_spin", "lrpc_block", "lrpc_block_samecore",
-             "floor_spin", "floor_futex", "msg_uds", "capnp_rpc", "grpc_uds"]
+             "floor_spin", "floor_futex", "msg_uds", "msg_uds_samecore", "capnp_rpc", "grpc_uds"]
 NETWORK = ["net_loopback", "net_veth", "net_veth_block", "floor_udp_busy", "floor_udp"]
+
+# The paper's Table IV in µs: (LRPC/MP, LRPC, Taos).
+PAPER = {"Null": (125, 157, 464), "Add": (130, 164, 480), "BigIn": (173, 192, 539), "BigInOut": (219, 227, 636)}
 
 # (numerator, denominator, what it says)
 RATIOS = [
@@ -26,6 +29,7 @@ RATIOS = [
     ("net_veth", "floor_udp_busy", "network path busy-polling vs the busy UDP floor"),
     ("net_veth_block", "floor_udp", "network path blocking vs the blocking UDP floor"),
     ("msg_uds", "lrpc", "message-passing RPC (\"Taos\") vs lrpc"),
+    ("msg_uds_samecore", "lrpc_block_samecore", "both on one CPU: the paper's Taos / LRPC (about 3x)"),
     ("capnp_rpc", "lrpc", "Cap'n Proto RPC vs lrpc"),
     ("grpc_uds", "lrpc", "gRPC vs lrpc"),
     ("msg_uds", "floor_futex", "message-passing RPC vs the futex floor"),
@@ -88,16 +92,21 @@ def main():
         if t is None:
             return "-"
         med, lo, hi = t
+        if len(runs[(call, path)]) == 1:
+            return fmt(med)
         return f"{fmt(med)} [{fmt(lo)}-{fmt(hi)}]"
 
     reps = max((len(v) for v in runs.values()), default=0)
     out = []
     out.append("# lrpc_bench: the paper's Table IV on this machine\n")
+    cells_are = (f"median of {reps} repetitions [min-max]" if reps > 1
+                 else "one repetition (a --quick run)")
+    load_avg = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
     out.append(f"Run {ctx.get('date', '?')} on {ctx.get('host_name', '?')}: "
                f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz, "
-               f"load average {', '.join(f'{x:.2f}' for x in ctx.get('load_avg', []))} at the start. "
+               f"load average {load_avg} at the start. "
                f"Client on CPU 0, server process on CPU 1 (samecore: both on CPU 0). "
-               f"Cells: real time per call in ns, median of {reps} repetition(s) [min-max]. "
+               f"Cells: real time per call in ns, {cells_are}. "
                f"Null = no args; Add = two int32 in, one out; BigIn = 200 B in; "
                f"BigInOut = 200 B in and 200 B out.\n")
 
@@ -141,6 +150,14 @@ def main():
                 cells.append(f"{fmt(c[0]) if c else '-'} / {fmt(s[0]) if s else '-'}")
             out.append(f"| {p} | " + " | ".join(cells) + " |")
         out.append("")
+
+    out.append("## For reference: the paper's Table IV (C-VAX Firefly, 1990), µs\n")
+    out.append("| call | LRPC/MP | LRPC | Taos | Taos / LRPC |")
+    out.append("|---|---|---|---|---|")
+    for call, (mp, lrpc, taos) in PAPER.items():
+        out.append(f"| {call} | {mp} | {lrpc} | {taos} | {taos / lrpc:.2f}x |")
+    out.append("\nLRPC/MP corresponds to lrpc_spin here, LRPC (one processor) to lrpc_block_samecore, "
+               "Taos to msg_uds.\n")
 
     missing = [p for p in SAME_HOST + NETWORK if p not in paths]
     if missing:
