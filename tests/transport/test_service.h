@@ -13,7 +13,7 @@
 namespace lrpc::net::testing {
 
 struct Svc {
-  enum : uint32_t { kNull = 0, kAdd = 1, kBigInOut = 2, kEcho = 3, kFail = 4, kToken = 5, kSlow = 6, kCount };
+  enum : uint32_t { kNull = 0, kAdd = 1, kBigInOut = 2, kEcho = 3, kFail = 4, kToken = 5, kSlow = 6, kQuery = 7, kCount };
   struct AddArgs { int32_t a, b; };
   struct AddResults { int32_t sum; };
   struct Big { uint8_t bytes[200]; };
@@ -30,6 +30,7 @@ struct Svc {
       {4, 4, "fail", 0, 0, 8, 5, 0, false},
       {5, 5, "token", 8, 8, 8, 5, 8, false},
       {6, 6, "slow", 4, 0, 8, 5, 4, false},
+      {7, 7, "query", 8, 8, 8, 5, 8, false},
   };
 
   // The server object the dispatch function receives.
@@ -99,6 +100,13 @@ struct Svc {
         std::this_thread::sleep_for(std::chrono::milliseconds(a.millis));
         return {};
       }
+      case kQuery: {  // how often `token` ran: lets a test read counts from a server process
+        uint64_t token;
+        std::memcpy(&token, args.data(), sizeof token);
+        uint64_t n = static_cast<uint64_t>(impl->executions(token));
+        std::memcpy(call.results(), &n, sizeof n);
+        return {};
+      }
       default: return Status(Errc::kInvalidArgument, "no such procedure");
     }
   }
@@ -126,6 +134,15 @@ inline Result<int32_t> callAdd(const Binding& b, int32_t x, int32_t y, CallOptio
 
 inline Result<uint64_t> callToken(const Binding& b, uint64_t token, CallOptions o = {}) {
   RemoteCall c(b, Svc::kToken, o);
+  std::memcpy(c.args(), &token, sizeof token);
+  if (Status s = c.invoke(); !s.isOk()) return s;
+  uint64_t r;
+  std::memcpy(&r, c.results(), sizeof r);
+  return r;
+}
+
+inline Result<uint64_t> queryToken(const Binding& b, uint64_t token) {
+  RemoteCall c(b, Svc::kQuery, {});
   std::memcpy(c.args(), &token, sizeof token);
   if (Status s = c.invoke(); !s.isOk()) return s;
   uint64_t r;

@@ -1,0 +1,29 @@
+// The subcommands of `lrpc`. Each prints to stdout, reports errors on stderr as
+// "lrpc <command>: <reason>", and returns the process exit code (0 ok, 1 failed, 2 usage).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "runtime/transfer.h"
+
+namespace lrpc::cli {
+
+struct CommonOptions {
+  std::string dir;  // names directory; empty: the runtime's default ($LRPC_DIR, ...)
+  std::chrono::milliseconds timeout = std::chrono::seconds(1);  // per answer
+};
+
+struct PingOptions {
+  int count = 10;
+  std::chrono::milliseconds interval = std::chrono::milliseconds(200);
+  TransferMode mode = TransferMode::kAdaptive;
+  bool quiet = false;  // summary only
+};
+
+int listCommand(const CommonOptions& common);
+int statCommand(const CommonOptions& common, const std::string& name);
+// `target` is a same-host name or udp://host:port/name.
+int pingCommand(const CommonOptions& common, const PingOptions& ping, const std::string& target);
+
+}  // namespace lrpc::cli
