@@ -87,8 +87,6 @@ class CurvesLocal final : public CurvesSession {
 #endif
 
 #if LRPC_BENCH_NET
-constexpr uint16_t kCurvesPort = 7402;
-
 class CurvesNet final : public CurvesSession {
  public:
   static Result<std::unique_ptr<CurvesNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
@@ -96,7 +94,7 @@ class CurvesNet final : public CurvesSession {
     std::unique_ptr<CurvesNet> s(new CurvesNet());
     ServerSpec spec;
     spec.kind = "curves_net";
-    spec.args = {host + ":" + std::to_string(kCurvesPort),
+    spec.args = {host + ":0",  // the server reports the port it got
                  mode == net::ReceiveMode::kBusyPoll ? "busy" : mode == net::ReceiveMode::kBlocking ? "block" : "adaptive"};
     if (netns) spec.netns = netns->serverNs();
     Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
@@ -111,7 +109,7 @@ class CurvesNet final : public CurvesSession {
       scope = std::move(entered.value());
     }
     Result<Curves::Client> client =
-        net::connect<Curves>("udp://" + host + ":" + std::to_string(kCurvesPort) + "/curves", options);
+        net::connect<Curves>("udp://" + host + ":" + s->server_->readyInfo() + "/curves", options);
     scope.reset();
     if (!client) return client.status();
     s->client_ = client.value().withOptions(withDeadline());
@@ -173,10 +171,8 @@ void addCurve(BenchContext& ctx, const std::string& path, Make make) {
   }
 }
 
-template <class ServerT>
-int serveCurves(ServerT& server, int readyFd, const sigset_t& term) {
-  (void)server;
-  signalReady(readyFd);
+int serveCurves(int readyFd, const std::string& info, const sigset_t& term) {
+  signalReady(readyFd, info);
   waitForTerm(term);
   return 0;
 }
@@ -211,7 +207,7 @@ int serveCurvesLocal(int readyFd, int argc, char** argv) {
     std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
     return 3;
   }
-  return serveCurves(exporter, readyFd, term);
+  return serveCurves(readyFd, {}, term);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;
@@ -229,16 +225,17 @@ int serveCurvesNet(int readyFd, int argc, char** argv) {
                                    : net::ReceiveMode::kAdaptive;
   CurvesImpl impl;
   net::UdpServer server(options);
+  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
   Status s = server.add<Curves>("curves", impl);
   if (s) {
-    Result<uint16_t> port = server.bind(argv[0]);
+    port = server.bind(argv[0]);
     s = port ? server.start() : port.status();
   }
   if (!s) {
     std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
     return 3;
   }
-  return serveCurves(server, readyFd, term);
+  return serveCurves(readyFd, std::to_string(port.value()), term);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;

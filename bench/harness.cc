@@ -112,14 +112,26 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& sp
   if (clock_getcpuclockid(pid, &clock) != 0) clock = CLOCK_MONOTONIC;  // never: our own child
   std::unique_ptr<ServerProcess> server(new ServerProcess(pid, clock));
 
-  pollfd pfd{readEnd.get(), POLLIN, 0};
-  int n;
-  do n = poll(&pfd, 1, 20000);
-  while (n < 0 && errno == EINTR);
-  char byte = 0;
-  if (n <= 0 || read(readEnd.get(), &byte, 1) != 1 || byte != 'R') {
+  // The server writes 'R' and its info, then closes the pipe; EOF without 'R' means it died.
+  std::string said;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd pfd{readEnd.get(), POLLIN, 0};
+    int n = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    char buf[256];
+    ssize_t r = read(readEnd.get(), buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    said.append(buf, static_cast<size_t>(r));
+  }
+  if (said.empty() || said[0] != 'R') {
     return Status(Errc::kIoError, "server '" + spec.kind + "' did not start (exited or timed out)");
   }
+  server->readyInfo_ = said.substr(1);
   return server;
 }
 
@@ -139,9 +151,9 @@ ServerProcess::~ServerProcess() {
   waitpid(pid_, nullptr, 0);
 }
 
-void signalReady(int readyFd) {
-  char r = 'R';
-  if (write(readyFd, &r, 1) != 1) _exit(124);
+void signalReady(int readyFd, const std::string& info) {
+  std::string msg = "R" + info.substr(0, 200);
+  if (!writeFull(readyFd, msg.data(), msg.size())) _exit(124);
   close(readyFd);
 }
 

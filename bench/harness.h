@@ -98,6 +98,8 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   pid_t pid() const noexcept { return pid_; }
+  // What the server said when it became ready (e.g. the port it bound), else empty.
+  const std::string& readyInfo() const noexcept { return readyInfo_; }
   // The server process's CPU time (all its threads), ns.
   uint64_t cpuNs() const noexcept;
 
@@ -105,10 +107,12 @@ class ServerProcess {
   ServerProcess(pid_t pid, clockid_t clock) noexcept : pid_(pid), clock_(clock) {}
   pid_t pid_;
   clockid_t clock_;
+  std::string readyInfo_;
 };
 
-// Server side of the ready handshake: the server calls this once it accepts calls.
-void signalReady(int readyFd);
+// Server side of the ready handshake: the server calls this once it accepts calls, with
+// anything the client needs to know (at most 200 bytes, e.g. the port it bound).
+void signalReady(int readyFd, const std::string& info = {});
 
 // Two network namespaces, "client" and "server", joined by a veth pair whose addresses live
 // only inside them. Removed by the destructor (deleting a namespace deletes its veth end).

@@ -132,8 +132,6 @@ class LrpcLocal final : public PaperClientSession {
 #endif  // LRPC_BENCH_LOCAL
 
 #if LRPC_BENCH_NET
-constexpr uint16_t kNetPort = 7401;
-
 class LrpcNet final : public PaperClientSession {
  public:
   // netns null: loopback in the current namespace; else client and server namespaces.
@@ -145,14 +143,14 @@ class LrpcNet final : public PaperClientSession {
     std::unique_ptr<LrpcNet> s(new LrpcNet());
     ServerSpec spec;
     spec.kind = "lrpc_net";
-    spec.args = {host + ":" + std::to_string(kNetPort), modeName, "paper"};
+    spec.args = {host + ":0", modeName, "paper"};  // the server reports the port it got
     if (netns) spec.netns = netns->serverNs();
     Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
     if (!server) return server.status();
     s->server_ = std::move(server.value());
     net::ClientOptions options;
     options.mode = mode;
-    std::string uri = "udp://" + host + ":" + std::to_string(kNetPort) + "/paper";
+    std::string uri = "udp://" + host + ":" + s->server_->readyInfo() + "/paper";
     std::unique_ptr<NetnsScope> scope;
     if (netns) {
       Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
@@ -231,16 +229,17 @@ int serveLrpcNet(int readyFd, int argc, char** argv) {
                                    : net::ReceiveMode::kAdaptive;
   std::unique_ptr<Paper::Server> impl = makePaperImpl();
   net::UdpServer server(options);
+  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
   Status s = server.add<Paper>(argv[2], *impl);
   if (s) {
-    Result<uint16_t> port = server.bind(argv[0]);
+    port = server.bind(argv[0]);
     s = port ? server.start() : port.status();
   }
   if (!s) {
     std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
     return 3;
   }
-  signalReady(readyFd);
+  signalReady(readyFd, std::to_string(port.value()));
   waitForTerm(term);
   return 0;
 #else
