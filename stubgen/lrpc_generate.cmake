@@ -9,11 +9,19 @@
 #   * capnp gets -I for idl/ (so `import "/lrpc.capnp"` works), for each schema's own directory
 #     and for IMPORT_DIRS; a schema that imports another one whose types it uses must have that
 #     one generated too (same call, or a target it links), since the stub includes its header;
-#   * <target> links lrpc_runtime.
+#   * <target> links lrpc::runtime.
 # capnp runs in the schema's directory so that error messages name it as written, with lines.
-set(LRPC_IDL_DIR "${CMAKE_CURRENT_LIST_DIR}/../idl" CACHE INTERNAL "")
+# The installed package (cmake/lrpcConfig.cmake.in) sets LRPC_IDL_DIR and LRPC_CAPNPC_LRPC
+# (the imported lrpc::capnpc-lrpc) before including this file; in the tree they default to
+# idl/ and the capnpc-lrpc target.
+if(NOT DEFINED LRPC_IDL_DIR)
+  set(LRPC_IDL_DIR "${CMAKE_CURRENT_LIST_DIR}/../idl")
+endif()
 get_filename_component(LRPC_IDL_DIR "${LRPC_IDL_DIR}" ABSOLUTE)
 set(LRPC_IDL_DIR "${LRPC_IDL_DIR}" CACHE INTERNAL "idl/ with lrpc.capnp")
+if(NOT DEFINED LRPC_CAPNPC_LRPC)
+  set(LRPC_CAPNPC_LRPC capnpc-lrpc CACHE INTERNAL "the capnpc-lrpc target")
+endif()
 
 function(lrpc_generate target)
   cmake_parse_arguments(G "" "" "IMPORT_DIRS" ${ARGN})
@@ -39,13 +47,13 @@ function(lrpc_generate target)
     add_custom_command(
       OUTPUT "${outdir}/${name}.lrpc.h" "${outdir}/${name}.lrpc.cc"
       COMMAND "${CAPNP_EXECUTABLE}" compile ${includes} "--src-prefix=${dir}"
-              "-o$<TARGET_FILE:capnpc-lrpc>:${outdir}" "${file}"
+              "-o$<TARGET_FILE:${LRPC_CAPNPC_LRPC}>:${outdir}" "${file}"
       WORKING_DIRECTORY "${dir}"
-      DEPENDS ${schemas} capnpc-lrpc "${LRPC_IDL_DIR}/lrpc.capnp"
+      DEPENDS ${schemas} ${LRPC_CAPNPC_LRPC} "${LRPC_IDL_DIR}/lrpc.capnp"
       COMMENT "capnpc-lrpc ${file}"
       VERBATIM)
     target_sources(${target} PRIVATE "${outdir}/${name}.lrpc.h" "${outdir}/${name}.lrpc.cc")
   endforeach()
   target_include_directories(${target} PUBLIC "${outdir}")
-  target_link_libraries(${target} PUBLIC lrpc_runtime)
+  target_link_libraries(${target} PUBLIC lrpc::runtime)
 endfunction()

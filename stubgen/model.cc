@@ -494,6 +494,46 @@ std::vector<StructDecl> dependencyOrder(std::vector<StructDecl> in) {
   return out;
 }
 
+bool declares(const InterfaceDecl& d, uint64_t id) {
+  if (d.id == id) return true;
+  for (const auto& e : d.nestedEnums) {
+    if (e.id == id) return true;
+  }
+  for (const auto& n : d.nestedStructs) {
+    if (declares(n, id)) return true;
+  }
+  return false;
+}
+
+// An interface's stubs name its bases' frames and the types its own methods use: when those
+// are declared in (or are) another interface of the same file, that one must come first.
+std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
+  std::vector<InterfaceDecl> out;
+  std::vector<int> state(in.size(), 0);
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] != 0) return;
+    state[i] = 1;
+    std::set<uint64_t> deps(in[i].bases.begin(), in[i].bases.end());
+    for (size_t m = in[i].ownBegin; m < in[i].methods.size(); ++m) {
+      for (const auto* fields : {&in[i].methods[m].params, &in[i].methods[m].results}) {
+        for (const auto& f : *fields) {
+          if (f.type.id) deps.insert(f.type.id);
+          if (f.type.elemId) deps.insert(f.type.elemId);
+        }
+      }
+    }
+    for (uint64_t dep : deps) {
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (j != i && declares(in[j], dep)) visit(j);
+      }
+    }
+    state[i] = 2;
+    out.push_back(in[i]);
+  };
+  for (size_t i = 0; i < in.size(); ++i) visit(i);
+  return out;
+}
+
 }  // namespace
 
 void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
@@ -522,6 +562,7 @@ void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, 
     }
   }
   structs = dependencyOrder(std::move(structs));
+  if (interfaces) *interfaces = dependencyOrder(std::move(*interfaces));
 }
 
 bool ModelBuilder::makeFields(uint64_t structId, const std::string& ifaceName, const std::string& methodName,
@@ -633,6 +674,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
       continue;
     }
     usedFiles_.insert(fileIdOf(sup.getId()));
+    if (ifaceId == rootId_) rootBases_.push_back(sup.getId());
     addMethods(sup.getId(), seen, out, errors);
   }
   uint32_t ifaceBytes = 0;
@@ -713,7 +755,10 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id, std::vector<std::string>&
   std::set<uint64_t> seen;
   std::vector<Method> all;
   rootInterface_ = localPath(n);
+  rootId_ = id;
+  rootBases_.clear();
   addMethods(id, seen, all, errors);
+  d.bases = rootBases_;
   const std::string self = d.cppName;
   std::string signature;
   for (size_t i = 0; i < all.size(); ++i) {

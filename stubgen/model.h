@@ -104,6 +104,7 @@ struct InterfaceDecl {
   std::vector<Method> methods; // flattened PDL: bases first, depth-first, then its own
   size_t ownBegin = 0;         // methods[ownBegin..] are declared here (frames emitted here)
   uint64_t signatureHash = 0;
+  std::vector<uint64_t> bases;  // direct superclasses
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;
   std::string doc;
@@ -169,6 +170,8 @@ class ModelBuilder {
   std::set<uint64_t> inProgress_;            // structs being laid out (cycle check)
   std::map<uint64_t, bool> structOk_;        // struct id -> passed checks
   std::string rootInterface_;               // the interface whose PDL is being flattened
+  uint64_t rootId_ = 0;
+  std::vector<uint64_t> rootBases_;
   std::set<uint64_t> usedFiles_;             // files whose types the requested file uses
   mutable std::map<std::string, std::vector<std::string>> sourceLines_;  // file -> lines
 };

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "golden.lrpc.h"
+#include "ordering.lrpc.h"
 #include "tests/stubgen/generator_runner.h"
 
 namespace lrpc::testing {
@@ -40,6 +41,7 @@ void expectGolden(const std::string& schema, const std::string& base) {
 
 TEST(Golden, Golden) { expectGolden("golden.capnp", "golden"); }
 TEST(Golden, GoldenBase) { expectGolden("golden_base.capnp", "golden_base"); }
+TEST(Golden, Ordering) { expectGolden("ordering.capnp", "ordering"); }
 
 TEST(Golden, GeneratedCodeCompilesAndNamesAreEscaped) {
   // `delete` is a C++ keyword: the parameter and frame field become delete_.
@@ -48,6 +50,13 @@ TEST(Golden, GeneratedCodeCompilesAndNamesAreEscaped) {
   EXPECT_EQ(f.delete_, 1);
   EXPECT_EQ(golden::v1::Sensor::kProcedures[golden::v1::Sensor::kHistory].astackCount, 2u);
   EXPECT_EQ(golden::v1::Sensor::kName, 0u);  // inherited from Named, first
+  EXPECT_EQ(Derived::kPair, 0u);
+  EXPECT_EQ(Derived::kOwn, 1u);
+  EXPECT_EQ(Empty::kProcedureCount, 0u);
+  EXPECT_EQ(Empty::kDescriptor.procedures, nullptr);
+  Later later{};
+  later.class_ = 3;
+  EXPECT_EQ(later.class_, 3);
   golden::v1::Sensor::Client unbound;
   EXPECT_EQ(unbound.read().status().code(), Errc::kBindingRejected);
 }
