@@ -48,14 +48,16 @@ LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout
 
 LocalBinding::~LocalBinding() = default;
 
-Result<uint32_t> LocalBinding::acquireSlow(uint32_t p) noexcept {
-  int64_t deadline = detail::monotonicNs() + astackWait_.count();
+Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout) noexcept {
+  bool callDeadline = callTimeout.count() > 0 && callTimeout < astackWait_;
+  int64_t deadline = detail::monotonicNs() + (callDeadline ? callTimeout : astackWait_).count();
   for (uint32_t round = 0;; ++round) {
     if (anyAbandoned_.load(std::memory_order_acquire)) reclaimAbandoned();
     uint32_t index = procs_[p].pool.pop();
     if (index != detail::AStackPool::kEmpty) return index;
     if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
     if (detail::monotonicNs() >= deadline) {
+      if (callDeadline) return Status(Errc::kDeadlineExceeded, "deadline passed waiting for a free A-stack");
       return Status(Errc::kResourceExhausted, std::string("all A-stacks of ") + iface_.name + "." +
                                                   iface_.procedures[p].name + " stayed in use");
     }

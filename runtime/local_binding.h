@@ -107,8 +107,9 @@ class LocalBinding {
   TransferMode mode() const noexcept { return mode_; }
 
   // ---- slow paths, out of line ----
-  // Waits (up to the import's astackWait) for a free A-stack of procedure p.
-  Result<uint32_t> acquireSlow(uint32_t p) noexcept;
+  // Waits for a free A-stack of procedure p: up to the import's astackWait (then
+  // kResourceExhausted), or the call's timeout if that is shorter (then kDeadlineExceeded).
+  Result<uint32_t> acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout) noexcept;
   // Asks the clerk for the A-stack's server thread (first use).
   Status startAStack(uint32_t index) noexcept;
   // Waits for the return of call `seq` on A-stack `index` beyond the inline spin.

@@ -38,7 +38,7 @@ class LocalCall {
     proc_ = &lb_->procedure(procedure);
     uint32_t index = proc_->pool.pop();
     if (index == detail::AStackPool::kEmpty) [[unlikely]] {
-      Result<uint32_t> r = lb_->acquireSlow(procedure);
+      Result<uint32_t> r = lb_->acquireSlow(procedure, timeout_);
       if (!r.isOk()) {
         status_ = r.status();
         return;
