@@ -789,6 +789,20 @@ FileModel ModelBuilder::build(uint64_t fileId, std::vector<std::string>& errors)
   }
   m.doc = docOf(fileId);
   collectScope(fileId, m.enums, m.structs, &m.interfaces, errors);
+  // File-scope structs are emitted before the interfaces, so they cannot use a type nested in one.
+  for (const auto& s : m.structs) {
+    std::set<uint64_t> deps;
+    structDeps(s, deps);
+    for (uint64_t dep : deps) {
+      for (const auto& i : m.interfaces) {
+        if (i.id != dep && declares(i, dep)) {
+          errors.push_back(where(m.sourceName, lineOf(fileId, {{"struct", s.name}})) + "struct " + s.name + ": uses " +
+                           cppNameOf(dep) + ", which is declared inside interface " + i.name +
+                           "; declare it at file scope");
+        }
+      }
+    }
+  }
   for (uint64_t used : usedFiles_) {
     if (used != 0 && used != fileId) m.includes.push_back(baseNameOf(node(used).getProto().getDisplayName()) + ".lrpc.h");
   }

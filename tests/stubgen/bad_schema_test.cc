@@ -49,6 +49,7 @@ const BadCase kCases[] = {
     {"name_clash.capnp", {"name_clash.capnp:7: interface B, method run: in interface C, the name clashes with method A.run"}},
     {"reserved_name.capnp", {"reserved_name.capnp:4: interface Calc, method dispatch: the name 'dispatch' is reserved"}},
     {"recursive_struct.capnp", {"recursive_struct.capnp:3: struct Node: contains itself"}},
+    {"nested_type_use.capnp", {"nested_type_use.capnp:3: struct Outer: uses ::Service::Inner, which is declared inside interface Service"}},
     {"zero_astacks.capnp", {"zero_astacks.capnp:5: interface Calc, method add: $Lrpc.astacks(0) leaves no A-stack"}},
 };
 

@@ -1,0 +1,11 @@
+@0x94b1902698a2a192;
+# A file-scope struct that uses a struct nested in an interface.
+struct Outer {
+  inner @0 :Service.Inner;
+}
+interface Service {
+  struct Inner {
+    v @0 :Int32;
+  }
+  call @0 (o :Outer) -> ();
+}
