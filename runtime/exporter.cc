@@ -22,6 +22,8 @@
 #include <thread>
 
 #include "runtime/astack.h"
+#include "runtime/introspect.h"
+#include "runtime/log.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
@@ -85,6 +87,7 @@ struct Connection {
   std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
   mutable std::mutex threadsMu;                    // guards starting threads vs. stats()
   std::atomic<bool> finished{false};
+  bool query = false;  // an operator's query (runtime/introspect.h), not a binding
   std::thread clerk;
 
   AStackControl* control(uint32_t i) const;
@@ -118,6 +121,7 @@ struct Export {
 };
 
 struct Exporter::Impl {
+  const Exporter* self = nullptr;  // for the stats a query asks for (an Exporter never moves)
   ServerOptions options;
   Result<std::string> dir = Status(Errc::kNotFound);
   std::atomic<uint64_t> bindingsLive{0}, bindingsTotal{0}, bindingsRejected{0}, serverThreads{0};
@@ -233,6 +237,10 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     return;
   }
   slot->errors.store(slot->errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (detail::logOn(LogTopic::kErrors)) {
+    detail::logf(LogTopic::kErrors, "\"%s\": call of procedure %u answered with %s", exp->name.c_str(), procedure,
+                 s.toString().c_str());
+  }
   // The detail text goes where the frame was, truncated to the frame: the client's arguments
   // are dead by now and the results are not valid on an error.
   std::string_view text = s.detail().empty() ? errcName(s.code()) : std::string_view(s.detail());
@@ -283,6 +291,10 @@ Status Connection::handshake() {
                  std::find(opts.allowUids.begin(), opts.allowUids.end(), cred.uid) != opts.allowUids.end();
   if (!allowed) {
     return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
+  }
+  if (hello.magic == detail::kQueryMagic && hello.version == detail::kProtocolVersion) {
+    query = true;  // run() serves it: no region, no binding
+    return {};
   }
   if (hello.magic != detail::kHelloMagic || hello.version != detail::kProtocolVersion) {
     return Status(Errc::kBindingRejected, "not an lrpc client, or another protocol version");
@@ -376,8 +388,12 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
 
 void Connection::run() {
   Status s = handshake();
-  if (!s.isOk()) {
+  if (s.isOk() && query) {
+    const Exporter* self = exp->owner->self;
+    detail::serveQueries(sock.get(), exp->stopFd.get(), {exp->iface, [self] { return self->stats(); }});
+  } else if (!s.isOk()) {
     exp->owner->bindingsRejected.fetch_add(1);
+    detail::logf(LogTopic::kBinding, "\"%s\": refused a binding: %s", exp->name.c_str(), s.toString().c_str());
     detail::Welcome w{};
     w.status = static_cast<uint8_t>(s.code() == Errc::kOk ? Errc::kBindingRejected : s.code());
     std::snprintf(w.detail, sizeof w.detail, "%s", s.detail().c_str());
@@ -385,6 +401,8 @@ void Connection::run() {
   } else {
     exp->owner->bindingsTotal.fetch_add(1);
     exp->owner->bindingsLive.fetch_add(1);
+    detail::logf(LogTopic::kBinding, "\"%s\": bound a client (%s mode, %zu A-stacks)", exp->name.c_str(),
+                 std::string(transferModeName(mode)).c_str(), slots.size());
     for (;;) {
       pollfd p[2] = {{sock.get(), POLLIN | POLLRDHUP, 0}, {exp->stopFd.get(), POLLIN, 0}};
       int r = ::poll(p, 2, -1);
@@ -399,6 +417,7 @@ void Connection::run() {
       }
     }
     exp->owner->bindingsLive.fetch_sub(1);
+    detail::logf(LogTopic::kBinding, "\"%s\": binding ended", exp->name.c_str());
   }
   // The client is gone (or we are shutting down): no thread may touch the region after this.
   stopThreads();
@@ -472,6 +491,7 @@ void Export::accept() {
 // ---- exporter ----
 
 Exporter::Exporter(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->self = this;
   impl_->options = std::move(options);
   impl_->dir = detail::namesDir(impl_->options.dir, true);
 }
@@ -534,6 +554,8 @@ Status Exporter::add(std::string_view name, const InterfaceDescriptor& iface, vo
   if (!e->stopFd.valid() || !e->reapFd.valid()) return Status::fromErrno(errno, "eventfd");
   Export* raw = e.get();
   raw->acceptor = std::thread([raw] { raw->accept(); });
+  detail::logf(LogTopic::kBinding, "exporting %s as \"%s\" in %s", iface.name ? iface.name : "?", raw->name.c_str(),
+               dir.c_str());
   std::lock_guard<std::mutex> guard(impl_->mu);
   impl_->exports.push_back(std::move(e));
   return {};

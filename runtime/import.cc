@@ -11,6 +11,7 @@
 
 #include "runtime/astack.h"
 #include "runtime/local_binding.h"
+#include "runtime/log.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
@@ -75,6 +76,8 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
     welcome.detail[sizeof welcome.detail - 1] = '\0';
     Errc code = welcome.status <= static_cast<uint8_t>(Errc::kCancelled) ? static_cast<Errc>(welcome.status)
                                                                            : Errc::kBindingRejected;
+    detail::logf(LogTopic::kErrors, "import \"%.*s\" refused: %s", static_cast<int>(name.size()), name.data(),
+                 welcome.detail);
     return Status(code, welcome.detail);
   }
   if (welcome.regionBytes != layout->regionBytes()) {
@@ -91,6 +94,8 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
   auto local = std::make_shared<LocalBinding>(iface, std::move(*layout), std::move(*region), std::move(sock),
                                               welcome.key, options.mode, options.astackWait);
   LocalBinding* raw = local.get();
+  detail::logf(LogTopic::kBinding, "imported \"%.*s\" (%s, %s mode)", static_cast<int>(name.size()), name.data(),
+               iface.name ? iface.name : "?", std::string(transferModeName(options.mode)).c_str());
   return std::make_shared<Binding>(iface, raw, std::move(local));
 }
 
