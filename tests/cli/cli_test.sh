@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# End-to-end test of the operator tool against cli_test_server (a real exporter in another
+# process, serving the paper service on this host and on UDP, with 3 calls made to itself).
+# Usage: cli_test.sh <lrpc> <cli_test_server>. Exits non-zero at the first failed check.
+set -uo pipefail
+LRPC=$1
+SERVER=$2
+work=$(mktemp -d)
+export LRPC_DIR=$work/names
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect <description> <regex> <file>: the file's text matches the regex.
+expect() { grep -Eq -- "$2" "$3" || { echo "--- $3:" >&2; cat "$3" >&2; fail "$1"; }; }
+
+start_server() {
+  "$SERVER" "$1" 3 >"$work/server.out" 2>"$work/server.err" &
+  server_pid=$!
+  for _ in $(seq 100); do
+    grep -q '^ready' "$work/server.out" 2>/dev/null && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.err" >&2; fail "server did not start"; }
+    sleep 0.1
+  done
+  grep -q '^ready' "$work/server.out" || fail "server not ready after 10 s"
+  port=$(awk '/^ready/ {print $2}' "$work/server.out")
+}
+
+start_server paper
+echo "server pid $server_pid, udp port $port"
+
+# ls: the name, its interface, the server's pid and process name.
+"$LRPC" ls >"$work/ls.out" 2>&1 || fail "ls exited non-zero"
+expect "ls shows the names directory" "^# $LRPC_DIR\$" "$work/ls.out"
+expect "ls shows paper with its interface, pid and process" \
+  "^paper +paper\.capnp:Paper +$server_pid +cli_test_server +1\$" "$work/ls.out"
+
+# stat: exact counters (one binding, three calls, no errors).
+"$LRPC" stat paper >"$work/stat.out" 2>&1 || fail "stat exited non-zero"
+expect "stat names the interface" '^interface: +paper\.capnp:Paper \(id 0x[0-9a-f]{16}, signature 0x[0-9a-f]{16}, 4 procedures\)' "$work/stat.out"
+expect "stat names the server" "^server: +pid $server_pid \\(cli_test_server\\)" "$work/stat.out"
+expect "stat counts the binding" '^bindings: +1 live, 1 accepted, 0 rejected$' "$work/stat.out"
+expect "stat counts the A-stack in use" '^A-stacks in use: +1 ' "$work/stat.out"
+expect "stat counts the calls" '^calls served: +3$' "$work/stat.out"
+expect "stat counts no errors" '^call errors: +0$' "$work/stat.out"
+
+# ping, same host, in each transfer mode.
+for mode in adaptive spin block; do
+  "$LRPC" ping -c 20 -i 0 --mode "$mode" paper >"$work/ping.out" 2>&1 || { cat "$work/ping.out" >&2; fail "ping ($mode) exited non-zero"; }
+  expect "ping ($mode) header" "^PING paper: paper\.capnp:Paper, pid $server_pid \\(cli_test_server\\), $mode mode" "$work/ping.out"
+  expect "ping ($mode) per-call lines" '^seq=20 time=[0-9.]+ (ns|us|ms)$' "$work/ping.out"
+  expect "ping ($mode) summary" '^20 sent, 20 answered, 0 errors$' "$work/ping.out"
+  expect "ping ($mode) percentiles" '^rtt min/avg/max = .*, p50 .*, p90 .*, p99 ' "$work/ping.out"
+done
+# Pings are not the user's calls: the counters did not move.
+"$LRPC" stat paper >"$work/stat2.out" 2>&1 || fail "stat after ping exited non-zero"
+expect "ping leaves calls served alone" '^calls served: +3$' "$work/stat2.out"
+expect "queries are not bindings" '^bindings: +1 live, 1 accepted, 0 rejected$' "$work/stat2.out"
+
+# ping over UDP, to the same server's network export.
+"$LRPC" ping -c 5 -i 0 -q "udp://127.0.0.1:$port/paper" >"$work/udp.out" 2>&1 || { cat "$work/udp.out" >&2; fail "udp ping exited non-zero"; }
+expect "udp ping names the interface" "^PING 127\\.0\\.0\\.1:$port: \"paper\" serves paper\\.capnp:Paper" "$work/udp.out"
+expect "udp ping summary" '^5 sent, 5 answered, 0 errors$' "$work/udp.out"
+expect "udp ping percentiles" '^rtt min/avg/max = ' "$work/udp.out"
+
+# Wrong names: a clear error and exit status 1.
+"$LRPC" ping nosuch >"$work/err.out" 2>&1 && fail "ping of a wrong name succeeded"
+expect "ping of a wrong name says so" '^lrpc ping: not found: no server exports "nosuch"' "$work/err.out"
+"$LRPC" stat nosuch >"$work/err.out" 2>&1 && fail "stat of a wrong name succeeded"
+expect "stat of a wrong name says so" '^lrpc stat: not found: no server exports "nosuch"' "$work/err.out"
+"$LRPC" ping -c 2 -i 0 "udp://127.0.0.1:$port/nosuch" >"$work/err.out" 2>&1 && fail "udp ping of a wrong name succeeded"
+expect "udp ping of a wrong name says so" "^lrpc ping: not found: .*nosuch" "$work/err.out"
+"$LRPC" ping 'bad/name' >"$work/err.out" 2>&1 && fail "ping of an invalid name succeeded"
+expect "ping of an invalid name says so" '^lrpc ping: invalid argument: bad character in name' "$work/err.out"
+"$LRPC" frobnicate >"$work/err.out" 2>&1; [ $? -eq 2 ] || fail "unknown command is not a usage error"
+
+# A server that dies during a ping run: the run stops with "peer died".
+"$LRPC" ping -c 1000 -i 0.01 paper >"$work/dying.out" 2>&1 &
+ping_pid=$!
+sleep 0.5
+kill -9 "$server_pid"
+wait "$server_pid" 2>/dev/null
+server_pid=""
+wait "$ping_pid" && fail "ping of a server that died succeeded"
+expect "ping notices the server died" '^lrpc ping: peer died: the server of "paper" \(pid [0-9]+\) died' "$work/dying.out"
+
+# A dead server (its socket is left, nobody listens): ls, ping and stat say so.
+[ -S "$LRPC_DIR/paper.sock" ] || fail "expected the dead server's socket to be left"
+"$LRPC" ping paper >"$work/err.out" 2>&1 && fail "ping of a dead server succeeded"
+expect "ping of a dead server says so" '^lrpc ping: not found: the server of "paper" is dead' "$work/err.out"
+"$LRPC" stat paper >"$work/err.out" 2>&1 && fail "stat of a dead server succeeded"
+expect "stat of a dead server says so" '^lrpc stat: not found: the server of "paper" is dead' "$work/err.out"
+"$LRPC" ls >"$work/ls.out" 2>&1 || fail "ls exited non-zero with a dead name"
+expect "ls marks the dead name" '^paper +- +- +- +\(not found: the server of "paper" is dead' "$work/ls.out"
+"$LRPC" ping -c 2 -i 0 -W 0.3 "udp://127.0.0.1:$port/paper" >"$work/err.out" 2>&1 && fail "udp ping of a dead server succeeded"
+expect "udp ping of a dead server says so" '(nothing listens on|no answer from) 127\.0\.0\.1' "$work/err.out"
+
+echo "PASS: lrpc ls, ping (same host in 3 modes, udp), stat; wrong names; dead server"
