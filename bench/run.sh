@@ -5,7 +5,7 @@
 #   curves.json, curves.md, *.png   the curves (message size, bandwidth, client threads)
 # Usage: bench/run.sh BUILD_DIR [--quick] [--no-curves] [lrpc_bench flags for the table run]
 #   --quick: one short repetition per benchmark (about a minute in all)
-#   default: 3 repetitions of at least 1 s each (median [min-max] in the table), then the
+#   default: 3 repetitions of at least 0.5 s each (median [min-max] in the table), then the
 #            curves with one repetition of 0.3 s per point
 set -euo pipefail
 
@@ -33,7 +33,7 @@ if [ $quick = 1 ]; then
   args=(--benchmark_min_time=0.2 --benchmark_repetitions=1)
   curve_args=(--benchmark_min_time=0.05 --benchmark_repetitions=1)
 else
-  args=(--benchmark_min_time=1 --benchmark_min_warmup_time=0.1 --benchmark_repetitions=3
+  args=(--benchmark_min_time=0.5 --benchmark_min_warmup_time=0.1 --benchmark_repetitions=3
         --benchmark_display_aggregates_only=true)
   curve_args=(--benchmark_min_time=0.3 --benchmark_min_warmup_time=0.05 --benchmark_repetitions=1)
 fi
