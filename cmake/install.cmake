@@ -57,6 +57,8 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/stubgen/lrpc_generate.cmake
   DESTINATION ${LRPC_INSTALL_CMAKEDIR})
 
+# The .pc file finds the prefix from its own place (relocatable), whatever the libdir is.
+file(RELATIVE_PATH LRPC_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/lrpc.pc.in ${PROJECT_BINARY_DIR}/lrpc.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/lrpc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 # tests/install and tests/cli are picked up by tests/CMakeLists.txt like every test folder.
