@@ -3,19 +3,14 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
+#include "runtime/log.h"
+
+// The transport's lines are the "transport" topic of the runtime's switch (runtime/log.h):
+// LRPC_LOG=transport (or all, or 1), lrpc::setLogMask, lrpc::setLogSink.
 namespace lrpc::net::detail {
 
-bool logEnabled() noexcept {
-  // A function-local constant, not mutable global state: the environment is read once.
-  static const bool enabled = [] {
-    const char* v = std::getenv("LRPC_LOG");
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-  }();
-  return enabled;
-}
+bool logEnabled() noexcept { return lrpc::detail::logOn(LogTopic::kTransport); }
 
 void logf(const char* fmt, ...) noexcept {
   if (!logEnabled()) return;
@@ -24,13 +19,13 @@ void logf(const char* fmt, ...) noexcept {
   va_start(ap, fmt);
   std::vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  std::fprintf(stderr, "lrpc: %s\n", line);
+  lrpc::detail::logf(LogTopic::kTransport, "%s", line);
 }
 
 void logOnce(const char* line) noexcept {
   static std::atomic<bool> said{false};  // once per process, by definition
   if (!logEnabled() || said.exchange(true)) return;
-  std::fprintf(stderr, "lrpc: %s\n", line);
+  lrpc::detail::logf(LogTopic::kTransport, "%s", line);
 }
 
 }  // namespace lrpc::net::detail

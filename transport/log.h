@@ -1,4 +1,5 @@
-// Diagnostics for the transport: silent unless LRPC_LOG=1 (read once per process).
+// Diagnostics for the transport: the "transport" topic of runtime/log.h (LRPC_LOG=transport,
+// all or 1; lrpc::setLogMask), silent by default.
 #pragma once
 
 namespace lrpc::net::detail {
