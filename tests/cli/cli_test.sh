@@ -7,6 +7,7 @@ LRPC=$1
 SERVER=$2
 work=$(mktemp -d)
 export LRPC_DIR=$work/names
+unset LRPC_LOG
 server_pid=""
 cleanup() {
   [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null
@@ -78,6 +79,18 @@ expect "udp ping of a wrong name says so" "^lrpc ping: not found: .*nosuch" "$wo
 "$LRPC" ping 'bad/name' >"$work/err.out" 2>&1 && fail "ping of an invalid name succeeded"
 expect "ping of an invalid name says so" '^lrpc ping: invalid argument: bad character in name' "$work/err.out"
 "$LRPC" frobnicate >"$work/err.out" 2>&1; [ $? -eq 2 ] || fail "unknown command is not a usage error"
+
+# Logging is silent by default: nothing of the above reached the server's stderr.
+[ -s "$work/server.err" ] && { cat "$work/server.err" >&2; fail "the server logged without LRPC_LOG"; }
+# LRPC_LOG switches topics on: a second server, logging binding and transport events.
+LRPC_LOG=binding,transport "$SERVER" logged 1 >"$work/logged.out" 2>"$work/logged.err" &
+logged_pid=$!
+for _ in $(seq 100); do grep -q '^ready' "$work/logged.out" 2>/dev/null && break; sleep 0.1; done
+kill "$logged_pid"; wait "$logged_pid"
+expect "LRPC_LOG=binding logs the export" '^lrpc\[binding\] exporting paper\.capnp:Paper as "logged"' "$work/logged.err"
+expect "LRPC_LOG=binding logs the binding" '^lrpc\[binding\] "logged": bound a client' "$work/logged.err"
+expect "LRPC_LOG=transport logs the UDP server" '^lrpc\[transport\] udp server on 127\.0\.0\.1:' "$work/logged.err"
+grep -q '^lrpc\[errors\]' "$work/logged.err" && fail "a topic that was not asked for was logged"
 
 # A server that dies during a ping run: the run stops with "peer died".
 "$LRPC" ping -c 1000 -i 0.01 paper >"$work/dying.out" 2>&1 &
