@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/floors.h"
 #include "bench/lrpc_common.h"
 
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
@@ -22,13 +23,67 @@
 
 namespace lrpc::bench {
 
+namespace {
+
+// The message sizes of the curves, bytes.
+constexpr int64_t kSizes[] = {0, 64, 256, 1024, 4096, 16384, 65536};
+
+enum class Kind { kEcho, kSink };
+
+// Registers Echo/<path>/<bytes> and Sink/<path>/<bytes>; all sizes share one server.
+template <class S, class Make>
+void addCurve(BenchContext& ctx, const std::string& path, Make make) {
+  for (Kind kind : {Kind::kEcho, Kind::kSink}) {
+    std::string name = std::string(kind == Kind::kEcho ? "Echo/" : "Sink/") + path;
+    std::string key = "curves/" + path;
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), [&ctx, key, kind, make](benchmark::State& state) {
+      Result<S*> session = ctx.sessions.get<S>(key, make);
+      if (!session) {
+        state.SkipWithError(session.status().toString().c_str());
+        return;
+      }
+      S& client = *session.value();
+      const ServerProcess* server = client.server();
+      size_t size = static_cast<size_t>(state.range(0));
+      std::vector<uint8_t> data(size, 0x5a);
+      std::vector<uint8_t> back;
+      uint64_t clientCpu0 = processCpuNs();
+      uint64_t serverCpu0 = server->cpuNs();
+      bool ok = true;
+      uint8_t n = 0;
+      for (auto _ : state) {
+        if (size > 0) data[0] = ++n;
+        if (kind == Kind::kEcho) {
+          ok = client.echo(data, &back) && back.size() == size && (size == 0 || back[0] == n);
+        } else {
+          ok = client.sink(data);
+        }
+        if (!ok) break;
+      }
+      uint64_t clientCpu = processCpuNs() - clientCpu0;
+      uint64_t serverCpu = server->cpuNs() - serverCpu0;
+      if (!ok) {
+        state.SkipWithError("call failed or returned wrong bytes");
+        return;
+      }
+      int64_t moved = static_cast<int64_t>(size) * (kind == Kind::kEcho ? 2 : 1);
+      state.SetBytesProcessed(state.iterations() * moved);
+      state.counters["client_cpu_ns"] =
+          benchmark::Counter(static_cast<double>(clientCpu), benchmark::Counter::kAvgIterations);
+      state.counters["server_cpu_ns"] =
+          benchmark::Counter(static_cast<double>(serverCpu), benchmark::Counter::kAvgIterations);
+    });
+    for (int64_t size : kSizes) b->Arg(size);
+    b->UseRealTime();
+  }
+}
+
+}  // namespace
+
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
 namespace {
 
 using curves::Curves;
-
-// The message sizes of the curves, bytes.
-constexpr int64_t kSizes[] = {0, 64, 256, 1024, 4096, 16384, 65536};
 
 class CurvesImpl final : public Curves::Server {
  public:
@@ -43,7 +98,13 @@ class CurvesImpl final : public Curves::Server {
 
 class CurvesSession : public Session {
  public:
-  Curves::Client& client() { return client_; }
+  bool echo(std::span<const uint8_t> in, std::vector<uint8_t>* out) {
+    Result<std::vector<uint8_t>> r = client_.echo(in);
+    if (!r) return false;
+    *out = std::move(*r);
+    return true;
+  }
+  bool sink(std::span<const uint8_t> in) { return client_.sink(in).isOk(); }
   const ServerProcess* server() const override { return server_.get(); }
 
  protected:
@@ -121,56 +182,6 @@ class CurvesNet final : public CurvesSession {
 };
 #endif
 
-enum class Kind { kEcho, kSink };
-
-// Registers Echo/<path>/<bytes> and Sink/<path>/<bytes>; all sizes share one server.
-template <class S, class Make>
-void addCurve(BenchContext& ctx, const std::string& path, Make make) {
-  for (Kind kind : {Kind::kEcho, Kind::kSink}) {
-    std::string name = std::string(kind == Kind::kEcho ? "Echo/" : "Sink/") + path;
-    std::string key = "curves/" + path;
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), [&ctx, key, kind, make](benchmark::State& state) {
-      Result<S*> session = ctx.sessions.get<S>(key, make);
-      if (!session) {
-        state.SkipWithError(session.status().toString().c_str());
-        return;
-      }
-      Curves::Client& client = session.value()->client();
-      const ServerProcess* server = session.value()->server();
-      size_t size = static_cast<size_t>(state.range(0));
-      std::vector<uint8_t> data(size, 0x5a);
-      uint64_t clientCpu0 = processCpuNs();
-      uint64_t serverCpu0 = server->cpuNs();
-      bool ok = true;
-      uint8_t n = 0;
-      for (auto _ : state) {
-        if (size > 0) data[0] = ++n;
-        if (kind == Kind::kEcho) {
-          Result<std::vector<uint8_t>> back = client.echo(data);
-          ok = back && back->size() == size && (size == 0 || (*back)[0] == n);
-        } else {
-          ok = client.sink(data).isOk();
-        }
-        if (!ok) break;
-      }
-      uint64_t clientCpu = processCpuNs() - clientCpu0;
-      uint64_t serverCpu = server->cpuNs() - serverCpu0;
-      if (!ok) {
-        state.SkipWithError("call failed or returned wrong bytes");
-        return;
-      }
-      int64_t moved = static_cast<int64_t>(size) * (kind == Kind::kEcho ? 2 : 1);
-      state.SetBytesProcessed(state.iterations() * moved);
-      state.counters["client_cpu_ns"] =
-          benchmark::Counter(static_cast<double>(clientCpu), benchmark::Counter::kAvgIterations);
-      state.counters["server_cpu_ns"] =
-          benchmark::Counter(static_cast<double>(serverCpu), benchmark::Counter::kAvgIterations);
-    });
-    for (int64_t size : kSizes) b->Arg(size);
-    b->UseRealTime();
-  }
-}
-
 int serveCurves(int readyFd, const std::string& info, const sigset_t& term) {
   signalReady(readyFd, info);
   waitForTerm(term);
@@ -180,6 +191,7 @@ int serveCurves(int readyFd, const std::string& info, const sigset_t& term) {
 }  // namespace
 
 void registerCurves(BenchContext& ctx) {
+  addCurve<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
 #if LRPC_BENCH_LOCAL
   addCurve<CurvesLocal>(ctx, "lrpc", [] { return CurvesLocal::start(TransferMode::kAdaptive); });
   addCurve<CurvesLocal>(ctx, "lrpc_spin", [] { return CurvesLocal::start(TransferMode::kSpin); });
@@ -244,7 +256,9 @@ int serveCurvesNet(int readyFd, int argc, char** argv) {
 
 #else  // neither layer in this build
 
-void registerCurves(BenchContext&) {}
+void registerCurves(BenchContext& ctx) {
+  addCurve<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
+}
 int serveCurvesLocal(int, int, char**) { return 2; }
 int serveCurvesNet(int, int, char**) { return 2; }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -16,12 +17,13 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace lrpc::bench {
 
 namespace {
 
-enum Op : uint32_t { kOpNull = 0, kOpAdd = 1, kOpBigIn = 2, kOpBigInOut = 3 };
+enum Op : uint32_t { kOpNull = 0, kOpAdd = 1, kOpBigIn = 2, kOpBigInOut = 3, kOpEcho = 4, kOpSink = 5 };
 
 inline void cpuRelax() { __builtin_ia32_pause(); }
 
@@ -51,9 +53,13 @@ struct alignas(64) ShmSlot {
   Blob200 data;
 };
 
+// The curves' messages (up to ShmFloor::kMaxBytes) travel in two buffers after the slots;
+// their length is in the slots' `a`.
 struct ShmPingPong {
   ShmSlot request;
   ShmSlot reply;
+  alignas(64) unsigned char requestBytes[ShmFloor::kMaxBytes];
+  alignas(64) unsigned char replyBytes[ShmFloor::kMaxBytes];
 };
 
 ShmFloor::ShmFloor(WaitMode mode, std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> server)
@@ -124,6 +130,24 @@ bool ShmFloor::bigInOut(const Blob200& in, Blob200* out) {
   return true;
 }
 
+bool ShmFloor::echo(std::span<const uint8_t> in, std::vector<uint8_t>* out) {
+  if (in.size() > kMaxBytes) return false;
+  if (!in.empty()) std::memcpy(shm_->requestBytes, in.data(), in.size());
+  shm_->request.a = static_cast<int32_t>(in.size());
+  if (!roundTrip(kOpEcho)) return false;
+  size_t n = static_cast<size_t>(shm_->reply.a);
+  if (n > kMaxBytes) return false;
+  out->assign(shm_->replyBytes, shm_->replyBytes + n);
+  return true;
+}
+
+bool ShmFloor::sink(std::span<const uint8_t> in) {
+  if (in.size() > kMaxBytes) return false;
+  if (!in.empty()) std::memcpy(shm_->requestBytes, in.data(), in.size());
+  shm_->request.a = static_cast<int32_t>(in.size());
+  return roundTrip(kOpSink);
+}
+
 int serveShmFloor(int readyFd, int argc, char** argv) {
   if (argc < 2) return 2;
   bool spin = std::string(argv[1]) == "spin";
@@ -135,6 +159,7 @@ int serveShmFloor(int readyFd, int argc, char** argv) {
   signalReady(readyFd);
   uint32_t last = 0;
   Blob200 mine;
+  std::vector<unsigned char> mineBytes(ShmFloor::kMaxBytes);
   for (;;) {
     uint32_t seq;
     if (spin) {
@@ -156,6 +181,17 @@ int serveShmFloor(int readyFd, int argc, char** argv) {
         mine.w[0] += 1;
         std::memcpy(&rep.data, &mine, sizeof mine);
         break;
+      case kOpEcho:
+      case kOpSink: {
+        size_t n = std::min(static_cast<size_t>(static_cast<uint32_t>(req.a)), ShmFloor::kMaxBytes);
+        std::memcpy(mineBytes.data(), shm->requestBytes, n);  // the server's own copy
+        benchmark::DoNotOptimize(mineBytes.data());
+        if (req.op == kOpEcho) {
+          std::memcpy(shm->replyBytes, mineBytes.data(), n);
+          rep.a = static_cast<int32_t>(n);
+        }
+        break;
+      }
       default:
         break;
     }

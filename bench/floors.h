@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "bench/calls.h"
 #include "bench/harness.h"
@@ -26,6 +28,9 @@ enum class WaitMode { kSpin, kBlock };
 
 class ShmFloor final : public Session {
  public:
+  // The largest message of the curves' echo and sink.
+  static constexpr size_t kMaxBytes = 64 * 1024;
+
   static Result<std::unique_ptr<ShmFloor>> start(WaitMode mode);
   ~ShmFloor() override;
 
@@ -33,6 +38,10 @@ class ShmFloor final : public Session {
   bool add(int32_t a, int32_t b, int32_t* sum);
   bool bigIn(const Blob200& in);
   bool bigInOut(const Blob200& in, Blob200* out);
+  // The curves (curves.h): `in` is copied into shared memory, the server copies it out, and
+  // for echo copies it back, which the client copies into `out`.
+  bool echo(std::span<const uint8_t> in, std::vector<uint8_t>* out);
+  bool sink(std::span<const uint8_t> in);
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
