@@ -70,7 +70,7 @@ ShmFloor::ShmFloor(WaitMode mode, std::unique_ptr<SharedRegion> region, std::uni
 
 ShmFloor::~ShmFloor() { server_.reset(); }
 
-Result<std::unique_ptr<ShmFloor>> ShmFloor::start(WaitMode mode) {
+Result<std::unique_ptr<ShmFloor>> ShmFloor::start(WaitMode mode, int serverCpu) {
   Result<std::unique_ptr<SharedRegion>> region = SharedRegion::create(sizeof(ShmPingPong));
   if (!region) return region.status();
   new (region.value()->data()) ShmPingPong{};
@@ -78,6 +78,7 @@ Result<std::unique_ptr<ShmFloor>> ShmFloor::start(WaitMode mode) {
   spec.kind = "floor_shm";
   spec.args = {std::to_string(region.value()->fd()), mode == WaitMode::kSpin ? "spin" : "block"};
   spec.passFds = {region.value()->fd()};
+  spec.cpu = serverCpu;
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
   return std::unique_ptr<ShmFloor>(new ShmFloor(mode, std::move(region.value()), std::move(server.value())));

@@ -6,6 +6,7 @@
 //                  busy-waiting (the LRPC/MP lower bound: cache lines moving between cores)
 //  floor_futex     the same, but each side sleeps in FUTEX_WAIT and is woken by FUTEX_WAKE
 //                  (the lower bound of any blocking same-host handoff)
+//  floor_futex_samecore  floor_futex with both processes on one CPU (two context switches)
 //  floor_udp       blocking UDP ping-pong between two network namespaces over a veth pair
 //  floor_udp_busy  the same with non-blocking sockets that both sides busy-poll
 //
@@ -31,7 +32,7 @@ class ShmFloor final : public Session {
   // The largest message of the curves' echo and sink.
   static constexpr size_t kMaxBytes = 64 * 1024;
 
-  static Result<std::unique_ptr<ShmFloor>> start(WaitMode mode);
+  static Result<std::unique_ptr<ShmFloor>> start(WaitMode mode, int serverCpu = kServerCpu);
   ~ShmFloor() override;
 
   bool null();

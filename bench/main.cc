@@ -28,6 +28,7 @@ void registerAll(BenchContext& ctx) {
   registerLrpcPaths(ctx);  // direct, lrpc*, net_*: those this build has
   addPath<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
   addPath<ShmFloor>(ctx, "floor_futex", [] { return ShmFloor::start(WaitMode::kBlock); });
+  addPath<ShmFloor>(ctx, "floor_futex_samecore", [] { return ShmFloor::start(WaitMode::kBlock, kClientCpu); });
   addPath<MsgUds>(ctx, "msg_uds", [] { return MsgUds::start(kServerCpu); });
   addPath<MsgUds>(ctx, "msg_uds_samecore", [] { return MsgUds::start(kClientCpu); });
   addPath<CapnpRpc>(ctx, "capnp_rpc", [] { return CapnpRpc::start(kServerCpu); });

@@ -14,7 +14,7 @@ import sys
 CALLS = ["Null", "Add", "BigIn", "BigInOut"]
 
 SAME_HOST = ["direct", "lrpc", "lrpc_spin", "lrpc_block", "lrpc_block_samecore",
-             "floor_spin", "floor_futex", "msg_uds", "msg_uds_samecore", "capnp_rpc", "grpc_uds"]
+             "floor_spin", "floor_futex", "floor_futex_samecore", "msg_uds", "msg_uds_samecore", "capnp_rpc", "grpc_uds"]
 NETWORK = ["net_loopback", "net_veth", "net_veth_block", "floor_udp_busy", "floor_udp"]
 
 # The paper's Table IV in µs: (LRPC/MP, LRPC, Taos).
@@ -24,6 +24,7 @@ PAPER = {"Null": (125, 157, 464), "Add": (130, 164, 480), "BigIn": (173, 192, 53
 RATIOS = [
     ("lrpc_spin", "floor_spin", "lrpc spinning vs the shared-memory spin floor"),
     ("lrpc_block", "floor_futex", "lrpc blocking vs the futex floor"),
+    ("lrpc_block_samecore", "floor_futex_samecore", "lrpc blocking vs the futex floor, both on one CPU"),
     ("lrpc", "floor_spin", "lrpc default (adaptive) vs the spin floor"),
     ("lrpc", "direct", "lrpc default vs an in-process call"),
     ("net_veth", "floor_udp_busy", "network path busy-polling vs the busy UDP floor"),
