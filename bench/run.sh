@@ -38,12 +38,19 @@ else
   curve_args=(--benchmark_min_time=0.3 --benchmark_min_warmup_time=0.05 --benchmark_repetitions=1)
 fi
 
-# Network namespaces are removed by lrpc_bench itself; this catches one killed by a signal.
+# lrpc_bench removes its network namespaces, sockets and name directories itself; this
+# catches those of a run killed by a signal.
 cleanup() {
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^lrpcbench-' || true); do
     pid=${ns#lrpcbench-}
     pid=${pid%%-*}
     kill -0 "$pid" 2>/dev/null || ip netns del "$ns" 2>/dev/null || true
+  done
+  for f in /tmp/lrpc-bench-[0-9]*; do
+    [ -e "$f" ] || continue
+    pid=${f#/tmp/lrpc-bench-}
+    pid=${pid%%-*}
+    kill -0 "$pid" 2>/dev/null || rm -rf "$f"
   done
 }
 trap cleanup EXIT
