@@ -29,6 +29,7 @@ RATIOS = [
     ("lrpc", "direct", "lrpc default vs an in-process call"),
     ("net_veth", "floor_udp_busy", "network path busy-polling vs the busy UDP floor"),
     ("net_veth_block", "floor_udp", "network path blocking vs the blocking UDP floor"),
+    None,  # above: lrpc against its floors; below: the peers against lrpc and the floors
     ("msg_uds", "lrpc", "message-passing RPC (\"Taos\") vs lrpc"),
     ("msg_uds_samecore", "lrpc_block_samecore", "both on one CPU: the paper's Taos / LRPC (about 3x)"),
     ("capnp_rpc", "lrpc", "Cap'n Proto RPC vs lrpc"),
@@ -122,17 +123,25 @@ def main():
             out.append(f"| {call} | " + " | ".join(cell(call, p) for p in cols) + " |")
         out.append("")
 
-    ratio_rows = [(a, b, why) for (a, b, why) in RATIOS if a in paths and b in paths]
-    if ratio_rows:
-        out.append("## Ratios of medians (how many times slower the first path is)\n")
-        out.append("| ratio | " + " | ".join(CALLS) + " | what it says |")
-        out.append("|---|" + "---|" * len(CALLS) + "---|")
-        for a, b, why in ratio_rows:
+    split = RATIOS.index(None)
+    groups = (("lrpc against its floors", RATIOS[:split]),
+              ("the peers against lrpc and the floors", RATIOS[split + 1:]))
+    for title, group in groups:
+        ratio_cols = [(a, b, why) for (a, b, why) in group if a in paths and b in paths]
+        if not ratio_cols:
+            continue
+        out.append(f"## Ratios of medians, {title} (how many times slower the first path is)\n")
+        out.append("| call | " + " | ".join(f"{a} / {b}" for a, b, _ in ratio_cols) + " |")
+        out.append("|---|" + "---|" * len(ratio_cols))
+        for call in CALLS:
             cells = []
-            for call in CALLS:
+            for a, b, _ in ratio_cols:
                 ta, tb = times(call, a), times(call, b)
                 cells.append(f"{ta[0] / tb[0]:.2f}x" if ta and tb and tb[0] > 0 else "-")
-            out.append(f"| {a} / {b} | " + " | ".join(cells) + f" | {why} |")
+            out.append(f"| {call} | " + " | ".join(cells) + " |")
+        out.append("")
+        for a, b, why in ratio_cols:
+            out.append(f"- {a} / {b}: {why}")
         out.append("")
 
     cpu_paths = [p for p in SAME_HOST + NETWORK + sorted(paths - set(SAME_HOST + NETWORK)) if p in paths]
