@@ -5,6 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstdlib>
 #include <thread>
 
@@ -102,6 +106,48 @@ TEST_P(Udp, ErrorsAndNames) {
   EXPECT_EQ(missing.status(), Errc::kNotFound);
   EXPECT_EQ(connect("udp://127.0.0.1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
   EXPECT_EQ(connect("tcp://127.0.0.1:1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
+}
+
+// Garbage, truncated, oversized and replayed datagrams from a raw socket: the server
+// neither crashes nor runs anything, and keeps serving the real client correctly.
+TEST_P(Udp, HostileDatagramsAreDropped) {
+  auto b = connect(uri(), Svc::kDescriptor, clientOptions());
+  ASSERT_TRUE(b.isOk());
+  ASSERT_TRUE(testing::callToken(**b, 1).isOk());
+  uint64_t before = server_->executed();
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(port_);
+  auto sendRaw = [&](const std::vector<std::byte>& d) {
+    (void)::sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  };
+  uint32_t x = 7;
+  for (size_t n : {size_t{0}, size_t{1}, size_t{31}, size_t{32}, size_t{64}, size_t{1472}, size_t{1473},
+                   size_t{9000}, size_t{65000}}) {
+    std::vector<std::byte> d(n);
+    for (auto& c : d) c = std::byte((x = x * 1103515245 + 12345) >> 24);
+    sendRaw(d);
+    if (n >= 32) {  // a plausible header with garbage behind it
+      PacketHeader h = makeHeader(PacketType::kRequest, 1, 2, 3);
+      h.total = static_cast<uint32_t>(n - 32);
+      std::memcpy(d.data(), &h, sizeof h);
+      sendRaw(d);
+      h.flags = kFlagFragment;
+      h.total = 0xffffffffu;
+      std::memcpy(d.data(), &h, sizeof h);
+      sendRaw(d);
+    }
+  }
+  ::close(fd);
+  // The server handled all of that before this call (one socket, in order).
+  auto r = testing::callToken(**b, 2);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(*r, 6u);
+  EXPECT_EQ(server_->executed(), before + 1);
+  EXPECT_EQ(impl_.executions(1), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, Udp,
