@@ -78,6 +78,16 @@ void addCurve(BenchContext& ctx, const std::string& path, Make make) {
   }
 }
 
+// The floors of the curves, in every build.
+void registerCurveFloors(BenchContext& ctx) {
+  addCurve<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
+  addCurve<UdpFloor>(ctx, "floor_udp_busy", [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return UdpFloor::start(WaitMode::kSpin, *netns.value());
+  });
+}
+
 }  // namespace
 
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
@@ -191,7 +201,7 @@ int serveCurves(int readyFd, const std::string& info, const sigset_t& term) {
 }  // namespace
 
 void registerCurves(BenchContext& ctx) {
-  addCurve<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
+  registerCurveFloors(ctx);
 #if LRPC_BENCH_LOCAL
   addCurve<CurvesLocal>(ctx, "lrpc", [] { return CurvesLocal::start(TransferMode::kAdaptive); });
   addCurve<CurvesLocal>(ctx, "lrpc_spin", [] { return CurvesLocal::start(TransferMode::kSpin); });
@@ -256,9 +266,7 @@ int serveCurvesNet(int readyFd, int argc, char** argv) {
 
 #else  // neither layer in this build
 
-void registerCurves(BenchContext& ctx) {
-  addCurve<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
-}
+void registerCurves(BenchContext& ctx) { registerCurveFloors(ctx); }
 int serveCurvesLocal(int, int, char**) { return 2; }
 int serveCurvesNet(int, int, char**) { return 2; }
 

@@ -209,6 +209,32 @@ namespace {
 
 constexpr uint16_t kUdpFloorPort = 7301;
 
+// A curve message travels as datagrams of [op u32 | total length u32 | offset u32 | chunk],
+// each at most one Ethernet payload (1500 - 20 - 8 bytes).
+constexpr size_t kChunkHeader = 12;
+constexpr size_t kChunkBytes = 1472 - kChunkHeader;
+
+struct ChunkHeader {
+  uint32_t op, total, offset;
+};
+
+// Sends `data` as chunks to the connected peer (to == nullptr) or to `to`.
+bool sendAsChunks(int fd, uint32_t op, std::span<const uint8_t> data, const sockaddr_in* to) {
+  unsigned char buf[kChunkHeader + kChunkBytes];
+  size_t off = 0;
+  do {
+    size_t n = std::min(kChunkBytes, data.size() - off);
+    ChunkHeader h{op, static_cast<uint32_t>(data.size()), static_cast<uint32_t>(off)};
+    std::memcpy(buf, &h, kChunkHeader);
+    if (n > 0) std::memcpy(buf + kChunkHeader, data.data() + off, n);
+    ssize_t r = to ? sendto(fd, buf, kChunkHeader + n, 0, reinterpret_cast<const sockaddr*>(to), sizeof *to)
+                   : send(fd, buf, kChunkHeader + n, 0);
+    if (r != static_cast<ssize_t>(kChunkHeader + n)) return false;
+    off += n;
+  } while (off < data.size());
+  return true;
+}
+
 Status setNonBlocking(int fd) {
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return Status::fromErrno(errno, "O_NONBLOCK");
@@ -253,22 +279,53 @@ Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair
 
 long UdpFloor::roundTrip(size_t len) {
   if (send(socket_.get(), buf_, len, 0) != static_cast<ssize_t>(len)) return -1;
-  if (mode_ == WaitMode::kBlock) {
+  return receive();
+}
+
+long UdpFloor::receive() {
+  if (mode_ == WaitMode::kBlock) {  // SO_RCVTIMEO bounds the wait
     ssize_t n;
     do n = recv(socket_.get(), buf_, sizeof buf_, 0);
     while (n < 0 && errno == EINTR);
     return n;
   }
   uint32_t spins = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (;;) {
     ssize_t n = recv(socket_.get(), buf_, sizeof buf_, MSG_DONTWAIT);
     if (n >= 0) return n;
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
-    if (++spins == (1u << 20)) {
+    if (++spins == (1u << 16)) {
       spins = 0;
-      if (hasExited(server_->pid())) return -1;
+      if (std::chrono::steady_clock::now() > deadline || hasExited(server_->pid())) return -1;
     }
   }
+}
+
+bool UdpFloor::sendChunks(uint32_t op, std::span<const uint8_t> data) {
+  return data.size() <= ShmFloor::kMaxBytes && sendAsChunks(socket_.get(), op, data, nullptr);
+}
+
+bool UdpFloor::echo(std::span<const uint8_t> in, std::vector<uint8_t>* out) {
+  if (!sendChunks(kOpEcho, in)) return false;
+  out->resize(in.size());
+  size_t got = 0;
+  ChunkHeader h;
+  do {
+    long n = receive();
+    if (n < static_cast<long>(kChunkHeader)) return false;
+    std::memcpy(&h, buf_, kChunkHeader);
+    size_t chunk = static_cast<size_t>(n) - kChunkHeader;
+    if (h.op != kOpEcho || h.total != in.size() || h.offset > in.size() || chunk > in.size() - h.offset) return false;
+    if (chunk > 0) std::memcpy(out->data() + h.offset, buf_ + kChunkHeader, chunk);
+    got += chunk;
+  } while (got < h.total);
+  return true;
+}
+
+bool UdpFloor::sink(std::span<const uint8_t> in) {
+  if (!sendChunks(kOpSink, in)) return false;
+  return receive() == 4;
 }
 
 bool UdpFloor::null() {
@@ -316,6 +373,8 @@ int serveUdpFloor(int readyFd, int argc, char** argv) {
   signalReady(readyFd);
   alignas(64) unsigned char buf[2048];
   Blob200 mine;
+  std::vector<uint8_t> message(ShmFloor::kMaxBytes);  // a curve message being reassembled
+  size_t got = 0;
   for (;;) {
     sockaddr_in from{};
     socklen_t fromLen = sizeof from;
@@ -324,7 +383,22 @@ int serveUdpFloor(int readyFd, int argc, char** argv) {
     uint32_t op;
     std::memcpy(&op, buf, 4);
     size_t replyLen = 4;
-    if (op == kOpAdd && n >= 12) {
+    if ((op == kOpEcho || op == kOpSink) && n >= static_cast<ssize_t>(kChunkHeader)) {
+      ChunkHeader h;
+      std::memcpy(&h, buf, kChunkHeader);
+      size_t chunk = static_cast<size_t>(n) - kChunkHeader;
+      if (h.total > message.size() || h.offset > h.total || chunk > h.total - h.offset) continue;
+      if (chunk > 0) std::memcpy(message.data() + h.offset, buf + kChunkHeader, chunk);
+      got += chunk;
+      if (got < h.total) continue;
+      got = 0;
+      benchmark::DoNotOptimize(message.data());
+      if (op == kOpEcho) {
+        sendAsChunks(sock.get(), kOpEcho, std::span<const uint8_t>(message.data(), h.total), &from);
+        continue;
+      }
+      // sink: the 4-byte op acknowledges the whole message
+    } else if (op == kOpAdd && n >= 12) {
       int32_t a, b;
       std::memcpy(&a, buf + 4, 4);
       std::memcpy(&b, buf + 8, 4);

@@ -66,6 +66,11 @@ class UdpFloor final : public Session {
   bool add(int32_t a, int32_t b, int32_t* sum);
   bool bigIn(const Blob200& in);
   bool bigInOut(const Blob200& in, Blob200* out);
+  // The curves (curves.h): a message of up to ShmFloor::kMaxBytes goes as datagrams of at
+  // most one Ethernet payload each (a header and a chunk), with no acknowledgement or resend;
+  // echo's reply comes back the same way, sink's is one small datagram.
+  bool echo(std::span<const uint8_t> in, std::vector<uint8_t>* out);
+  bool sink(std::span<const uint8_t> in);
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
@@ -73,6 +78,9 @@ class UdpFloor final : public Session {
       : mode_(mode), server_(std::move(server)), socket_(std::move(socket)) {}
   // Sends `len` bytes of buf_ and receives the reply into buf_; returns its length or -1.
   long roundTrip(size_t len);
+  // Receives one datagram into buf_ (blocking or busy-polling, at most 2 s); length or -1.
+  long receive();
+  bool sendChunks(uint32_t op, std::span<const uint8_t> data);
 
   WaitMode mode_;
   std::unique_ptr<ServerProcess> server_;
