@@ -304,5 +304,24 @@ INSTANTIATE_TEST_SUITE_P(Nft, NetFaults,
                                            Fault{"dup20", 0, 20}, Fault{"loss5_dup10", 5, 10}),
                          [](const ::testing::TestParamInfo<Fault>& p) { return std::string(p.param.name); });
 
+// Reordering (with some loss) through a user-level relay in the client's namespace.
+TEST(NetReorder, EveryCallCompletesExactlyOnce) {
+  testing::NetnsPair pair;
+  if (Status s = pair.create(); !s.isOk()) {
+    if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
+    FAIL() << s.toString();
+  }
+  ASSERT_TRUE(pair.addLoss(2)) << "nft loss rule refused";
+  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [](const std::string& b) { return serveAll(b, false); });
+  ASSERT_NE(server.port(), 0);
+  testing::runIn(pair.nsPath(false), [&] {
+    testing::ReorderRelay relay(pair.ipB(), pair.ipA(), server.port(), 25);
+    std::string base = "udp://" + pair.ipB() + ":" + std::to_string(relay.port());
+    checkExactlyOnce(base, false, 100);
+    checkPaper(base, false);
+    EXPECT_GT(relay.reordered(), 0u);
+  });
+}
+
 }  // namespace
 }  // namespace lrpc::net

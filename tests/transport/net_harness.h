@@ -3,7 +3,11 @@
 // forked into one namespace, and a helper that runs client code inside the other.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +16,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
+#include <random>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -197,6 +204,97 @@ class ForkedServer {
   pid_t pid_ = -1;
   int down_ = -1;
   uint16_t port_ = 0;
+};
+
+// nftables cannot reorder, so this user-level relay does: the client talks to the relay,
+// the relay to the server, and in each direction it holds back a datagram now and then and
+// lets it go after the next one (or after 2 ms). Create it on a thread inside the namespace
+// whose addresses it should use.
+class ReorderRelay {
+ public:
+  // Listens on `listenIp`:0 and forwards to `server`. `percent` of datagrams are held back.
+  ReorderRelay(const std::string& listenIp, const std::string& serverIp, uint16_t serverPort, int percent)
+      : percent_(percent) {
+    front_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    back_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, listenIp.c_str(), &a.sin_addr);
+    ::bind(front_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(front_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    s.sin_port = htons(serverPort);
+    ::inet_pton(AF_INET, serverIp.c_str(), &s.sin_addr);
+    ::connect(back_, reinterpret_cast<sockaddr*>(&s), sizeof s);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~ReorderRelay() {
+    stop_.store(true);
+    thread_.join();
+    ::close(front_);
+    ::close(back_);
+  }
+  uint16_t port() const { return port_; }
+  uint64_t reordered() const { return reordered_.load(); }
+
+ private:
+  struct Held {
+    std::vector<char> bytes;
+    std::chrono::steady_clock::time_point since;
+    bool valid = false;
+  };
+  void run() {
+    std::mt19937 rng(42);
+    std::vector<char> buf(70000);
+    Held held[2];  // 0: toward the server, 1: toward the client
+    while (!stop_.load()) {
+      pollfd p[2] = {{front_, POLLIN, 0}, {back_, POLLIN, 0}};
+      ::poll(p, 2, 1);
+      for (int dir = 0; dir < 2; ++dir) {
+        int fd = dir == 0 ? front_ : back_;
+        for (;;) {
+          sockaddr_in from{};
+          socklen_t fl = sizeof from;
+          ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &fl);
+          if (n < 0) break;
+          if (dir == 0) client_ = from, haveClient_ = true;
+          if (!held[dir].valid && static_cast<int>(rng() % 100) < percent_) {
+            held[dir] = {std::vector<char>(buf.begin(), buf.begin() + n), std::chrono::steady_clock::now(), true};
+            continue;
+          }
+          forward(dir, buf.data(), static_cast<size_t>(n));
+          if (held[dir].valid) {  // now the held one, after the datagram that overtook it
+            forward(dir, held[dir].bytes.data(), held[dir].bytes.size());
+            held[dir].valid = false;
+            reordered_.fetch_add(1);
+          }
+        }
+        if (held[dir].valid && std::chrono::steady_clock::now() - held[dir].since > std::chrono::milliseconds(2)) {
+          forward(dir, held[dir].bytes.data(), held[dir].bytes.size());
+          held[dir].valid = false;
+        }
+      }
+    }
+  }
+  void forward(int dir, const char* p, size_t n) {
+    if (dir == 0) {
+      (void)::send(back_, p, n, 0);
+    } else if (haveClient_) {
+      (void)::sendto(front_, p, n, 0, reinterpret_cast<sockaddr*>(&client_), sizeof client_);
+    }
+  }
+
+  int percent_;
+  int front_ = -1, back_ = -1;
+  uint16_t port_ = 0;
+  sockaddr_in client_{};
+  bool haveClient_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> reordered_{0};
+  std::thread thread_;
 };
 
 }  // namespace lrpc::net::testing
