@@ -113,6 +113,7 @@ struct Export {
   OwnedFd stopFd;   // eventfd, readable once the Exporter shuts down
   OwnedFd reapFd;   // eventfd, a clerk finished: join it
   std::thread acceptor;
+  std::atomic<uint64_t> bindingsLive{0};  // of this name (the Exporter's counter sums all names)
   mutable std::mutex connMu;
   std::list<std::unique_ptr<Connection>> conns;  // guarded by connMu
 
@@ -390,7 +391,9 @@ void Connection::run() {
   Status s = handshake();
   if (s.isOk() && query) {
     const Exporter* self = exp->owner->self;
-    detail::serveQueries(sock.get(), exp->stopFd.get(), {exp->iface, [self] { return self->stats(); }});
+    const Export* e = exp;
+    detail::serveQueries(sock.get(), exp->stopFd.get(),
+                         {exp->iface, [self] { return self->stats(); }, [e] { return e->bindingsLive.load(); }});
   } else if (!s.isOk()) {
     exp->owner->bindingsRejected.fetch_add(1);
     detail::logf(LogTopic::kBinding, "\"%s\": refused a binding: %s", exp->name.c_str(), s.toString().c_str());
@@ -401,6 +404,7 @@ void Connection::run() {
   } else {
     exp->owner->bindingsTotal.fetch_add(1);
     exp->owner->bindingsLive.fetch_add(1);
+    exp->bindingsLive.fetch_add(1);
     detail::logf(LogTopic::kBinding, "\"%s\": bound a client (%s mode, %zu A-stacks)", exp->name.c_str(),
                  std::string(transferModeName(mode)).c_str(), slots.size());
     for (;;) {
@@ -417,6 +421,7 @@ void Connection::run() {
       }
     }
     exp->owner->bindingsLive.fetch_sub(1);
+    exp->bindingsLive.fetch_sub(1);
     detail::logf(LogTopic::kBinding, "\"%s\": binding ended", exp->name.c_str());
   }
   // The client is gone (or we are shutting down): no thread may touch the region after this.

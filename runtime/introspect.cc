@@ -62,15 +62,14 @@ Result<OwnedFd> connectQuery(std::string_view name, const QueryOptions& options,
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
+  info->name = std::string(name);
+  info->pid = cred.pid;
+  info->uid = cred.uid;
   if (cred.uid != ::geteuid() && cred.uid != 0 &&
       std::find(options.trustUids.begin(), options.trustUids.end(), cred.uid) == options.trustUids.end()) {
     return Status(Errc::kPermissionDenied, "\"" + std::string(name) + "\" is served by untrusted uid " +
                                                std::to_string(cred.uid));
   }
-  info->name = std::string(name);
-  info->pid = cred.pid;
-  info->uid = cred.uid;
-
   detail::Hello hello{};
   hello.magic = detail::kQueryMagic;
   hello.version = detail::kProtocolVersion;
@@ -110,6 +109,7 @@ Status askInfo(int sock, const QueryOptions& options, ServerInfo* info) {
   info->interfaceId = q.interfaceId;
   info->signatureHash = q.signatureHash;
   info->procedureCount = q.procedureCount;
+  info->nameBindings = q.nameBindings;
   info->stats.bindingsLive = q.bindingsLive;
   info->stats.bindingsTotal = q.bindingsTotal;
   info->stats.bindingsRejected = q.bindingsRejected;
@@ -141,9 +141,10 @@ Result<std::vector<std::string>> listNames(const QueryOptions& options) {
   return names;
 }
 
-Result<ServerInfo> queryServer(std::string_view name, const QueryOptions& options) {
+Result<ServerInfo> queryServer(std::string_view name, const QueryOptions& options, ServerInfo* partial) {
   ServerInfo info;
   Result<OwnedFd> sock = connectQuery(name, options, &info);
+  if (partial != nullptr) *partial = info;
   if (!sock.isOk()) return sock.status();
   if (Status s = askInfo(sock->get(), options, &info); !s.isOk()) return s;
   return info;
@@ -254,6 +255,7 @@ bool answerInfo(int sock, const QueryTarget& target) {
   q.interfaceId = target.iface->id;
   q.signatureHash = target.iface->signatureHash;
   copyText(q.interfaceName, target.iface->name != nullptr ? target.iface->name : "?");
+  q.nameBindings = target.nameBindings();
   ExporterStats st = target.stats();
   q.bindingsLive = st.bindingsLive;
   q.bindingsTotal = st.bindingsTotal;

@@ -53,7 +53,8 @@ struct ServerInfo {
   uint64_t interfaceId = 0;
   uint64_t signatureHash = 0;
   uint32_t procedureCount = 0;
-  ExporterStats stats;  // of the whole exporting process (every name it serves)
+  uint64_t nameBindings = 0;  // clients bound to this name now
+  ExporterStats stats;        // of the whole exporting process (every name it serves)
 };
 
 // The names that have a socket in the directory, sorted; live or left by a dead server.
@@ -61,7 +62,9 @@ Result<std::vector<std::string>> listNames(const QueryOptions& options = {});
 
 // Asks the server of `name` what it serves and its counters. kNotFound: no such name, or
 // its server is dead (the socket is left but nobody listens).
-Result<ServerInfo> queryServer(std::string_view name, const QueryOptions& options = {});
+// `partial`, when given, gets the name, pid and uid as soon as they are known, so that a
+// refused query (another user's server) still says who serves the name.
+Result<ServerInfo> queryServer(std::string_view name, const QueryOptions& options = {}, ServerInfo* partial = nullptr);
 
 // Null-like round trips to the server of `name` over a built-in A-stack (see above).
 class Pinger {
@@ -103,6 +106,7 @@ struct QueryInfo {
   uint64_t interfaceId;
   uint64_t signatureHash;
   char interfaceName[128];  // NUL-terminated
+  uint64_t nameBindings;  // live bindings of this name
   // ExporterStats, field by field, so that the wire does not follow that struct's changes.
   uint64_t bindingsLive, bindingsTotal, bindingsRejected, serverThreads, callsServed, callErrors;
 };
@@ -113,12 +117,13 @@ struct QueryPingReply {
   uint64_t bytes;  // size of the memfd attached
 };
 
-static_assert(sizeof(QueryRequest) == 16 && sizeof(QueryPingReply) == 16 && sizeof(QueryInfo) == 200);
+static_assert(sizeof(QueryRequest) == 16 && sizeof(QueryPingReply) == 16 && sizeof(QueryInfo) == 208);
 
 // What the clerk needs to answer queries about one exported name.
 struct QueryTarget {
   const InterfaceDescriptor* iface;
   std::function<ExporterStats()> stats;
+  std::function<uint64_t()> nameBindings;
 };
 
 // The clerk's side, after it accepted a query Hello (credentials checked): sends the Welcome

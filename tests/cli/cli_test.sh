@@ -45,6 +45,7 @@ expect "ls shows paper with its interface, pid and process" \
 "$LRPC" stat paper >"$work/stat.out" 2>&1 || fail "stat exited non-zero"
 expect "stat names the interface" '^interface: +paper\.capnp:Paper \(id 0x[0-9a-f]{16}, signature 0x[0-9a-f]{16}, 4 procedures\)' "$work/stat.out"
 expect "stat names the server" "^server: +pid $server_pid \\(cli_test_server\\)" "$work/stat.out"
+expect "stat counts the name's binding" '^bound to it: +1 clients$' "$work/stat.out"
 expect "stat counts the binding" '^bindings: +1 live, 1 accepted, 0 rejected$' "$work/stat.out"
 expect "stat counts the A-stack in use" '^A-stacks in use: +1 ' "$work/stat.out"
 expect "stat counts the calls" '^calls served: +3$' "$work/stat.out"
@@ -68,6 +69,23 @@ expect "queries are not bindings" '^bindings: +1 live, 1 accepted, 0 rejected$' 
 expect "udp ping names the interface" "^PING 127\\.0\\.0\\.1:$port: \"paper\" serves paper\\.capnp:Paper" "$work/udp.out"
 expect "udp ping summary" '^5 sent, 5 answered, 0 errors$' "$work/udp.out"
 expect "udp ping percentiles" '^rtt min/avg/max = ' "$work/udp.out"
+
+# ls --all: every user's default directory. Another user's server refuses our query, but ls
+# still says who serves the name. (Needs a second uid: CI runs as root, as the namespace tests do.)
+if [ "$(id -u)" -ne 0 ]; then
+  fail "ls --all check needs root (to run a server as another user)"
+fi
+other="cli-all-$$"
+env -u XDG_RUNTIME_DIR -u LRPC_DIR setpriv --reuid=65534 --regid=65534 --clear-groups \
+  "$SERVER" "$other" 0 >"$work/nobody.out" 2>&1 &
+nobody_pid=$!
+for _ in $(seq 100); do grep -q '^ready' "$work/nobody.out" 2>/dev/null && break; sleep 0.1; done
+"$LRPC" ls --all >"$work/ls_all.out" 2>&1 || fail "ls --all exited non-zero"
+kill "$nobody_pid"; wait "$nobody_pid"
+expect "ls --all shows our directory" "^# $LRPC_DIR\$" "$work/ls_all.out"
+expect "ls --all shows the other user's directory" '^# /tmp/lrpc-65534$' "$work/ls_all.out"
+expect "ls --all names the other user's server" \
+  "^$other +- +$nobody_pid +cli_test_server +\\(permission denied: uid 0 may not import \"$other\"\\)" "$work/ls_all.out"
 
 # Wrong names: a clear error and exit status 1.
 "$LRPC" ping nosuch >"$work/err.out" 2>&1 && fail "ping of a wrong name succeeded"

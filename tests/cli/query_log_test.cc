@@ -99,6 +99,7 @@ TEST_F(QueryTest, ListsAndDescribesAName) {
   EXPECT_EQ(info->signatureHash, Paper::kDescriptor.signatureHash);
   EXPECT_EQ(info->procedureCount, Paper::kDescriptor.procedureCount);
   EXPECT_EQ(info->pid, ::getpid());
+  EXPECT_EQ(info->nameBindings, 1u);
   EXPECT_EQ(info->stats.bindingsLive, 1u);
   EXPECT_EQ(info->stats.bindingsTotal, 1u);
   EXPECT_EQ(info->stats.callsServed, 7u);
@@ -106,6 +107,18 @@ TEST_F(QueryTest, ListsAndDescribesAName) {
   // The query itself is no binding.
   EXPECT_EQ(exporter_->stats().bindingsTotal, 1u);
   EXPECT_EQ(exporter_->stats().bindingsRejected, 0u);
+
+  // A second name of the same Exporter: its own bindings, the process's counters.
+  PaperImpl second;
+  ASSERT_TRUE(exporter_->add<Paper>("paper2", second).isOk());
+  Result<ServerInfo> info2 = queryServer("paper2", options_);
+  ASSERT_TRUE(info2.isOk()) << info2.status().toString();
+  EXPECT_EQ(info2->nameBindings, 0u);
+  EXPECT_EQ(info2->stats.bindingsLive, 1u);
+  EXPECT_EQ(info2->stats.callsServed, 7u);
+  names = listNames(options_);
+  ASSERT_TRUE(names.isOk());
+  EXPECT_EQ(*names, (std::vector<std::string>{"paper", "paper2"}));
 }
 
 TEST_F(QueryTest, PingsInEveryModeWithoutCountingCalls) {

@@ -1,10 +1,15 @@
 #include "transport/cli/commands.h"
 
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "runtime/introspect.h"
 #include "runtime/names.h"
@@ -84,26 +89,61 @@ int pingUdp(const CommonOptions& common, const PingOptions& opts, const std::str
 
 }  // namespace
 
-int listCommand(const CommonOptions& common) {
-  QueryOptions q = queryOptions(common);
-  Result<std::string> dir = detail::namesDir(common.dir, false);
-  Result<std::vector<std::string>> names = listNames(q);
-  if (!names.isOk()) return fail("ls", names.status());
-  std::string where = dir.isOk() ? *dir : (common.dir.empty() ? "the default directory" : common.dir);
-  if (names->empty()) {
-    std::printf("no names exported in %s\n", where.c_str());
+int listCommand(const CommonOptions& common, bool all) {
+  std::vector<std::string> dirs;
+  if (Result<std::string> own = detail::namesDir(common.dir, false); own.isOk()) {
+    dirs.push_back(*own);
+  } else if (!all) {
+    if (own.status().code() != Errc::kNotFound) return fail("ls", own.status());
+    std::printf("no names exported in %s\n", common.dir.empty() ? "the default directory" : common.dir.c_str());
     return 0;
   }
-  std::printf("# %s\n", where.c_str());
-  std::printf("%-20s %-32s %-8s %-16s %s\n", "NAME", "INTERFACE", "PID", "PROCESS", "BINDINGS");
-  for (const std::string& name : *names) {
-    Result<ServerInfo> info = queryServer(name, q);
-    if (!info.isOk()) {
-      std::printf("%-20s %-32s %-8s %-16s (%s)\n", name.c_str(), "-", "-", "-", info.status().toString().c_str());
+  if (all) {
+    for (const char* pattern : {"/run/user/*/lrpc", "/tmp/lrpc-*"}) {
+      glob_t g{};
+      if (::glob(pattern, GLOB_ONLYDIR, nullptr, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) {
+          if (std::find(dirs.begin(), dirs.end(), g.gl_pathv[i]) == dirs.end()) dirs.emplace_back(g.gl_pathv[i]);
+        }
+      }
+      ::globfree(&g);
+    }
+  }
+  bool header = false;
+  for (const std::string& dir : dirs) {
+    QueryOptions q = queryOptions(common);
+    q.dir = dir;
+    // Another user's directory and servers are trusted as theirs: we only read and ask.
+    struct stat st{};
+    if (::stat(dir.c_str(), &st) == 0) q.trustUids.push_back(st.st_uid);
+    Result<std::vector<std::string>> names = listNames(q);
+    if (!names.isOk()) {
+      std::printf("# %s: %s\n", dir.c_str(), names.status().toString().c_str());
       continue;
     }
-    std::printf("%-20s %-32s %-8d %-16s %s\n", name.c_str(), info->interfaceName.c_str(), static_cast<int>(info->pid),
-                processName(info->pid).c_str(), u64(info->stats.bindingsLive).c_str());
+    if (names->empty()) {
+      std::printf("# %s: no names exported\n", dir.c_str());
+      continue;
+    }
+    std::printf("# %s\n", dir.c_str());
+    if (!header) {
+      std::printf("%-20s %-32s %-8s %-16s %s\n", "NAME", "INTERFACE", "PID", "PROCESS", "BINDINGS");
+      header = true;
+    }
+    for (const std::string& name : *names) {
+      ServerInfo partial;
+      Result<ServerInfo> info = queryServer(name, q, &partial);
+      if (!info.isOk()) {
+        // Who serves it is known even when the server refuses our query (another user's).
+        std::string pid = partial.pid > 0 ? std::to_string(partial.pid) : "-";
+        std::string proc = partial.pid > 0 ? processName(partial.pid) : "-";
+        std::printf("%-20s %-32s %-8s %-16s (%s)\n", name.c_str(), "-", pid.c_str(), proc.empty() ? "-" : proc.c_str(),
+                    info.status().toString().c_str());
+        continue;
+      }
+      std::printf("%-20s %-32s %-8d %-16s %s\n", name.c_str(), info->interfaceName.c_str(), static_cast<int>(info->pid),
+                  processName(info->pid).c_str(), u64(info->nameBindings).c_str());
+    }
   }
   return 0;
 }
@@ -118,6 +158,7 @@ int statCommand(const CommonOptions& common, const std::string& name) {
               i.interfaceName.c_str(), i.interfaceId, i.signatureHash, i.procedureCount);
   std::printf("server:           pid %d (%s), uid %u\n", static_cast<int>(i.pid), processName(i.pid).c_str(),
               static_cast<unsigned>(i.uid));
+  std::printf("bound to it:      %s clients\n", u64(i.nameBindings).c_str());
   std::printf("# counters of the whole server process (every name it exports)\n");
   std::printf("bindings:         %s live, %s accepted, %s rejected\n", u64(st.bindingsLive).c_str(),
               u64(st.bindingsTotal).c_str(), u64(st.bindingsRejected).c_str());

@@ -21,7 +21,9 @@ struct PingOptions {
   bool quiet = false;  // summary only
 };
 
-int listCommand(const CommonOptions& common);
+// `all`: every user's names directory this process can read (the default directories of
+// every uid: /run/user/*/lrpc and /tmp/lrpc-*), not only ours.
+int listCommand(const CommonOptions& common, bool all);
 int statCommand(const CommonOptions& common, const std::string& name);
 // `target` is a same-host name or udp://host:port/name.
 int pingCommand(const CommonOptions& common, const PingOptions& ping, const std::string& target);

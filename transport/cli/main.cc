@@ -1,5 +1,5 @@
 // lrpc: the operator's tool.
-//   lrpc ls                                  the exported names, their interfaces and servers
+//   lrpc ls [--all]                          the exported names, their interfaces and servers
 //   lrpc ping [-c N] [-i SEC] [-q] [--mode M] <name | udp://host:port/name>
 //   lrpc stat <name>                         a server's bindings, A-stacks, calls and errors
 // Common options: --dir DIR (names directory), -W/--timeout SEC (per answer, default 1).
@@ -16,7 +16,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: lrpc <command> [options]\n"
-    "  ls                        list the exported names with their interfaces and server processes\n"
+    "  ls [-a|--all]             list the exported names with their interfaces and server processes\n"
+    "                            (--all: every user's default names directory that we can read)\n"
     "  ping <name>               Null round trips through the server's runtime (a built-in A-stack)\n"
     "  ping udp://host:port/name session-handshake round trips to a network server\n"
     "  stat <name>               the server's bindings, A-stacks in use, calls served and errors\n"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   }
   lrpc::cli::CommonOptions common;
   lrpc::cli::PingOptions ping;
+  bool all = false;
   std::vector<std::string> args;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -66,6 +68,8 @@ int main(int argc, char** argv) {
       if (ping.count <= 0) return usage("bad count");
     } else if (a == "-i" && hasValue) {
       if (!parseSeconds(argv[++i], &ping.interval)) return usage("bad interval");
+    } else if (a == "--all" || a == "-a") {
+      all = true;
     } else if (a == "-q") {
       ping.quiet = true;
     } else if (a == "--mode" && hasValue) {
@@ -87,7 +91,7 @@ int main(int argc, char** argv) {
   }
   if (command == "ls") {
     if (!args.empty()) return usage("ls takes no name");
-    return lrpc::cli::listCommand(common);
+    return lrpc::cli::listCommand(common, all);
   }
   if (command == "stat" || command == "ping") {
     if (args.size() != 1) return usage((std::string(command) + " takes one name").c_str());
