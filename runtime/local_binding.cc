@@ -52,6 +52,7 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds 
   bool callDeadline = callTimeout.count() > 0 && callTimeout < astackWait_;
   int64_t deadline = detail::monotonicNs() + (callDeadline ? callTimeout : astackWait_).count();
   for (uint32_t round = 0;; ++round) {
+    // A hint only (the list itself is under abandonedMu_): skip the lock when nothing waits.
     if (anyAbandoned_.load(std::memory_order_acquire)) reclaimAbandoned();
     uint32_t index = procs_[p].pool.pop();
     if (index != detail::AStackPool::kEmpty) return index;

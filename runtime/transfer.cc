@@ -96,6 +96,7 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, uint32_t seq, TransferMode
       if (left < slice) slice = left;
     }
     if (futexWait(word, v, slice) == ETIMEDOUT) {
+      // Acquire, as above: a return that landed as the slice ran out is still a return.
       if (seqIs(word.load(std::memory_order_acquire), seq)) return WaitResult::kReady;
       if (peerGone(liveFd)) return WaitResult::kPeerDied;
       if (deadlineNs != 0 && monotonicNs() >= deadlineNs) return WaitResult::kTimedOut;
@@ -110,6 +111,7 @@ WaitResult waitForCall(std::atomic<uint32_t>& word, uint32_t lastSeq, TransferMo
   for (;;) {
     // Acquire: pairs with the client's release in ring(); after it we may read the frame.
     uint32_t v = word.load(std::memory_order_acquire);
+    // Acquire, after the word: if we saw stopWaiter's change we also see the flag set before it.
     if (stop.load(std::memory_order_acquire)) return WaitResult::kStopped;
     if ((v >> 1) != (lastSeq & kSeqMask)) {
       *seq = v >> 1;
@@ -142,6 +144,7 @@ WaitResult waitForCall(std::atomic<uint32_t>& word, uint32_t lastSeq, TransferMo
 void stopWaiter(std::atomic<uint32_t>& word) noexcept {
   // Changing the value makes a futex_wait that has not started yet return at once; the wake
   // covers one already asleep. The sequence it leaves behind is never used: the thread exits.
+  // Release: a waiter that sees the new value must also see the stop flag set before it.
   word.fetch_add(2, std::memory_order_release);
   futexWake(word);
 }
