@@ -38,6 +38,8 @@ using detail::MsgType;
 
 // How long a new connection may take to say Hello before the clerk gives up on it.
 constexpr int kHelloTimeoutMs = 5'000;
+// How long the acceptor waits for the Hello of a client it refuses for lack of room.
+constexpr int kRefuseReadMs = 100;
 // Out-of-band segments are rounded up to a power of two (at least this), so that a
 // growing stream of calls re-grows the segment a logarithmic number of times.
 constexpr uint64_t kMinSegmentBytes = 64 * 1024;
@@ -125,6 +127,7 @@ struct Exporter::Impl {
   const Exporter* self = nullptr;  // for the stats a query asks for (an Exporter never moves)
   ServerOptions options;
   Result<std::string> dir = Status(Errc::kNotFound);
+  std::string noDir;  // what dir() returns when `dir` failed
   std::atomic<uint64_t> bindingsLive{0}, bindingsTotal{0}, bindingsRejected{0}, serverThreads{0};
   std::atomic<uint64_t> callsFinished{0}, errorsFinished{0};  // of threads already joined
   mutable std::mutex mu;
@@ -359,6 +362,8 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
           reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
           break;
         }
+        // Whatever the word holds now is not a call: the client rings only after our reply.
+        // (Relaxed would do; acquire costs nothing here and keeps the doorbell rule uniform.)
         uint32_t last = control(slot->index)->callWord.load(std::memory_order_acquire) >> 1;
         slot->thread = std::thread([this, slot, last] { serve(slot, last); });
       }
@@ -432,6 +437,7 @@ void Connection::run() {
   }
   region.reset();
   sock.reset();
+  // Release: the acceptor that sees `finished` joins us and frees this Connection.
   finished.store(true, std::memory_order_release);
   signal(exp->reapFd.get());
 }
@@ -476,6 +482,10 @@ void Export::accept() {
     }
     if (live >= owner->options.maxBindings) {
       owner->bindingsRejected.fetch_add(1);
+      // Read the Hello first (waiting briefly): closing with it unread would reset the socket
+      // and the client would see "peer died" instead of the reason.
+      detail::Hello hello{};
+      (void)detail::recvMessage(sock.get(), &hello, sizeof hello, nullptr, kRefuseReadMs);
       detail::Welcome w{};
       w.status = static_cast<uint8_t>(Errc::kResourceExhausted);
       std::snprintf(w.detail, sizeof w.detail, "\"%s\" has too many bindings", name.c_str());
@@ -518,8 +528,7 @@ Exporter::~Exporter() {
 }
 
 const std::string& Exporter::dir() const noexcept {
-  static const std::string kNone;
-  return impl_->dir.isOk() ? *impl_->dir : kNone;
+  return impl_->dir.isOk() ? *impl_->dir : impl_->noDir;
 }
 
 Status Exporter::add(std::string_view name, const InterfaceDescriptor& iface, void* impl) {
