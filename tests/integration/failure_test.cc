@@ -81,7 +81,9 @@ TEST_P(ModeTest, ServerKilledDuringCall) {
 TEST_P(ModeTest, DeadlinePassesAndLateReplyDoesNotCorruptNextCall) {
   TestServer server(dir_.path(), "svc");
   ASSERT_TRUE(server.ok());
-  Result<TestService::Client> c = lrpc::import<TestService>("svc", opts());
+  ImportOptions o = opts();
+  o.astackWait = std::chrono::seconds(30);  // the next call waits for the late one, however slow the machine
+  Result<TestService::Client> c = lrpc::import<TestService>("svc", o);
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   CallOptions quick;
   quick.timeout = milliseconds(30);
