@@ -1,0 +1,593 @@
+// The crash matrix: SIGKILL the client or the server at each distinct point of a call, each
+// point rounds() times (LRPC_CAMPAIGN_ROUNDS), and check that the survivor sees the right
+// error in bounded time, holds no more fds, memfds, threads or memory than before, and serves
+// the next peer correctly.
+//
+// How each point is hit (precisely unless it says "statistically"):
+//   during import       server: SIGSTOPped, the client's import is seen blocked in poll() for
+//                       the Welcome, then SIGKILL. client: a raw client sends its Hello and is
+//                       killed before reading the Welcome; and statistically, a real import
+//                       killed after a random 0-3 ms.
+//   before publish      the A-stack is bound and started, no call in flight.
+//   after publish       the parent maps the client's A-stack region (/proc/<pid>/fd, the
+//                       memfd) and kills the moment the call doorbell changes; for a server
+//                       kill the server is SIGSTOPped first, so its handler never saw the call.
+//   inside the handler  the handler writes "entered" to a pipe and waits for "release".
+//   after the return    the handler is released and the kill follows the moment the return
+//                       doorbell carries the call's sequence.
+//   out-of-band         a 100 001-byte echo (segments both ways) held inside its handler;
+//                       and statistically, a stream of 200 KB echoes killed after 0-5 ms.
+//   retransmission      UDP: the server is SIGSTOPped until the client's channel has counted a
+//                       retransmission, then the server (or the client) is killed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "runtime/astack.h"
+#include "runtime/import.h"
+#include "runtime/local_binding.h"
+#include "runtime/names.h"
+#include "runtime/protocol.h"
+#include "tests/campaign/crash_peers.h"
+#include "transport/client.h"
+
+namespace lrpc::campaign {
+namespace {
+
+using lrpc::testing::TempDir;
+using Clock = std::chrono::steady_clock;
+
+constexpr TransferMode kModes[] = {TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock};
+
+int64_t msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// The client process's A-stack region, mapped by the test through /proc/<pid>/fd: lets the
+// test see the doorbells of a call it does not make itself.
+class RegionWatch {
+ public:
+  bool open(pid_t pid) {
+    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      std::error_code lec;
+      std::string target = std::filesystem::read_symlink(e.path(), lec).string();
+      if (lec || target.rfind("/memfd:lrpc-astacks-", 0) != 0) continue;
+      int fd = ::open(e.path().c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0) return false;
+      struct stat st;
+      if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+        size_ = static_cast<size_t>(st.st_size);
+        void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED) base_ = static_cast<std::byte*>(p);
+      }
+      ::close(fd);
+      return base_ != nullptr;
+    }
+    return false;
+  }
+  ~RegionWatch() {
+    if (base_ != nullptr) ::munmap(base_, size_);
+  }
+  AStackControl* control(uint32_t index) const {
+    return reinterpret_cast<AStackControl*>(base_ + layout_.astackOffset(index));
+  }
+  uint32_t first(uint32_t procedure) const { return layout_.procedure(procedure).firstAStack; }
+
+ private:
+  RegionLayout layout_ = *RegionLayout::compute(TestService::kDescriptor);
+  std::byte* base_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Spins until `pred` holds, at most `ms` milliseconds.
+template <class Pred>
+bool spinUntil(Pred pred, int ms = 10'000) {
+  auto start = Clock::now();
+  while (!pred()) {
+    if (msSince(start) > ms) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+uint32_t seqOf(const std::atomic<uint32_t>& word) { return word.load(std::memory_order_acquire) >> 1; }
+
+// ---------------------------------------------------------------------------------------
+// Client killed: the server survives.
+
+class KillClient : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<HeldServer>(dir_.path());
+    ASSERT_TRUE(server_->ok());
+    // One honest binding first: the first binding allocates lasting things (malloc arenas).
+    expectServes(0);
+    ASSERT_TRUE(server_->settled(&before_));
+  }
+
+  ImportOptions opts(int round) const {
+    ImportOptions o;
+    o.dir = dir_.path();
+    o.mode = kModes[round % 3];
+    return o;
+  }
+
+  // An honest client from this process: the server still serves, correctly.
+  void expectServes(int round) {
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
+    ASSERT_TRUE(c.isOk()) << "round " << round << ": " << c.status().toString();
+    Result<int32_t> sum = c->add(round, 1);
+    ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+    EXPECT_EQ(*sum, round + 1);
+  }
+
+  // After the rounds: every binding reclaimed, nothing more held than before.
+  void expectNothingLeaked(const char* point) {
+    ServerReport after;
+    ASSERT_TRUE(server_->settled(&after)) << "bindings " << after.bindingsLive << " threads " << after.serverThreads;
+    std::printf("[campaign] %s: server before {%s}, after %d rounds {%s}\n", point, describe(before_.res).c_str(),
+                rounds(), describe(after.res).c_str());
+    EXPECT_EQ(after.res.fds, before_.res.fds);
+    EXPECT_EQ(after.res.memfds, before_.res.memfds);
+    EXPECT_EQ(after.res.threads, before_.res.threads);
+    EXPECT_LT(after.res.rssKb, before_.res.rssKb + 16 * 1024);
+    expectServes(1);
+  }
+
+  // Forks a client that imports, does `body` after saying 'i', and is then killed by the test.
+  template <class Body>
+  std::unique_ptr<Child> client(int round, Pipe& imported, Body body) {
+    ImportOptions o = opts(round);
+    return std::make_unique<Child>([&imported, o, body] {
+      Result<TestService::Client> c = lrpc::import<TestService>("svc", o);
+      if (!c.isOk()) return 1;
+      body(*c, imported);
+      for (;;) ::pause();
+    });
+  }
+
+  TempDir dir_;
+  std::unique_ptr<HeldServer> server_;
+  ServerReport before_;
+};
+
+TEST_F(KillClient, KillClientDuringImportAfterHello) {
+  std::string dir = dir_.path();
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe said;
+    Child raw([&] {
+      OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::string path = detail::socketPath(dir, "svc");
+      std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+      if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 1;
+      detail::Hello hello{};
+      hello.magic = detail::kHelloMagic;
+      hello.version = detail::kProtocolVersion;
+      hello.interfaceId = TestService::kDescriptor.id;
+      hello.signatureHash = TestService::kDescriptor.signatureHash;
+      hello.procedureCount = TestService::kDescriptor.procedureCount;
+      if (!detail::sendMessage(sock.get(), &hello, sizeof hello).isOk()) return 2;
+      said.putByte();
+      for (;;) ::pause();  // never reads the Welcome (and its memfd)
+    });
+    ASSERT_TRUE(said.getByte()) << "round " << round;
+    raw.kill();
+    raw.wait();
+    expectServes(round);
+  }
+  expectNothingLeaked("KillClientDuringImportAfterHello");
+}
+
+TEST_F(KillClient, KillClientDuringImportRandomDelay) {
+  std::mt19937 rng(42);
+  int finished = 0;
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported;
+    auto c = client(round, imported, [](TestService::Client&, Pipe& p) { p.putByte(); });
+    ::usleep(rng() % 3000);
+    c->kill();
+    c->wait();
+    if (imported.getByte(0)) ++finished;
+    expectServes(round);
+  }
+  std::printf("[campaign] KillClientDuringImportRandomDelay: %d of %d rounds killed after import returned\n",
+              finished, rounds());
+  expectNothingLeaked("KillClientDuringImportRandomDelay");
+}
+
+TEST_F(KillClient, KillClientBeforeCallPublished) {
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported;
+    auto c = client(round, imported, [](TestService::Client& cl, Pipe& p) {
+      if (cl.null().isOk()) p.putByte();  // bound, A-stack started, nothing in flight
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    c->kill();
+    c->wait();
+    expectServes(round);
+  }
+  expectNothingLeaked("KillClientBeforeCallPublished");
+}
+
+TEST_F(KillClient, KillClientAfterCallPublished) {
+  int beforeReturn = 0;
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported, go;
+    ImportOptions o = opts(round);
+    Child c([&] {
+      Result<TestService::Client> cl = lrpc::import<TestService>("svc", o);
+      if (!cl.isOk()) return 1;
+      imported.putByte();
+      if (!go.getByte()) return 2;
+      for (;;) (void)cl->sleepMs(3);
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    RegionWatch w;
+    ASSERT_TRUE(w.open(c.pid())) << "round " << round;
+    AStackControl* ctl = w.control(w.first(TestService::kSleepMs));
+    go.putByte();
+    ASSERT_TRUE(spinUntil([&] { return seqOf(ctl->callWord) >= 1; })) << "round " << round;
+    c.kill();
+    if (seqOf(ctl->returnWord) < 1) ++beforeReturn;
+    c.wait();
+    expectServes(round);
+  }
+  std::printf("[campaign] KillClientAfterCallPublished: %d of %d kills landed before the server returned\n",
+              beforeReturn, rounds());
+  expectNothingLeaked("KillClientAfterCallPublished");
+}
+
+TEST_F(KillClient, KillClientInsideHandler) {
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported;
+    auto c = client(round, imported, [](TestService::Client& cl, Pipe& p) {
+      p.putByte();
+      (void)cl.sleepMs(kHoldMs);
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    ASSERT_TRUE(server_->waitEntered()) << "round " << round;
+    c->kill();
+    c->wait();
+    server_->release();  // the handler returns to a dead client
+    expectServes(round);
+  }
+  expectNothingLeaked("KillClientInsideHandler");
+}
+
+TEST_F(KillClient, KillClientAfterReturnPublished) {
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported, go;
+    ImportOptions o = opts(round);
+    Child c([&] {
+      Result<TestService::Client> cl = lrpc::import<TestService>("svc", o);
+      if (!cl.isOk()) return 1;
+      imported.putByte();
+      if (!go.getByte()) return 2;
+      (void)cl->sleepMs(kHoldMs);
+      for (;;) ::pause();
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    RegionWatch w;
+    ASSERT_TRUE(w.open(c.pid())) << "round " << round;
+    AStackControl* ctl = w.control(w.first(TestService::kSleepMs));
+    go.putByte();
+    ASSERT_TRUE(server_->waitEntered()) << "round " << round;
+    server_->release();
+    ASSERT_TRUE(spinUntil([&] { return seqOf(ctl->returnWord) == 1; })) << "round " << round;
+    c.kill();
+    c.wait();
+    expectServes(round);
+  }
+  expectNothingLeaked("KillClientAfterReturnPublished");
+}
+
+TEST_F(KillClient, KillClientDuringOutOfBandTransfer) {
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported;
+    auto c = client(round, imported, [](TestService::Client& cl, Pipe& p) {
+      p.putByte();
+      (void)cl.echo(std::vector<uint8_t>(kHoldEchoBytes, 5));  // argument segment, then held
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    ASSERT_TRUE(server_->waitEntered()) << "round " << round;
+    c->kill();
+    c->wait();
+    server_->release();  // the server now sends its result segment to a dead socket
+    expectServes(round);
+  }
+  expectNothingLeaked("KillClientDuringOutOfBandTransfer");
+}
+
+TEST_F(KillClient, KillClientDuringOutOfBandRandomDelay) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < rounds(); ++round) {
+    Pipe imported;
+    auto c = client(round, imported, [](TestService::Client& cl, Pipe& p) {
+      std::vector<uint8_t> big(200'000, 3);
+      p.putByte();
+      for (;;) (void)cl.echo(big);
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    ::usleep(rng() % 5000);
+    c->kill();
+    c->wait();
+    expectServes(round);
+  }
+  expectNothingLeaked("KillClientDuringOutOfBandRandomDelay");
+}
+
+// ---------------------------------------------------------------------------------------
+// Server killed: the client (this process) survives.
+
+class KillServer : public ::testing::Test {
+ protected:
+  ImportOptions opts(int round) const {
+    ImportOptions o;
+    o.dir = dir_.path();
+    o.mode = kModes[round % 3];
+    return o;
+  }
+
+  // Runs `round` over rounds()+1 fresh servers; the first is a warm-up, not measured. Each round
+  // also proves that the client serves itself from the next server: a fresh import and call work.
+  template <class Round>
+  void matrix(const char* point, Round round) {
+    Resources before;
+    for (int r = -1; r < rounds(); ++r) {
+      if (r == 0) before = measure();
+      HeldServer server(dir_.path());
+      ASSERT_TRUE(server.ok()) << "round " << r;
+      Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(r + 3));
+      ASSERT_TRUE(c.isOk()) << "round " << r << ": " << c.status().toString();
+      Result<int32_t> sum = c->add(r, 2);
+      ASSERT_TRUE(sum.isOk() && *sum == r + 2) << "round " << r;
+      ASSERT_NO_FATAL_FAILURE(round(server, r));
+    }
+    Resources after = measure();
+    std::printf("[campaign] %s: client before {%s}, after %d rounds {%s}\n", point, describe(before).c_str(), rounds(),
+                describe(after).c_str());
+    EXPECT_EQ(after.fds, before.fds);
+    EXPECT_EQ(after.memfds, before.memfds);
+    EXPECT_EQ(after.threads, before.threads);
+    EXPECT_LT(after.rssKb, before.rssKb + 16 * 1024);
+  }
+
+  // Runs `call` on a thread of its own; `watch` runs meanwhile on this one (and kills).
+  template <class Call, class Watch>
+  static Status during(Call call, Watch watch) {
+    Status result;
+    std::thread t([&] { result = call(); });
+    watch();
+    t.join();
+    return result;
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(KillServer, KillServerDuringImport) {
+  matrix("KillServerDuringImport", [&](HeldServer& server, int round) {
+    server.signal(SIGSTOP);
+    std::atomic<pid_t> tid{0};
+    auto start = Clock::now();
+    Status s = during(
+        [&] {
+          tid.store(currentTid());
+          return lrpc::import<TestService>("svc", opts(round)).status();
+        },
+        [&] {
+          // The import has connected and sent its Hello and waits in poll() for the Welcome.
+          ASSERT_TRUE(spinUntil([&] {
+            long nr = tid.load() == 0 ? -1 : blockedSyscall(tid.load());
+            return nr == SYS_poll || nr == SYS_ppoll;
+          })) << "round " << round;
+          server.kill();
+        });
+    EXPECT_TRUE(s == Errc::kBindingRejected || s == Errc::kPeerDied) << "round " << round << ": " << s.toString();
+    EXPECT_LT(msSince(start), 3000);
+  });
+}
+
+TEST_F(KillServer, KillServerBeforeCallPublished) {
+  matrix("KillServerBeforeCallPublished", [&](HeldServer& server, int round) {
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
+    ASSERT_TRUE(c.isOk());
+    ASSERT_TRUE(c->null().isOk());
+    server.kill();
+    auto start = Clock::now();
+    EXPECT_EQ(c->null().code(), Errc::kPeerDied) << "round " << round;
+    EXPECT_EQ(c->add(1, 2).status().code(), Errc::kPeerDied) << "round " << round;
+    EXPECT_LT(msSince(start), 3000);
+  });
+}
+
+TEST_F(KillServer, KillServerAfterCallPublished) {
+  matrix("KillServerAfterCallPublished", [&](HeldServer& server, int round) {
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
+    ASSERT_TRUE(c.isOk());
+    ASSERT_TRUE(c->sleepMs(0).isOk());  // the A-stack's server thread exists
+    AStackControl* ctl = c->binding()->local->control(
+        c->binding()->local->procedure(TestService::kSleepMs).layout.firstAStack);
+    server.signal(SIGSTOP);  // it never sees the call
+    auto start = Clock::now();
+    Status s = during([&] { return c->sleepMs(0).status(); },
+                      [&] {
+                        ASSERT_TRUE(spinUntil([&] { return seqOf(ctl->callWord) == 2; })) << "round " << round;
+                        server.kill();
+                      });
+    EXPECT_EQ(s.code(), Errc::kPeerDied) << "round " << round << ": " << s.toString();
+    EXPECT_LT(msSince(start), 3000);
+  });
+}
+
+TEST_F(KillServer, KillServerInsideHandler) {
+  matrix("KillServerInsideHandler", [&](HeldServer& server, int round) {
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
+    ASSERT_TRUE(c.isOk());
+    Status s = during([&] { return c->sleepMs(kHoldMs).status(); },
+                      [&] {
+                        ASSERT_TRUE(server.waitEntered()) << "round " << round;
+                        server.kill();
+                      });
+    EXPECT_EQ(s.code(), Errc::kPeerDied) << "round " << round << ": " << s.toString();
+    EXPECT_EQ(c->null().code(), Errc::kPeerDied);
+  });
+}
+
+TEST_F(KillServer, KillServerAfterReturnPublished) {
+  int ok = 0, died = 0;
+  matrix("KillServerAfterReturnPublished", [&](HeldServer& server, int round) {
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
+    ASSERT_TRUE(c.isOk());
+    AStackControl* ctl = c->binding()->local->control(
+        c->binding()->local->procedure(TestService::kSleepMs).layout.firstAStack);
+    Result<uint32_t> r = Status(Errc::kCancelled);
+    std::thread t([&] { r = c->sleepMs(kHoldMs); });
+    EXPECT_TRUE(server.waitEntered()) << "round " << round;
+    server.release();
+    EXPECT_TRUE(spinUntil([&] { return seqOf(ctl->returnWord) == 1; })) << "round " << round;
+    server.kill();
+    t.join();
+    // The return was published before the kill: the value is there, or (if the waiting thread
+    // polled the socket in between) the call reports the death; never a wrong value.
+    if (r.isOk()) {
+      EXPECT_EQ(*r, kHoldMs);
+      ok += round >= 0;
+    } else {
+      EXPECT_EQ(r.status().code(), Errc::kPeerDied) << r.status().toString();
+      died += round >= 0;
+    }
+  });
+  std::printf("[campaign] KillServerAfterReturnPublished: %d calls returned their value, %d reported kPeerDied\n", ok,
+              died);
+}
+
+TEST_F(KillServer, KillServerDuringOutOfBandTransfer) {
+  matrix("KillServerDuringOutOfBandTransfer", [&](HeldServer& server, int round) {
+    Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
+    ASSERT_TRUE(c.isOk());
+    Status s = during([&] { return c->echo(std::vector<uint8_t>(kHoldEchoBytes, 1)).status(); },
+                      [&] {
+                        ASSERT_TRUE(server.waitEntered()) << "round " << round;
+                        server.kill();
+                      });
+    EXPECT_EQ(s.code(), Errc::kPeerDied) << "round " << round << ": " << s.toString();
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// The network path: a kill while the client retransmits.
+
+net::ClientOptions udpOptions() {
+  net::ClientOptions co;
+  co.mode = net::ReceiveMode::kBlocking;
+  co.initialRto = std::chrono::milliseconds(5);
+  co.maxRto = std::chrono::milliseconds(40);
+  co.maxRetries = 10;
+  return co;
+}
+
+uint64_t retransmits(const Binding& b) {
+  auto* ch = dynamic_cast<net::UdpChannel*>(b.channel);
+  return ch == nullptr ? 0 : ch->stats().retransmits;
+}
+
+TEST(KillNet, KillServerDuringRetransmission) {
+  Resources before;
+  for (int round = -1; round < rounds(); ++round) {
+    if (round == 0) before = measure();
+    UdpPeerServer server;
+    ASSERT_NE(server.port(), 0);
+    auto b = net::connect(server.uri(), net::testing::Svc::kDescriptor, udpOptions());
+    ASSERT_TRUE(b.isOk()) << b.status().toString();
+    ASSERT_TRUE(net::testing::callNull(**b).isOk());
+    server.signal(SIGSTOP);
+    auto start = Clock::now();
+    Result<uint64_t> r = Status(Errc::kCancelled);
+    std::thread t([&] { r = net::testing::callToken(**b, 7); });
+    EXPECT_TRUE(spinUntil([&] { return retransmits(**b) > 0; })) << "round " << round;
+    server.kill();
+    t.join();
+    EXPECT_EQ(r.status().code(), Errc::kPeerDied) << "round " << round << ": " << r.status().toString();
+    EXPECT_LT(msSince(start), 5000);
+    EXPECT_EQ(net::testing::callNull(**b).code(), Errc::kPeerDied);
+  }
+  Resources after = measure();
+  std::printf("[campaign] KillServerDuringRetransmission: client before {%s}, after %d rounds {%s}\n",
+              describe(before).c_str(), rounds(), describe(after).c_str());
+  EXPECT_EQ(after.fds, before.fds);
+  EXPECT_EQ(after.threads, before.threads);
+  EXPECT_LT(after.rssKb, before.rssKb + 16 * 1024);
+}
+
+TEST(KillNet, KillClientDuringRetransmission) {
+  UdpPeerServer server;
+  ASSERT_NE(server.port(), 0);
+  std::string uri = server.uri();
+  auto check = net::connect(uri, net::testing::Svc::kDescriptor, udpOptions());
+  ASSERT_TRUE(check.isOk());
+  ServerReport before{};
+  int executedOnce = 0;
+  for (int round = -1; round < rounds(); ++round) {
+    if (round == 0) {
+      ASSERT_TRUE(server.report(0, &before));
+    }
+    uint64_t token = 1000 + static_cast<uint64_t>(round + 1);
+    Pipe connected, go, retrying;
+    Child c([&] {
+      auto b = net::connect(uri, net::testing::Svc::kDescriptor, udpOptions());
+      if (!b.isOk()) return 1;
+      connected.putByte();
+      if (!go.getByte()) return 2;  // the server is stopped now
+      std::thread watcher([&] {
+        if (spinUntil([&] { return retransmits(**b) > 0; })) retrying.putByte();
+      });
+      watcher.detach();
+      (void)net::testing::callToken(**b, token);
+      for (;;) ::pause();
+    });
+    ASSERT_TRUE(connected.getByte()) << "round " << round;
+    server.signal(SIGSTOP);
+    go.putByte();
+    ASSERT_TRUE(retrying.getByte()) << "round " << round;
+    c.kill();
+    c.wait();
+    server.signal(SIGCONT);
+    // The server executes the dead client's queued request at most once, and serves on.
+    auto r = net::testing::callToken(**check, 1);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ServerReport rep;
+    ASSERT_TRUE(server.report(token, &rep));
+    EXPECT_LE(rep.tokenRuns, 1u) << "round " << round;
+    if (round >= 0 && rep.tokenRuns == 1) ++executedOnce;
+  }
+  ServerReport after;
+  ASSERT_TRUE(server.report(0, &after));
+  std::printf("[campaign] KillClientDuringRetransmission: %d of %d dead clients' calls ran once (never twice); "
+              "server before {%s, %llu sessions}, after {%s, %llu sessions}\n",
+              executedOnce, rounds(), describe(before.res).c_str(), static_cast<unsigned long long>(before.sessions),
+              describe(after.res).c_str(), static_cast<unsigned long long>(after.sessions));
+  EXPECT_EQ(after.res.fds, before.res.fds);
+  EXPECT_EQ(after.res.threads, before.res.threads);
+  // Sessions of killed clients stay until evicted (no bye): a few KiB each.
+  EXPECT_LT(after.res.rssKb, before.res.rssKb + 16 * 1024);
+}
+
+}  // namespace
+}  // namespace lrpc::campaign
