@@ -46,6 +46,24 @@ bench:
 	cmake --build $(BUILD) -j $(JOBS)
 	bash bench/run.sh $(BUILD) $(if $(QUICK),--quick,)
 
+# Every libFuzzer target (clang, ASan+UBSan) run for FUZZ_SECONDS each; new inputs go to
+# build-fuzz/corpus/<target>, never into the checked-in seeds. A crash stops the run and
+# leaves its input (crash-*) in the current directory.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = tests/fuzz/dispatch_fuzz:tests/fuzz/corpus/dispatch \
+               tests/transport/packet_fuzz:tests/transport/corpus/packet \
+               tests/campaign/segment_fuzz:tests/campaign/fuzz/corpus/segment \
+               tests/campaign/handshake_fuzz:tests/campaign/fuzz/corpus/handshake
+fuzz: deps
+	@$(call configure,build-fuzz,-DLRPC_BUILD_TESTS=ON -DLRPC_BUILD_FUZZ=ON \
+	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=address$(comma)undefined)
+	cmake --build build-fuzz -j $(JOBS) --target $(foreach t,$(FUZZ_TARGETS),$(notdir $(firstword $(subst :, ,$(t)))))
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  bin=build-fuzz/$${t%%:*}; seeds=$${t#*:}; scratch=build-fuzz/corpus/$$(basename $$bin); \
+	  mkdir -p $$scratch; echo "fuzz: $$bin for $(FUZZ_SECONDS) s"; \
+	  $$bin -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$scratch $$seeds; \
+	done
+
 clean:
 	rm -rf build build-asan build-tsan
 
