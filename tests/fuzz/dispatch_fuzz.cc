@@ -33,7 +33,8 @@ class ReplayChannel final : public lrpc::CallChannel {
   std::span<const std::byte> reply_;
 };
 
-void runClient(uint32_t procedure, std::span<const std::byte> reply) {
+// Calls `procedure` through the generated client with `reply` as the server's answer.
+lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
   auto channel = std::make_shared<ReplayChannel>(reply);
   lrpc::CallChannel* raw = channel.get();
   Everything::Client c(std::make_shared<lrpc::Binding>(Everything::kDescriptor, raw, channel));
@@ -41,28 +42,28 @@ void runClient(uint32_t procedure, std::span<const std::byte> reply) {
   const std::vector<std::string_view> texts{"a", "bc"};
   const std::vector<uint8_t> bytes{1, 2, 3};
   switch (procedure) {
-    case Everything::kEchoBool: (void)c.echoBool(true); break;
-    case Everything::kAllInts: (void)c.allInts(1, 2, 3, 4, 5, 6, 7, 8); break;
-    case Everything::kFloats: (void)c.floats(1, 2); break;
-    case Everything::kEnums: (void)c.enums(lrpc::testing::Mood::kCalm, lrpc::testing::base::Color::kRed); break;
-    case Everything::kOuter: (void)c.outer(lrpc::testing::Outer{}); break;
-    case Everything::kNothing: (void)c.nothing(); break;
-    case Everything::kFail: (void)c.fail(0); break;
-    case Everything::kInts: (void)c.ints(ints); break;
-    case Everything::kBools: (void)c.bools({}); break;
-    case Everything::kMoods: (void)c.moods({}); break;
-    case Everything::kStructs: (void)c.structs({}); break;
-    case Everything::kTexts: (void)c.texts(texts); break;
-    case Everything::kDatas: (void)c.datas({}); break;
-    case Everything::kU64s: (void)c.u64s({}); break;
-    case Everything::kLimitedTexts: (void)c.limitedTexts(texts); break;
-    case Everything::kPing: (void)c.ping(1); break;
-    case Everything::kText: (void)c.text("x"); break;
-    case Everything::kData: (void)c.data(bytes); break;
-    case Everything::kLimited: (void)c.limited("x"); break;
-    case Everything::kMixed: (void)c.mixed(1, "t", true, bytes, 2); break;
-    case Everything::kSelf: (void)c.self(); break;
-    default: break;
+    case Everything::kEchoBool: return c.echoBool(true).status();
+    case Everything::kAllInts: return c.allInts(1, 2, 3, 4, 5, 6, 7, 8).status();
+    case Everything::kFloats: return c.floats(1, 2).status();
+    case Everything::kEnums: return c.enums(lrpc::testing::Mood::kCalm, lrpc::testing::base::Color::kRed).status();
+    case Everything::kOuter: return c.outer(lrpc::testing::Outer{}).status();
+    case Everything::kNothing: return c.nothing();
+    case Everything::kFail: return c.fail(0);
+    case Everything::kInts: return c.ints(ints).status();
+    case Everything::kBools: return c.bools({}).status();
+    case Everything::kMoods: return c.moods({}).status();
+    case Everything::kStructs: return c.structs({}).status();
+    case Everything::kTexts: return c.texts(texts).status();
+    case Everything::kDatas: return c.datas({}).status();
+    case Everything::kU64s: return c.u64s({}).status();
+    case Everything::kLimitedTexts: return c.limitedTexts(texts).status();
+    case Everything::kPing: return c.ping(1).status();
+    case Everything::kText: return c.text("x").status();
+    case Everything::kData: return c.data(bytes).status();
+    case Everything::kLimited: return c.limited("x").status();
+    case Everything::kMixed: return c.mixed(1, "t", true, bytes, 2).status();
+    case Everything::kSelf: return c.self().status();
+    default: return lrpc::Status(lrpc::Errc::kInvalidArgument, "no such procedure");
   }
 }
 
@@ -81,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (clientMode) {
     std::vector<std::byte> reply(fixed);
     reply.insert(reply.end(), tail.begin(), tail.end());
-    runClient(procedure, reply);
+    (void)runClient(procedure, reply);
     return 0;
   }
   lrpc::testing::EveryTypeImpl<Everything::Server> impl;
@@ -89,6 +90,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       procedure < Everything::kProcedureCount ? Everything::kProcedures[procedure].resultsSize : 0;
   lrpc::testing::BufferServerCall call(fixed, tail, resultsSize);
   lrpc::Status s = Everything::Server::dispatch(static_cast<Everything::Server*>(&impl), procedure, call);
-  if (s.isOk() && call.results.size() != resultsSize) __builtin_trap();  // dispatch must not resize the results
+  if (s.isOk()) {
+    if (call.results.size() != resultsSize) __builtin_trap();  // dispatch must not resize the results
+    // What the generated server writes, the generated client must accept.
+    std::vector<std::byte> reply(call.results);
+    reply.insert(reply.end(), call.tail.begin(), call.tail.end());
+    if (!runClient(procedure, reply).isOk()) __builtin_trap();
+  }
   return 0;
 }
