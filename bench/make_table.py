@@ -167,7 +167,7 @@ def main():
     for call, (mp, lrpc, taos) in PAPER.items():
         out.append(f"| {call} | {mp} | {lrpc} | {taos} | {taos / lrpc:.2f}x |")
     out.append("\nLRPC/MP corresponds to lrpc_spin here, LRPC (one processor) to lrpc_block_samecore, "
-               "Taos to msg_uds.\n")
+               "Taos to msg_uds_samecore (msg_uds is the same across two CPUs).\n")
 
     missing = [p for p in SAME_HOST + NETWORK if p not in paths]
     if missing:
