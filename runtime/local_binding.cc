@@ -106,7 +106,7 @@ Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs
 }
 
 Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                                    OwnedFd* fd) noexcept {
+                                    OwnedFd* fd, int64_t deadlineNs) noexcept {
   if (Status s = detail::sendMessage(socket_.get(), &request, sizeof request); !s.isOk()) {
     if (s.code() == Errc::kPeerDied) markDead();
     return s;
@@ -121,7 +121,15 @@ Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgT
       }
     }
     Pending got{};
-    Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, kClerkReplyMs);
+    int waitMs = kClerkReplyMs;
+    if (deadlineNs != 0) {
+      int64_t leftMs = (deadlineNs - detail::monotonicNs()) / 1'000'000;
+      waitMs = static_cast<int>(std::clamp<int64_t>(leftMs, 0, kClerkReplyMs));
+    }
+    Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, waitMs);
+    if (!s.isOk() && s.code() == Errc::kDeadlineExceeded && waitMs < kClerkReplyMs) {
+      return Status(Errc::kDeadlineExceeded, "deadline passed waiting for the server's clerk");
+    }
     if (!s.isOk()) {
       markDead();
       return s.code() == Errc::kDeadlineExceeded ? Status(Errc::kPeerDied, "server's clerk stopped answering") : s;
@@ -130,11 +138,12 @@ Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgT
   }
 }
 
-Status LocalBinding::startAStack(uint32_t index) noexcept {
+Status LocalBinding::startAStack(uint32_t index, std::chrono::nanoseconds callTimeout) noexcept {
   detail::Message req{detail::MsgType::kStartThread, index, 0, 0, {}};
   detail::Message reply{};
+  int64_t deadline = callTimeout.count() > 0 ? detail::monotonicNs() + callTimeout.count() : 0;
   std::lock_guard<std::mutex> lock(sockMu_);
-  if (Status s = exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr); !s.isOk()) return s;
+  if (Status s = exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr, deadline); !s.isOk()) return s;
   if (reply.status != 0) {
     return Status(static_cast<Errc>(reply.status), "server could not start a thread for this A-stack");
   }

@@ -110,8 +110,9 @@ class LocalBinding {
   // Waits for a free A-stack of procedure p: up to the import's astackWait (then
   // kResourceExhausted), or the call's timeout if that is shorter (then kDeadlineExceeded).
   Result<uint32_t> acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout) noexcept;
-  // Asks the clerk for the A-stack's server thread (first use).
-  Status startAStack(uint32_t index) noexcept;
+  // Asks the clerk for the A-stack's server thread (first use). A call's timeout bounds the
+  // wait for the clerk too (kDeadlineExceeded): a slow server is not a dead one.
+  Status startAStack(uint32_t index, std::chrono::nanoseconds callTimeout = {}) noexcept;
   // Waits for the return of call `seq` on A-stack `index` beyond the inline spin.
   Status waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept;
   // The call on `index` gave up (deadline): keep the A-stack out of the pool until the server
@@ -132,8 +133,10 @@ class LocalBinding {
  private:
   // Sends `request` and waits for the reply of type `want` for the same A-stack; replies for
   // other A-stacks that arrive meanwhile are kept in pending_. Requires sockMu_.
+  // deadlineNs (monotonic, 0 for none) bounds the wait for the reply below the clerk's own
+  // limit: then kDeadlineExceeded, and the binding stays usable (a late reply waits in pending_).
   Status exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                        OwnedFd* fd) noexcept;
+                        OwnedFd* fd, int64_t deadlineNs = 0) noexcept;
   void reclaimAbandoned() noexcept;
 
   // Hot fields first.

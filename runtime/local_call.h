@@ -49,7 +49,7 @@ class LocalCall {
     ctl_ = lb_->control(index);
     frame_ = reinterpret_cast<std::byte*>(ctl_) + kControlBytes;
     if (!lb_->slot(index).started) [[unlikely]] {
-      if (Status s = lb_->startAStack(index); !s.isOk()) {
+      if (Status s = lb_->startAStack(index, timeout_); !s.isOk()) {
         status_ = std::move(s);
         return;  // the destructor gives the A-stack back
       }
