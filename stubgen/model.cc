@@ -378,6 +378,14 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<std::string>& errors) {
       ok = false;
       continue;
     }
+    uint32_t ignored = 0;
+    if (getUInt32Annotation(f.getAnnotations(), kMaxBytesId, ignored)) {
+      errors.push_back(where(file, line) + ctx +
+                       ": $Lrpc.maxBytes applies only to Text, Data and List parameters and results (a struct "
+                       "field's size is already known)");
+      ok = false;
+      continue;
+    }
     Layout fl = layoutOf(t);
     layout.size = alignUp(layout.size, fl.align) + fl.size;
     layout.align = std::max(layout.align, fl.align);
@@ -776,6 +784,14 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id, std::vector<std::string>&
   d.methods = std::move(all);
   d.signatureHash = fnv1a64(signature);
   collectScope(id, d.nestedEnums, d.nestedStructs, nullptr, errors);
+  for (auto nested : n.getNestedNodes()) {
+    const std::string nestedName = nested.getName();
+    if (nestedName == "Client" || nestedName == "Server") {
+      errors.push_back(where(fileOf(id), lineOf(fileIdOf(id), {{"interface", d.name}})) + "interface " + localPath(n) +
+                       ": a nested type named " + nestedName + " clashes with the generated " + d.name +
+                       "::" + nestedName + "; rename it");
+    }
+  }
   return d;
 }
 
