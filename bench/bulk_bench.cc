@@ -1,0 +1,515 @@
+// lrpc_bulk_bench: bandwidth against message size for bulk calls (issue 8), 4 KiB to 64 MiB,
+// with the floors measured in the same run:
+//
+//   memcpy            one thread copies a buffer of that size into another (same host floor)
+//   tcp_stream        one-way TCP stream between the two namespaces, write() of whole
+//                     messages (the network floor TCP-class throughput is measured against)
+//   udp_gso_stream    one-way UDP stream between the namespaces, 64 segments of 1472 bytes per
+//                     sendmsg (UDP_SEGMENT) and UDP_GRO on receive, nothing resent: what a
+//                     user-level transport can reach when it batches segments per system call
+//   lrpc_sink         Curves.sink(Data) over lrpc on the same host (out-of-band segment)
+//   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved)
+//   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
+//
+// Each cell is bytes moved / wall time over enough calls to fill a time budget. Each curve
+// gets r_max and n1/2 from a least-squares fit of t(n) = t0 + n / r_max over its sizes
+// (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
+// Run as root (namespaces); without them the network rows are skipped with the reason.
+//
+//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,local,net]
+//
+// Run as "lrpc_bulk_bench --server KIND READY_FD ARGS..." it is one of its own servers (the
+// harness re-execs /proc/self/exe, see bench/harness.h).
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/harness.h"
+#include "bench/lrpc_common.h"
+#include "curves.lrpc.h"  // lrpc_generate(lrpc_bulk_bench .../curves.capnp)
+#include "runtime/exporter.h"
+#include "runtime/import.h"
+#include "transport/client.h"
+#include "transport/gso.h"
+#include "transport/server.h"
+
+namespace lrpc::bench {
+namespace {
+
+using curves::Curves;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint16_t kTcpPort = 7411;
+constexpr uint16_t kUdpPort = 7412;
+
+struct Config {
+  int budgetMs = 300;  // per cell
+  size_t maxBytes = size_t{64} << 20;
+  std::string only;    // empty: everything
+  bool wants(const char* what) const { return only.empty() || only.find(what) != std::string::npos; }
+};
+
+std::vector<size_t> sizes(const Config& cfg) {
+  std::vector<size_t> out;
+  for (size_t s = 4096; s <= cfg.maxBytes; s *= 4) out.push_back(s);
+  if (out.back() != cfg.maxBytes && cfg.maxBytes >= 4096) out.push_back(cfg.maxBytes);
+  return out;
+}
+
+struct Point {
+  size_t bytes = 0;      // message size
+  double seconds = 0;    // per message
+  double moved = 0;      // bytes moved per message (2 x size for echo)
+  bool ok = false;
+};
+
+struct Curve {
+  std::string name;
+  std::string note;  // why it is missing, when it is
+  std::vector<Point> points;
+};
+
+// Runs `one` (one message of `size` bytes; false on failure) until the budget is used
+// (at least 2 and at most 100,000 times, after one warm-up) and returns the time per message.
+Point measure(size_t size, double movedFactor, int budgetMs, const std::function<bool()>& one) {
+  Point p;
+  p.bytes = size;
+  p.moved = static_cast<double>(size) * movedFactor;
+  if (!one()) return p;
+  auto start = Clock::now();
+  auto budget = std::chrono::milliseconds(budgetMs);
+  uint64_t n = 0;
+  for (; n < 100'000; ++n) {
+    if (!one()) return p;
+    if (n >= 1 && Clock::now() - start >= budget) {
+      ++n;
+      break;
+    }
+  }
+  p.seconds = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(n);
+  p.ok = true;
+  return p;
+}
+
+// Least squares of t = t0 + n / rmax over the curve's good points.
+void fit(const Curve& c, double* rmax, double* nHalf) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int k = 0;
+  for (const Point& p : c.points) {
+    if (!p.ok) continue;
+    double x = p.moved, y = p.seconds;
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+    ++k;
+  }
+  *rmax = *nHalf = 0;
+  if (k < 2) return;
+  double slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
+  double t0 = (sy - slope * sx) / k;
+  if (slope <= 0) return;
+  *rmax = 1 / slope;
+  *nHalf = std::max(0.0, t0) * *rmax;
+}
+
+std::string human(double bytes) {
+  char buf[32];
+  if (bytes >= (1 << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1 << 20));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / 1024);
+  }
+  return buf;
+}
+
+// ---- the TCP stream floor ----
+
+// Server: accepts one connection; per message size the client sends an 8-byte count, then
+// that many bytes; the server answers one byte once it has read them all.
+int serveTcpSink(int readyFd) {
+  Fd listenFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int one = 1;
+  ::setsockopt(listenFd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kTcpPort);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(listenFd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listenFd.get(), 4) != 0) return 3;
+  signalReady(readyFd);
+  Fd c(::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!c.valid()) return 3;
+  std::vector<char> buf(size_t{1} << 20);
+  for (;;) {
+    uint64_t total = 0;
+    if (!readFull(c.get(), &total, sizeof total)) return 0;
+    while (total > 0) {
+      ssize_t r = ::read(c.get(), buf.data(), std::min<uint64_t>(total, buf.size()));
+      if (r <= 0) return 0;
+      total -= static_cast<uint64_t>(r);
+    }
+    char ack = 1;
+    if (!writeFull(c.get(), &ack, 1)) return 0;
+  }
+}
+
+Curve tcpStream(const Config& cfg, const NetnsPair& ns) {
+  Curve c{"tcp_stream", {}, {}};
+  ServerSpec spec;
+  spec.kind = "tcp_sink";
+  spec.netns = ns.serverNs();
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return {c.name, server.status().toString(), {}};
+  Fd s;
+  {
+    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
+    if (!in) return {c.name, in.status().toString(), {}};
+    s = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kTcpPort);
+  ::inet_pton(AF_INET, NetnsPair::kServerAddr, &a.sin_addr);
+  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {c.name, "connect failed", {}};
+  std::vector<char> msg(cfg.maxBytes, 0x5a);
+  for (size_t size : sizes(cfg)) {
+    // A burst of messages per measured unit, so that the ack's round trip does not count
+    // against small sizes: the stream's bandwidth, not a ping-pong.
+    size_t burst = std::max<size_t>(1, (size_t{16} << 20) / size);
+    Point p = measure(size, static_cast<double>(burst), cfg.budgetMs, [&] {
+      uint64_t total = static_cast<uint64_t>(size) * burst;
+      if (!writeFull(s.get(), &total, sizeof total)) return false;
+      for (size_t i = 0; i < burst; ++i) {
+        if (!writeFull(s.get(), msg.data(), size)) return false;
+      }
+      char ack;
+      return static_cast<bool>(readFull(s.get(), &ack, 1));
+    });
+    c.points.push_back(p);
+  }
+  return c;
+}
+
+// ---- the UDP GSO/GRO stream floor ----
+
+// Server: counts bytes received with UDP_GRO (many segments per recvmsg); answers a 1-byte
+// datagram with the 8-byte count so far.
+int serveUdpGsoSink(int readyFd) {
+  Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kUdpPort);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  int rcv = 32 << 20;
+  ::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof rcv);
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 3;
+  if (!net::enableGro(s.get())) return 3;
+  signalReady(readyFd);
+  std::vector<std::byte> buf(net::kGroBufferBytes);
+  uint64_t received = 0;
+  for (;;) {
+    sockaddr_in from{};
+    Result<net::GroDatagram> got = net::receiveGro(s.get(), buf, &from);
+    if (!got) return 0;
+    if (got->bytes == 1) {
+      (void)::sendto(s.get(), &received, sizeof received, 0, reinterpret_cast<sockaddr*>(&from), sizeof from);
+    } else {
+      received += got->bytes;
+    }
+  }
+}
+
+Curve udpGsoStream(const Config& cfg, const NetnsPair& ns) {
+  Curve c{"udp_gso_stream", {}, {}};
+  ServerSpec spec;
+  spec.kind = "udp_gso_sink";
+  spec.netns = ns.serverNs();
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return {c.name, server.status().toString(), {}};
+  Fd s;
+  {
+    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
+    if (!in) return {c.name, in.status().toString(), {}};
+    s = Fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  }
+  int snd = 32 << 20;
+  ::setsockopt(s.get(), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof snd);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kUdpPort);
+  ::inet_pton(AF_INET, NetnsPair::kServerAddr, &a.sin_addr);
+  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {c.name, "connect failed", {}};
+  timeval tv{1, 0};
+  ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto countSoFar = [&]() -> uint64_t {
+    char probe = 1;
+    uint64_t n = 0;
+    for (int tries = 0; tries < 5; ++tries) {
+      if (::send(s.get(), &probe, 1, 0) != 1) continue;
+      if (::recv(s.get(), &n, sizeof n, 0) == sizeof n) return n;
+    }
+    return UINT64_MAX;
+  };
+  std::vector<std::byte> msg(cfg.maxBytes, std::byte{0x5a});
+  uint64_t sentTotal = 0;
+  uint64_t base = countSoFar();
+  if (base == UINT64_MAX) return {c.name, "the sink does not answer", {}};
+  for (size_t size : sizes(cfg)) {
+    size_t burst = std::max<size_t>(1, (size_t{16} << 20) / size);
+    Point p = measure(size, static_cast<double>(burst), cfg.budgetMs, [&] {
+      for (size_t i = 0; i < burst; ++i) {
+        for (size_t off = 0; off < size;) {
+          size_t n = std::min(size - off, net::gsoMaxBytes(net::kGsoSegmentBytes));
+          Result<size_t> sent = net::sendGso(s.get(), std::span<const std::byte>(msg.data() + off, n),
+                                             net::kGsoSegmentBytes);
+          if (!sent) return false;
+          off += n;
+          sentTotal += n;
+        }
+      }
+      return true;
+    });
+    c.points.push_back(p);
+  }
+  // A stream with no resends: report what arrived, not what was sent.
+  uint64_t got = countSoFar();
+  if (got != UINT64_MAX && sentTotal > 0) {
+    char note[96];
+    std::snprintf(note, sizeof note, "received %.1f%% of the bytes sent (no resends; rows are send rates)",
+                  100.0 * static_cast<double>(got - base) / static_cast<double>(sentTotal));
+    c.note = note;
+  }
+  return c;
+}
+
+// ---- lrpc: the Curves service on the same host and over the network ----
+
+class CurvesImpl final : public Curves::Server {
+ public:
+  Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) override {
+    return std::vector<uint8_t>(data.begin(), data.end());
+  }
+  Status sink(std::span<const uint8_t> data) override {
+    sum_ += data.empty() ? 0 : data[data.size() / 2];  // touch it, like a real consumer would
+    return {};
+  }
+
+ private:
+  uint64_t sum_ = 0;
+};
+
+CallOptions bulkDeadline() {
+  CallOptions o;
+  o.timeout = std::chrono::seconds(60);
+  return o;
+}
+
+Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& client, bool echo) {
+  Curve c{name, {}, {}};
+  std::vector<uint8_t> data(cfg.maxBytes, 0x5a);
+  for (size_t size : sizes(cfg)) {
+    std::span<const uint8_t> in(data.data(), size);
+    Point p = measure(size, echo ? 2.0 : 1.0, cfg.budgetMs, [&] {
+      if (echo) {
+        Result<std::vector<uint8_t>> r = client.echo(in);
+        return r.isOk() && r->size() == size;
+      }
+      return client.sink(in).isOk();
+    });
+    c.points.push_back(p);
+    if (!p.ok) {
+      c.note = "a call failed at " + human(static_cast<double>(size));
+      break;
+    }
+  }
+  return c;
+}
+
+int serveLocal(int readyFd, int argc, char** argv) {
+  if (argc < 1) return 2;
+  sigset_t term = blockTerm();
+  ServerOptions options;
+  options.dir = argv[0];
+  CurvesImpl impl;
+  Exporter exporter(options);
+  if (Status s = exporter.add<Curves>("bulk", impl); !s) {
+    std::fprintf(stderr, "lrpc_bulk_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd);
+  waitForTerm(term);
+  return 0;
+}
+
+std::vector<Curve> localCurves(const Config& cfg) {
+  std::string dir = "/tmp/lrpc-bulk-bench-" + std::to_string(::getpid());
+  ServerSpec spec;
+  spec.kind = "bulk_local";
+  spec.args = {dir};
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return {{"lrpc_sink", server.status().toString(), {}}};
+  std::vector<Curve> out;
+  for (TransferMode mode : {TransferMode::kAdaptive, TransferMode::kSpin}) {
+    ImportOptions options;
+    options.mode = mode;
+    options.dir = dir;
+    Result<Curves::Client> client = import<Curves>("bulk", options);
+    std::string suffix = mode == TransferMode::kSpin ? "_spin" : "";
+    if (!client) {
+      out.push_back({"lrpc_sink" + suffix, client.status().toString(), {}});
+      continue;
+    }
+    Curves::Client c = client->withOptions(bulkDeadline());
+    out.push_back(runCurve("lrpc_sink" + suffix, cfg, c, false));
+    out.push_back(runCurve("lrpc_echo" + suffix, cfg, c, true));
+  }
+  server->reset();
+  ::rmdir(dir.c_str());
+  return out;
+}
+
+int serveNet(int readyFd, int argc, char** argv) {
+  if (argc < 1) return 2;
+  sigset_t term = blockTerm();
+  net::ServerOptions options;
+  options.mode = net::ReceiveMode::kBusyPoll;
+  CurvesImpl impl;
+  net::UdpServer server(options);
+  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
+  Status s = server.add<Curves>("bulk", impl);
+  if (s) {
+    port = server.bind(argv[0]);
+    s = port ? server.start() : port.status();
+  }
+  if (!s) {
+    std::fprintf(stderr, "lrpc_bulk_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd, std::to_string(port.value()));
+  waitForTerm(term);
+  return 0;
+}
+
+Curve netCurve(const Config& cfg, const NetnsPair& ns) {
+  ServerSpec spec;
+  spec.kind = "bulk_net";
+  spec.args = {std::string(NetnsPair::kServerAddr) + ":0"};
+  spec.netns = ns.serverNs();
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return {"net_sink", server.status().toString(), {}};
+  net::ClientOptions options;
+  options.mode = net::ReceiveMode::kBusyPoll;
+  Result<Curves::Client> client = Status(Errc::kInvalidArgument);
+  {
+    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
+    if (!in) return {"net_sink", in.status().toString(), {}};
+    client = net::connect<Curves>(
+        "udp://" + std::string(NetnsPair::kServerAddr) + ":" + (*server)->readyInfo() + "/bulk", options);
+  }
+  if (!client) return {"net_sink", client.status().toString(), {}};
+  Curves::Client c = client->withOptions(bulkDeadline());
+  return runCurve("net_sink", cfg, c, false);
+}
+
+// ---- memcpy ----
+
+Curve memcpyCurve(const Config& cfg) {
+  Curve c{"memcpy", {}, {}};
+  std::vector<char> from(cfg.maxBytes, 1), to(cfg.maxBytes, 2);
+  for (size_t size : sizes(cfg)) {
+    c.points.push_back(measure(size, 1.0, cfg.budgetMs, [&] {
+      std::memcpy(to.data(), from.data(), size);
+      from[size / 2] = to[size / 3];  // a data dependency, so the copy cannot be dropped
+      return true;
+    }));
+  }
+  return c;
+}
+
+void report(const std::vector<Curve>& curves, const Config& cfg) {
+  std::printf("\n| curve |");
+  for (size_t s : sizes(cfg)) std::printf(" %s |", human(static_cast<double>(s)).c_str());
+  std::printf(" r_max GB/s | n1/2 |\n|---|");
+  for (size_t i = 0; i < sizes(cfg).size(); ++i) std::printf("---|");
+  std::printf("---|---|\n");
+  for (const Curve& c : curves) {
+    std::printf("| %s |", c.name.c_str());
+    for (size_t s : sizes(cfg)) {
+      auto it = std::find_if(c.points.begin(), c.points.end(), [s](const Point& p) { return p.bytes == s; });
+      if (it == c.points.end() || !it->ok) {
+        std::printf(" - |");
+      } else {
+        std::printf(" %.2f |", it->moved / it->seconds / 1e9);
+      }
+    }
+    double rmax, nHalf;
+    fit(c, &rmax, &nHalf);
+    if (rmax > 0) {
+      std::printf(" %.2f | %s |", rmax / 1e9, human(nHalf).c_str());
+    } else {
+      std::printf(" - | - |");
+    }
+    if (!c.note.empty()) std::printf(" %s", c.note.c_str());
+    std::printf("\n");
+  }
+  std::printf("\nCells: GB/s (10^9 bytes/s) of payload moved; echo counts both directions.\n");
+}
+
+int clientMain(const Config& cfg) {
+  if (Status s = pinToCpu(kClientCpu); !s) std::fprintf(stderr, "lrpc_bulk_bench: %s (unpinned)\n", s.toString().c_str());
+  std::vector<Curve> curves;
+  if (cfg.wants("memcpy")) curves.push_back(memcpyCurve(cfg));
+  if (cfg.wants("local")) {
+    for (Curve& c : localCurves(cfg)) curves.push_back(std::move(c));
+  }
+  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("net")) {
+    Result<std::unique_ptr<NetnsPair>> ns = NetnsPair::create();
+    if (!ns) {
+      curves.push_back({"network", ns.status().toString(), {}});
+    } else {
+      if (cfg.wants("tcp")) curves.push_back(tcpStream(cfg, **ns));
+      if (cfg.wants("gso")) curves.push_back(udpGsoStream(cfg, **ns));
+      if (cfg.wants("net")) curves.push_back(netCurve(cfg, **ns));
+    }
+  }
+  report(curves, cfg);
+  double load[3] = {0, 0, 0};
+  if (::getloadavg(load, 3) == 3) std::printf("Load average at the end: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+  return 0;
+}
+
+}  // namespace
+}  // namespace lrpc::bench
+
+int main(int argc, char** argv) {
+  using namespace lrpc::bench;
+  if (argc >= 4 && std::strcmp(argv[1], "--server") == 0) {
+    std::string kind = argv[2];
+    int readyFd = std::atoi(argv[3]);
+    if (kind == "tcp_sink") return serveTcpSink(readyFd);
+    if (kind == "udp_gso_sink") return serveUdpGsoSink(readyFd);
+    if (kind == "bulk_local") return serveLocal(readyFd, argc - 4, argv + 4);
+    if (kind == "bulk_net") return serveNet(readyFd, argc - 4, argv + 4);
+    return 2;
+  }
+  Config cfg;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--budget-ms") cfg.budgetMs = std::atoi(argv[i + 1]);
+    if (flag == "--max-mib") cfg.maxBytes = static_cast<size_t>(std::atoi(argv[i + 1])) << 20;
+    if (flag == "--only") cfg.only = argv[i + 1];
+  }
+  return clientMain(cfg);
+}

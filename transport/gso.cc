@@ -1,0 +1,92 @@
+#include "transport/gso.h"
+
+#include <netinet/udp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+// Older libc headers lack the offload constants; the values are the kernel's ABI.
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+namespace lrpc::net {
+
+bool gsoSupported(int fd) noexcept {
+  int size = 0;
+  socklen_t len = sizeof size;
+  return ::getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &len) == 0;
+}
+
+bool enableGro(int fd) noexcept {
+  int one = 1;
+  return ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
+}
+
+Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept {
+  if (segment == 0 || payload.size() > gsoMaxBytes(segment)) {
+    return Status(Errc::kInvalidArgument, "GSO buffer larger than one send may carry");
+  }
+  iovec iov{const_cast<std::byte*>(payload.data()), payload.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  // A single datagram needs no segmentation (and the kernel rejects a segment size that
+  // covers the whole buffer on some versions): send it plain.
+  if (payload.size() > segment) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t size = static_cast<uint16_t>(segment);
+    std::memcpy(CMSG_DATA(cm), &size, sizeof size);
+  }
+  for (;;) {
+    ssize_t n = ::sendmsg(fd, &msg, 0);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == ENOBUFS) return Status(Errc::kResourceExhausted, "send buffer full");
+    return Status::fromErrno(errno, "sendmsg with UDP_SEGMENT");
+  }
+}
+
+Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from) noexcept {
+  iovec iov{buffer.data(), buffer.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_name = from;
+  msg.msg_namelen = from != nullptr ? sizeof *from : 0;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(fd, &msg, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN) return Status(Errc::kDeadlineExceeded, "nothing queued");
+    return Status::fromErrno(errno, "recvmsg");
+  }
+  GroDatagram d;
+  d.bytes = static_cast<size_t>(n);
+  d.segment = d.bytes;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+      int size = 0;
+      std::memcpy(&size, CMSG_DATA(cm), sizeof size);
+      if (size > 0) d.segment = static_cast<size_t>(size);
+    }
+  }
+  return d;
+}
+
+}  // namespace lrpc::net

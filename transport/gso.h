@@ -1,0 +1,58 @@
+// UDP segmentation and receive offload (UDP_SEGMENT, UDP_GRO): many datagrams per system
+// call. A sender hands the kernel one buffer and a segment size; the kernel cuts it into
+// datagrams of that size (the last one shorter) as late as possible, so the per-datagram
+// cost of the socket layer is paid once per buffer. A receiver with UDP_GRO gets runs of
+// same-size datagrams from one peer coalesced into one buffer, with the segment size in a
+// control message. On the wire nothing changes: the peer sees ordinary datagrams, so either
+// side may use this without the other knowing.
+//
+// Free of the transport's state on purpose (plain fds and spans): the bulk floor in
+// bench/bulk_bench.cc uses it as is, and the endpoints can adopt it one call at a time.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "runtime/status.h"
+
+namespace lrpc::net {
+
+// The payload of one segment: a 1500-byte Ethernet MTU minus the IPv4 and UDP headers.
+inline constexpr size_t kGsoSegmentBytes = 1472;
+// The kernel refuses more segments than this in one send (UDP_MAX_SEGMENTS), and the whole
+// buffer must fit one IP packet's 16-bit length (65535 - 20 - 8 bytes of payload).
+inline constexpr size_t kGsoMaxSegments = 64;
+inline constexpr size_t kGsoMaxPayload = 65507;
+// The largest buffer one sendGso may take for segments of `segment` bytes.
+constexpr size_t gsoMaxBytes(size_t segment) noexcept {
+  size_t bySegments = segment * kGsoMaxSegments;
+  size_t byLength = kGsoMaxPayload / segment * segment;
+  return bySegments < byLength ? bySegments : byLength;
+}
+// A receive buffer that holds any coalesced run (GRO never builds more than 64 KiB).
+inline constexpr size_t kGroBufferBytes = 65536;
+
+// True when this kernel accepts UDP_SEGMENT on a UDP socket (probed once per call; cheap).
+bool gsoSupported(int fd) noexcept;
+// Turns on UDP_GRO on a UDP socket; false when the kernel lacks it (then every recvmsg
+// returns one datagram, which receiveGro reports with segment == bytes).
+bool enableGro(int fd) noexcept;
+
+// Sends `payload` as datagrams of `segment` bytes (the last one shorter) with one sendmsg on
+// a connected socket. payload.size() <= gsoMaxBytes(segment). Returns the bytes sent; a full
+// send buffer is kResourceExhausted (nothing was sent), like a dropped datagram.
+Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept;
+
+struct GroDatagram {
+  size_t bytes = 0;    // received into the buffer
+  size_t segment = 0;  // size of each datagram in the run (the last may be shorter)
+};
+// Receives one (possibly coalesced) run into `buffer` (kGroBufferBytes is always enough);
+// `from` gets the sender. Blocks unless the socket is non-blocking (then kDeadlineExceeded
+// when nothing is queued).
+Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from) noexcept;
+
+}  // namespace lrpc::net
