@@ -9,6 +9,9 @@
 //                     user-level transport can reach when it batches segments per system call
 //   lrpc_sink         Curves.sink(Data) over lrpc on the same host (out-of-band segment)
 //   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved)
+//   lrpc_sink_shared  Curves.sink through lrpc::SharedBuffer: the caller's bytes are already in
+//                     the shared segment (it produced them there), so the server's copy "E" is
+//                     the only copy
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
 //
 // Each cell is bytes moved / wall time over enough calls to fill a time budget. Each curve
@@ -44,6 +47,7 @@
 #include "curves.lrpc.h"  // lrpc_generate(lrpc_bulk_bench .../curves.capnp)
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "runtime/shared_buffer.h"
 #include "transport/client.h"
 #include "transport/gso.h"
 #include "transport/server.h"
@@ -337,6 +341,29 @@ Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& clien
   return c;
 }
 
+// Sink through a SharedBuffer: one byte changes per call, as a producer writing in place
+// would have written the whole payload there instead of into private memory.
+Curve runSharedCurve(const Config& cfg, Curves::Client& client) {
+  Curve c{"lrpc_sink_shared", {}, {}};
+  uint8_t n = 0;
+  for (size_t size : sizes(cfg)) {
+    Point p = measure(size, 1.0, cfg.budgetMs, [&] {
+      Result<SharedBuffer> buf = SharedBuffer::allocate(*client.binding(), Curves::kSink, size, bulkDeadline());
+      if (!buf.isOk()) return false;
+      buf->bytes()[0] = static_cast<std::byte>(++n);
+      Curves::SinkArgsFrame frame{{0, static_cast<uint32_t>(size)}};
+      std::memcpy(buf->args(), &frame, sizeof frame);
+      return buf->invoke().isOk();
+    });
+    c.points.push_back(p);
+    if (!p.ok) {
+      c.note = "a call failed at " + human(static_cast<double>(size));
+      break;
+    }
+  }
+  return c;
+}
+
 int serveLocal(int readyFd, int argc, char** argv) {
   if (argc < 1) return 2;
   sigset_t term = blockTerm();
@@ -374,6 +401,7 @@ std::vector<Curve> localCurves(const Config& cfg) {
     Curves::Client c = client->withOptions(bulkDeadline());
     out.push_back(runCurve("lrpc_sink" + suffix, cfg, c, false));
     out.push_back(runCurve("lrpc_echo" + suffix, cfg, c, true));
+    if (mode == TransferMode::kAdaptive) out.push_back(runSharedCurve(cfg, c));
   }
   server->reset();
   ::rmdir(dir.c_str());

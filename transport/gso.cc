@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/udp_socket.h"
+
 // Older libc headers lack the offload constants; the values are the kernel's ABI.
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -87,6 +89,58 @@ Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in*
     }
   }
   return d;
+}
+
+namespace {
+size_t datagramBytes(const OutDatagram& d) noexcept {
+  size_t n = 0;
+  for (uint32_t i = 0; i < d.iovCount; ++i) n += d.iov[i].iov_len;
+  return n;
+}
+}  // namespace
+
+size_t gsoRun(std::span<const OutDatagram> batch) noexcept {
+  if (batch.empty()) return 0;
+  const size_t segment = datagramBytes(batch[0]);
+  if (segment == 0) return 1;
+  size_t total = segment;
+  size_t n = 1;
+  while (n < batch.size() && n < kGsoMaxSegments) {
+    const OutDatagram& d = batch[n];
+    size_t bytes = datagramBytes(d);
+    if (!(d.to == batch[0].to) || bytes == 0 || bytes > segment || total + bytes > kGsoMaxPayload) break;
+    total += bytes;
+    ++n;
+    if (bytes < segment) break;  // only the last segment may be shorter
+  }
+  return n;
+}
+
+void GsoMessage::build(std::span<const OutDatagram> run, bool connected) noexcept {
+  msg_ = msghdr{};
+  datagrams_ = run.size();
+  size_t k = 0;
+  for (const OutDatagram& d : run) {
+    for (uint32_t i = 0; i < d.iovCount; ++i) iov_[k++] = d.iov[i];
+  }
+  msg_.msg_iov = iov_;
+  msg_.msg_iovlen = k;
+  if (!connected && !run.empty()) {
+    name_ = toSockaddr(run[0].to);
+    msg_.msg_name = &name_;
+    msg_.msg_namelen = sizeof name_;
+  }
+  if (run.size() > 1) {
+    size_t segment = datagramBytes(run[0]);
+    msg_.msg_control = control_;
+    msg_.msg_controllen = sizeof control_;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg_);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t size = static_cast<uint16_t>(segment);
+    std::memcpy(CMSG_DATA(cm), &size, sizeof size);
+  }
 }
 
 }  // namespace lrpc::net

@@ -11,12 +11,14 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "runtime/status.h"
+#include "transport/endpoint.h"
 
 namespace lrpc::net {
 
@@ -54,5 +56,37 @@ struct GroDatagram {
 // `from` gets the sender. Blocks unless the socket is non-blocking (then kDeadlineExceeded
 // when nothing is queued).
 Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from) noexcept;
+
+// ---- batches of OutDatagrams (the endpoints' send path) ----
+
+// How many datagrams from the start of `batch` one GSO send can carry: consecutive datagrams
+// to the same peer, each exactly as long as the first except the last, which may be shorter,
+// at most kGsoMaxSegments and kGsoMaxPayload bytes together. A message's fragments are such
+// a run (every fragment but the last has the same size), so a window of fragments leaves in
+// a few system calls instead of one per datagram. Always >= 1 for a non-empty batch.
+size_t gsoRun(std::span<const OutDatagram> batch) noexcept;
+
+// One sendmsg for a run: the datagrams' pieces gathered back to back (the kernel cuts the
+// concatenation every `segment` bytes, which are exactly the datagram boundaries) plus the
+// UDP_SEGMENT control message. A run of one is a plain sendmsg. Lives while the send does
+// (io_uring reads it at submission), and never moves (msg() points into it).
+class GsoMessage {
+ public:
+  GsoMessage() = default;
+  GsoMessage(const GsoMessage&) = delete;
+  GsoMessage& operator=(const GsoMessage&) = delete;
+
+  // `run` is batch.first(gsoRun(batch)); `connected`: the socket has a peer, no address.
+  void build(std::span<const OutDatagram> run, bool connected) noexcept;
+  msghdr* msg() noexcept { return &msg_; }
+  size_t datagrams() const noexcept { return datagrams_; }
+
+ private:
+  msghdr msg_{};
+  sockaddr_in name_{};
+  size_t datagrams_ = 0;
+  iovec iov_[kGsoMaxSegments * 3];  // an OutDatagram has up to three pieces
+  alignas(cmsghdr) char control_[CMSG_SPACE(sizeof(uint16_t))] = {};
+};
 
 }  // namespace lrpc::net
