@@ -108,7 +108,11 @@ Status UringEndpoint::setUp() {
   }
   io_uring_buf_ring_advance(bufRing_, static_cast<int>(buffers_));
   recvMsg_.msg_namelen = sizeof(sockaddr_in);
-  return arm();
+  // Not armed here: the multishot receive is armed by the first receive() call. Its
+  // completions are produced by task work on the thread that armed it, so that must be the
+  // thread that polls (a server binds on one thread and polls on another; a thread that
+  // armed and then sleeps elsewhere would have to be woken for every datagram).
+  return {};
 }
 
 Status UringEndpoint::arm() noexcept {
