@@ -17,6 +17,21 @@
 
 namespace lrpc::campaign {
 
+// Under AddressSanitizer or ThreadSanitizer freed memory is quarantined or shadowed, so RSS
+// says nothing about leaks there (LeakSanitizer covers those); the RSS bounds apply to the
+// normal build.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kRssIsMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kRssIsMeaningful = false;
+#else
+inline constexpr bool kRssIsMeaningful = true;
+#endif
+#else
+inline constexpr bool kRssIsMeaningful = true;
+#endif
+
 // Rounds per crash point: $LRPC_CAMPAIGN_ROUNDS, else the build's default (CMake sets it).
 inline int rounds() {
   if (const char* e = std::getenv("LRPC_CAMPAIGN_ROUNDS"); e != nullptr && std::atoi(e) > 0) return std::atoi(e);

@@ -116,13 +116,13 @@ class KillClient : public ::testing::Test {
     ASSERT_TRUE(server_->ok());
     // One honest binding first: the first binding allocates lasting things (malloc arenas).
     expectServes(0);
-    ASSERT_TRUE(server_->settled(&before_));
+    ASSERT_TRUE(server_->quiet(&before_));
   }
 
   ImportOptions opts(int round) const {
     ImportOptions o;
     o.dir = dir_.path();
-    o.mode = kModes[round % 3];
+    o.mode = kModes[((round % 3) + 3) % 3];
     return o;
   }
 
@@ -138,13 +138,23 @@ class KillClient : public ::testing::Test {
   // After the rounds: every binding reclaimed, nothing more held than before.
   void expectNothingLeaked(const char* point) {
     ServerReport after;
-    ASSERT_TRUE(server_->settled(&after)) << "bindings " << after.bindingsLive << " threads " << after.serverThreads;
+    // The clerk counts a binding gone before it has closed the binding's fds: wait for both.
+    for (int i = 0; i < 500; ++i) {
+      ASSERT_TRUE(server_->settled(&after)) << "bindings " << after.bindingsLive << " threads " << after.serverThreads;
+      if (after.res.fds == before_.res.fds && after.res.memfds == before_.res.memfds &&
+          after.res.threads == before_.res.threads) {
+        break;
+      }
+      ::usleep(10'000);
+    }
     std::printf("[campaign] %s: server before {%s}, after %d rounds {%s}\n", point, describe(before_.res).c_str(),
                 rounds(), describe(after.res).c_str());
     EXPECT_EQ(after.res.fds, before_.res.fds);
     EXPECT_EQ(after.res.memfds, before_.res.memfds);
     EXPECT_EQ(after.res.threads, before_.res.threads);
-    EXPECT_LT(after.res.rssKb, before_.res.rssKb + 16 * 1024);
+    if (kRssIsMeaningful) {
+      EXPECT_LT(after.res.rssKb, before_.res.rssKb + 16 * 1024);
+    }
     expectServes(1);
   }
 
@@ -340,7 +350,7 @@ class KillServer : public ::testing::Test {
   ImportOptions opts(int round) const {
     ImportOptions o;
     o.dir = dir_.path();
-    o.mode = kModes[round % 3];
+    o.mode = kModes[((round % 3) + 3) % 3];
     return o;
   }
 
@@ -365,7 +375,9 @@ class KillServer : public ::testing::Test {
     EXPECT_EQ(after.fds, before.fds);
     EXPECT_EQ(after.memfds, before.memfds);
     EXPECT_EQ(after.threads, before.threads);
-    EXPECT_LT(after.rssKb, before.rssKb + 16 * 1024);
+    if (kRssIsMeaningful) {
+      EXPECT_LT(after.rssKb, before.rssKb + 16 * 1024);
+    }
   }
 
   // Runs `call` on a thread of its own; `watch` runs meanwhile on this one (and kills).
@@ -533,7 +545,9 @@ TEST(KillNet, KillServerDuringRetransmission) {
               describe(before).c_str(), rounds(), describe(after).c_str());
   EXPECT_EQ(after.fds, before.fds);
   EXPECT_EQ(after.threads, before.threads);
-  EXPECT_LT(after.rssKb, before.rssKb + 16 * 1024);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(after.rssKb, before.rssKb + 16 * 1024);
+  }
 }
 
 TEST(KillNet, KillClientDuringRetransmission) {
@@ -586,7 +600,9 @@ TEST(KillNet, KillClientDuringRetransmission) {
   EXPECT_EQ(after.res.fds, before.res.fds);
   EXPECT_EQ(after.res.threads, before.res.threads);
   // Sessions of killed clients stay until evicted (no bye): a few KiB each.
-  EXPECT_LT(after.res.rssKb, before.res.rssKb + 16 * 1024);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(after.res.rssKb, before.res.rssKb + 16 * 1024);
+  }
 }
 
 }  // namespace

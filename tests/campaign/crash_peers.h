@@ -142,6 +142,19 @@ class HeldServer {
     }
     return false;
   }
+  // settled(), and then the same fd and thread counts three times in a row, 10 ms apart: a
+  // clerk closes its binding's fds just after it stops counting the binding.
+  bool quiet(ServerReport* out) {
+    if (!settled(out)) return false;
+    for (int same = 0, i = 0; same < 3 && i < 500; ++i) {
+      ::usleep(10'000);
+      ServerReport next;
+      if (!settled(&next)) return false;
+      same = next.res.fds == out->res.fds && next.res.threads == out->res.threads ? same + 1 : 0;
+      *out = next;
+    }
+    return true;
+  }
 
  private:
   Pipe ready_, commands_, answers_, entered_, release_;

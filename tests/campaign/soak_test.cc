@@ -213,7 +213,12 @@ TEST(Soak, SoakBothPathsNothingLostMemoryFlat) {
   ASSERT_TRUE(server.settled(&before));
   int seconds = soakSeconds(6);
   ClientCounts soak = runClients(dir.path(), server.port(), seconds);
-  ASSERT_TRUE(server.settled(&after)) << "bindings or sessions left: " << after.bindings;
+  // The clerk counts a binding gone before it has closed the binding's fds: wait for both.
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(server.settled(&after)) << "bindings or sessions left: " << after.bindings;
+    if (after.res.fds == before.res.fds && after.res.threads == before.res.threads) break;
+    ::usleep(10'000);
+  }
   std::printf("[campaign] Soak %d s, 3 processes x 3 threads: %llu same-host calls, %llu UDP calls, %llu wrong, "
               "%llu failed; server counted %llu same-host, %llu UDP; server before {%s}, after {%s}\n",
               seconds, static_cast<unsigned long long>(soak.local), static_cast<unsigned long long>(soak.udp),
@@ -231,7 +236,9 @@ TEST(Soak, SoakBothPathsNothingLostMemoryFlat) {
   EXPECT_EQ(after.res.fds, before.res.fds);
   EXPECT_EQ(after.res.memfds, before.res.memfds);
   EXPECT_EQ(after.res.threads, before.res.threads);
-  EXPECT_LT(after.res.rssKb, before.res.rssKb + 8 * 1024);
+  if (kRssIsMeaningful) {
+    EXPECT_LT(after.res.rssKb, before.res.rssKb + 8 * 1024);
+  }
 }
 
 }  // namespace
