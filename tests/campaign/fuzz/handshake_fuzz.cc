@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,11 @@ struct Target {
 
 Target& target() {
   static Target* t = new Target;  // never destroyed: libFuzzer may exit from any thread
+  static const int cleanup = std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(target().dir, ec);  // the sockets and lock files left behind
+  });
+  (void)cleanup;
   return *t;
 }
 
