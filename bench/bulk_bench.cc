@@ -110,20 +110,21 @@ Point measure(size_t size, double movedFactor, int budgetMs, const std::function
   return p;
 }
 
-// Least squares of t = t0 + n / rmax over the curve's good points.
+// Least squares of t = t0 + n / rmax over the curve's good points, each weighted by 1/t^2
+// (relative error), so that the small sizes, where t0 shows, count as much as the large ones.
 void fit(const Curve& c, double* rmax, double* nHalf) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   int k = 0;
   for (const Point& p : c.points) {
     if (!p.ok) continue;
-    double x = p.moved, y = p.seconds;
-    sx += x, sy += y, sxx += x * x, sxy += x * y;
+    double x = p.moved, y = p.seconds, w = 1 / (y * y);
+    sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
     ++k;
   }
   *rmax = *nHalf = 0;
   if (k < 2) return;
-  double slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
-  double t0 = (sy - slope * sx) / k;
+  double slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+  double t0 = (sy - slope * sx) / sw;
   if (slope <= 0) return;
   *rmax = 1 / slope;
   *nHalf = std::max(0.0, t0) * *rmax;
@@ -493,6 +494,26 @@ void report(const std::vector<Curve>& curves, const Config& cfg) {
     std::printf("\n");
   }
   std::printf("\nCells: GB/s (10^9 bytes/s) of payload moved; echo counts both directions.\n");
+  // The targets, at 1 MiB: same host against memcpy, network against the TCP stream.
+  auto at = [&](const char* name, size_t bytes) -> double {
+    for (const Curve& c : curves) {
+      if (c.name != name) continue;
+      for (const Point& p : c.points) {
+        if (p.bytes == bytes && p.ok) return p.moved / p.seconds;
+      }
+    }
+    return 0;
+  };
+  const size_t mib = size_t{1} << 20;
+  struct Ratio {
+    const char* what;
+    const char* floor;
+  };
+  for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"}, Ratio{"lrpc_echo", "memcpy"},
+                  Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}}) {
+    double a = at(r.what, mib), b = at(r.floor, mib);
+    if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);
+  }
 }
 
 int clientMain(const Config& cfg) {
