@@ -40,6 +40,13 @@ using detail::MsgType;
 constexpr int kHelloTimeoutMs = 5'000;
 // How long the acceptor waits for the Hello of a client it refuses for lack of room.
 constexpr int kRefuseReadMs = 100;
+// How long it waits for the Hello of a uid it refuses: short, so that a uid that may not import
+// cannot slow the acceptor down much by connecting and staying silent.
+constexpr int kRefuseUidReadMs = 20;
+
+bool uidAllowed(const ServerOptions& opts, uid_t uid) {
+  return uid == ::geteuid() || std::find(opts.allowUids.begin(), opts.allowUids.end(), uid) != opts.allowUids.end();
+}
 // Out-of-band segments are rounded up to a power of two (at least this), so that a
 // growing stream of calls re-grows the segment a logarithmic number of times.
 constexpr uint64_t kMinSegmentBytes = 64 * 1024;
@@ -291,9 +298,7 @@ Status Connection::handshake() {
   socklen_t len = sizeof cred;
   if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
   const ServerOptions& opts = exp->owner->options;
-  bool allowed = cred.uid == ::geteuid() ||
-                 std::find(opts.allowUids.begin(), opts.allowUids.end(), cred.uid) != opts.allowUids.end();
-  if (!allowed) {
+  if (!uidAllowed(opts, cred.uid)) {
     return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
   }
   if (hello.magic == detail::kQueryMagic && hello.version == detail::kProtocolVersion) {
@@ -475,6 +480,23 @@ void Export::accept() {
     if ((p[0].revents & POLLIN) == 0) continue;
     OwnedFd sock(::accept4(listen.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!sock.valid()) continue;  // EMFILE, a client that gave up, ...: keep serving the others
+    // The uid is checked here, before the connection holds a binding slot: with allowUids set the
+    // socket is connectable by every uid, and one that may not import must not be able to fill
+    // maxBindings by connecting and never saying Hello.
+    ucred cred{};
+    socklen_t credLen = sizeof cred;
+    if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &credLen) != 0) continue;
+    if (!uidAllowed(owner->options, cred.uid)) {
+      owner->bindingsRejected.fetch_add(1);
+      detail::Hello hello{};
+      (void)detail::recvMessage(sock.get(), &hello, sizeof hello, nullptr, kRefuseUidReadMs);
+      detail::Welcome w{};
+      w.status = static_cast<uint8_t>(Errc::kPermissionDenied);
+      std::snprintf(w.detail, sizeof w.detail, "uid %u may not import \"%s\"", static_cast<unsigned>(cred.uid),
+                    name.c_str());
+      (void)detail::sendMessage(sock.get(), &w, sizeof w);
+      continue;
+    }
     size_t live;
     {
       std::lock_guard<std::mutex> lock(connMu);

@@ -1,14 +1,7 @@
-// NOT IN THE BUILD YET: it fails on the current runtime (SECURITY.md, "Known limitation").
-//
 // When ServerOptions::allowUids is set, the name's socket is mode 0666, so every uid can
-// connect. The acceptor counts a connection against maxBindings as soon as it is accepted,
-// and its clerk waits up to 5 s (kHelloTimeoutMs) for the Hello before checking SO_PEERCRED.
-// A uid that is NOT allowed can therefore hold every binding slot by connecting and saying
-// nothing, again and again: allowed clients get kResourceExhausted. The fix belongs in
-// runtime/exporter.cc (check the peer's uid at accept, before it counts; answer a refused uid
-// at once); it is not a one-line change, so this test waits here until the runtime takes it.
-// To run it: add `campaign_test(campaign_exhaust_by_other_uid_test SOURCES
-// pending/exhaust_by_other_uid_test.cc LIBS lrpc_runtime LABELS access)` to ../CMakeLists.txt.
+// connect. A uid that is NOT allowed must not be able to hold binding slots by connecting and
+// saying nothing: the acceptor checks SO_PEERCRED before a connection counts against
+// maxBindings, and answers a refused uid at once.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -33,7 +26,7 @@ using lrpc::testing::TestService;
 
 constexpr uid_t kNobody = 65534;
 
-TEST(AccessPending, ExhaustBindingsByAUidThatIsNotAllowed) {
+TEST(AccessExhaust, BindingsCannotBeFilledByAUidThatIsNotAllowed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch uids";
   TempDir dir;
   ::chmod(dir.path().c_str(), 0711);
