@@ -130,29 +130,28 @@ Status UringEndpoint::arm() noexcept {
 
 Status UringEndpoint::send(std::span<const OutDatagram> batch) noexcept {
   std::lock_guard lock(sendMu_);
-  msghdr msgs[kSendBatch];
-  sockaddr_in names[kSendBatch];
   Status result;
   while (!batch.empty()) {
-    unsigned n = batch.size() < kSendBatch ? static_cast<unsigned>(batch.size()) : kSendBatch;
-    for (unsigned i = 0; i < n; ++i) {
-      msgs[i] = msghdr{};
-      if (!options_.connect) {
-        names[i] = toSockaddr(batch[i].to);
-        msgs[i].msg_name = &names[i];
-        msgs[i].msg_namelen = sizeof names[i];
-      }
-      msgs[i].msg_iov = const_cast<iovec*>(batch[i].iov);
-      msgs[i].msg_iovlen = batch[i].iovCount;
+    // Up to kSendBatch sendmsgs per submission; each carries a run of datagrams that one
+    // UDP_SEGMENT send can take (a window of a message's fragments), or one datagram.
+    unsigned n = 0;
+    size_t taken = 0;
+    while (n < kSendBatch && taken < batch.size()) {
+      std::span<const OutDatagram> rest = batch.subspan(taken);
+      size_t run = gso_ ? gsoRun(rest) : 1;
+      GsoMessage& m = sendMsgs_[n];
+      m.build(rest.first(run), options_.connect);
       io_uring_sqe* sqe = io_uring_get_sqe(sendRing_.get());
       // The ring has 2 * kSendBatch entries and we reap every completion before the next
       // chunk, so a free entry always exists.
       LRPC_CHECK(sqe != nullptr, "send ring has no free entry");
-      io_uring_prep_sendmsg(sqe, fd_.get(), &msgs[i], 0);
-      io_uring_sqe_set_data64(sqe, i);
+      io_uring_prep_sendmsg(sqe, fd_.get(), m.msg(), 0);
+      io_uring_sqe_set_data64(sqe, n);
+      taken += run;
+      ++n;
     }
-    // One system call submits the chunk and waits for its completions: the msghdrs live on
-    // this stack frame, so they must not be read after we return.
+    // One system call submits the chunk and waits for its completions: the messages are
+    // reused by the next chunk, so they must not be read after we return.
     int rc;
     do {
       rc = io_uring_submit_and_wait(sendRing_.get(), n);
@@ -164,12 +163,17 @@ Status UringEndpoint::send(std::span<const OutDatagram> batch) noexcept {
       if (w == -EINTR) continue;
       if (w < 0) return uringError(w, "io_uring_wait_cqe(sendmsg)");
       int res = cqe->res;
+      uint64_t index = io_uring_cqe_get_data64(cqe);
       io_uring_cqe_seen(sendRing_.get(), cqe);
       ++done;
       if (res == -ECONNREFUSED) result = Status(Errc::kPeerDied, "peer port unreachable");
-      // Other failures (full queue, unreachable) drop the datagram, as a network would.
+      // A device or kernel without segmentation offload refuses the whole run (EIO, EINVAL):
+      // those datagrams are lost as on a network (the protocol resends them) and later
+      // batches go one datagram per sendmsg.
+      if ((res == -EIO || res == -EINVAL) && index < n && sendMsgs_[index].datagrams() > 1) gso_ = false;
+      // Other failures (full queue, unreachable) drop the datagrams, as a network would.
     }
-    batch = batch.subspan(n);
+    batch = batch.subspan(taken);
   }
   return result;
 }

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "transport/endpoint.h"
+#include "transport/gso.h"
 #include "transport/udp_socket.h"
 
 namespace lrpc::net {
@@ -82,6 +83,10 @@ class UringEndpoint final : public Endpoint {
   Ring recvRing_;
   std::mutex sendMu_;
   Ring sendRing_;     // guarded by sendMu_
+  // One sendmsg per run of equal-size datagrams (UDP_SEGMENT, transport/gso.h); off for good
+  // once the kernel refuses it. Both guarded by sendMu_.
+  std::unique_ptr<GsoMessage[]> sendMsgs_ = std::make_unique<GsoMessage[]>(kSendBatch);
+  bool gso_ = true;
   io_uring_buf_ring* bufRing_ = nullptr;
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;
