@@ -367,10 +367,10 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
           reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
           break;
         }
-        // Whatever the word holds now is not a call: the client rings only after our reply.
-        // (Relaxed would do; acquire costs nothing here and keeps the doorbell rule uniform.)
-        uint32_t last = control(slot->index)->callWord.load(std::memory_order_acquire) >> 1;
-        slot->thread = std::thread([this, slot, last] { serve(slot, last); });
+        // A fresh region's doorbell holds sequence 0 and a client's first call is 1. Starting
+        // from 0 (not from whatever the word holds now) means a call rung before this thread
+        // existed, by a client that did not wait for our reply, is served instead of missed.
+        slot->thread = std::thread([this, slot] { serve(slot, 0); });
       }
       break;
     }
