@@ -54,7 +54,8 @@ struct Svc {
       case kAdd: {
         AddArgs a;
         std::memcpy(&a, args.data(), sizeof a);
-        AddResults r{a.a + a.b};
+        // Wraps like the generated Paper handler would, instead of signed overflow (UB) on fuzzed input.
+        AddResults r{static_cast<int32_t>(static_cast<uint32_t>(a.a) + static_cast<uint32_t>(a.b))};
         std::memcpy(call.results(), &r, sizeof r);
         return {};
       }
