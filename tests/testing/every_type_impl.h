@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -70,7 +71,7 @@ class EveryTypeImpl final : public Base {
   // Everything
   Result<std::string> self() { return count(std::string("Everything")); }
 
-  int calls = 0;
+  std::atomic<int> calls{0};  // handlers of different A-stacks run on different server threads
 
  private:
   template <class T>
