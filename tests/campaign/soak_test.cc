@@ -211,6 +211,15 @@ TEST(Soak, SoakBothPathsNothingLostMemoryFlat) {
   EXPECT_EQ(warm.failed + warm.wrong, 0u);
   ServerCounts before, after;
   ASSERT_TRUE(server.settled(&before));
+  // The warm-up's last clerk may still be closing its binding: take the baseline once fds and
+  // threads hold still.
+  for (int still = 0, i = 0; still < 20 && i < 1000; ++i) {
+    ServerCounts now;
+    ::usleep(10'000);
+    ASSERT_TRUE(server.settled(&now));
+    still = now.res.fds == before.res.fds && now.res.threads == before.res.threads ? still + 1 : 0;
+    before = now;
+  }
   int seconds = soakSeconds(6);
   ClientCounts soak = runClients(dir.path(), server.port(), seconds);
   // The clerk counts a binding gone before it has closed the binding's fds: wait for both.

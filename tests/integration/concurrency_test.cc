@@ -73,10 +73,12 @@ TEST_P(ConcurrencyTest, ExhaustedAStacksGiveResourceExhausted) {
     EXPECT_TRUE(held.isOk()) << held.toString();
   });
   while (!holding.load()) std::this_thread::yield();
+  // Until the holder has the A-stack; the pause leaves it room to take it on a loaded machine.
   Status seen;
-  for (int i = 0; i < 200 && seen.code() != Errc::kResourceExhausted; ++i) {
+  for (int i = 0; i < 5000 && seen.code() != Errc::kResourceExhausted; ++i) {
     Result<uint32_t> r = c->sleepMs(0);
     seen = r.status();
+    if (seen.code() != Errc::kResourceExhausted) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(seen.code(), Errc::kResourceExhausted);
   holder.join();
