@@ -166,7 +166,7 @@ class CurvesNet final : public CurvesSession {
     ServerSpec spec;
     spec.kind = "curves_net";
     spec.args = {host + ":0",  // the server reports the port it got
-                 mode == net::ReceiveMode::kBusyPoll ? "busy" : mode == net::ReceiveMode::kBlocking ? "block" : "adaptive"};
+                 receiveModeArg(mode)};
     if (netns) spec.netns = netns->serverNs();
     Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
     if (!server) return server.status();
@@ -240,11 +240,8 @@ int serveCurvesNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
   if (argc < 2) return 2;
   sigset_t term = blockTerm();
-  std::string mode = argv[1];
   net::ServerOptions options;
-  options.mode = mode == "busy" ? net::ReceiveMode::kBusyPoll
-                 : mode == "block" ? net::ReceiveMode::kBlocking
-                                   : net::ReceiveMode::kAdaptive;
+  options.mode = receiveModeFromArg(argv[1]);
   CurvesImpl impl;
   net::UdpServer server(options);
   Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");

@@ -9,6 +9,11 @@
 #include <string>
 
 #include "runtime/stub_support.h"
+#if LRPC_BENCH_NET
+#include <string_view>
+
+#include "transport/server.h"
+#endif
 
 namespace lrpc::bench {
 
@@ -37,5 +42,17 @@ inline void waitForTerm(const sigset_t& set) {
 
 // The directory for this benchmark run's lrpc names (removed by the sessions when empty).
 inline std::string namesDir() { return "/tmp/lrpc-bench-" + std::to_string(getpid()) + "-names"; }
+
+#if LRPC_BENCH_NET
+// A receive mode as the argument the client passes to its forked server, and back.
+inline const char* receiveModeArg(net::ReceiveMode mode) {
+  return mode == net::ReceiveMode::kBusyPoll ? "busy" : mode == net::ReceiveMode::kBlocking ? "block" : "adaptive";
+}
+inline net::ReceiveMode receiveModeFromArg(std::string_view arg) {
+  return arg == "busy" ? net::ReceiveMode::kBusyPoll
+         : arg == "block" ? net::ReceiveMode::kBlocking
+                          : net::ReceiveMode::kAdaptive;
+}
+#endif
 
 }  // namespace lrpc::bench

@@ -136,9 +136,7 @@ class LrpcNet final : public PaperClientSession {
  public:
   // netns null: loopback in the current namespace; else client and server namespaces.
   static Result<std::unique_ptr<LrpcNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
-    const char* modeName = mode == net::ReceiveMode::kBusyPoll   ? "busy"
-                           : mode == net::ReceiveMode::kBlocking ? "block"
-                                                                 : "adaptive";
+    const char* modeName = receiveModeArg(mode);
     std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
     std::unique_ptr<LrpcNet> s(new LrpcNet());
     ServerSpec spec;
@@ -222,11 +220,8 @@ int serveLrpcNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
   if (argc < 3) return 2;
   sigset_t term = blockTerm();
-  std::string mode = argv[1];
   net::ServerOptions options;
-  options.mode = mode == "busy" ? net::ReceiveMode::kBusyPoll
-                 : mode == "block" ? net::ReceiveMode::kBlocking
-                                   : net::ReceiveMode::kAdaptive;
+  options.mode = receiveModeFromArg(argv[1]);
   std::unique_ptr<Paper::Server> impl = makePaperImpl();
   net::UdpServer server(options);
   Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
