@@ -34,14 +34,16 @@ Result<RegionLayout> RegionLayout::compute(const InterfaceDescriptor& iface) {
     pl.argsSize = d.argsSize;
     pl.resultsSize = d.resultsSize;
     uint32_t fixed = d.argsSize > d.resultsSize ? d.argsSize : d.resultsSize;
-    // Arguments and results get separate places (the server zeroes the results before the
-    // handler has copied its arguments out), each with its own inline tail.
+    // Arguments and results live in different cache lines (the return block opens the first
+    // line after the argument tail), each with its own inline tail.
     pl.tailRoom = d.variable && d.astackBytes > fixed ? static_cast<uint32_t>(roundUp(d.astackBytes - fixed, 8)) : 0;
     pl.argTailOff = static_cast<uint32_t>(roundUp(d.argsSize, 8));
-    pl.resultsOff = static_cast<uint32_t>(roundUp(uint64_t{pl.argTailOff} + pl.tailRoom, 8));
+    uint64_t returnAt = roundUp(uint64_t{kControlBytes} + pl.argTailOff + pl.tailRoom, kCacheLine);
+    pl.returnOff = static_cast<uint32_t>(returnAt - kControlBytes);
+    pl.resultsOff = pl.returnOff + kControlBytes;
     pl.resultTailOff = static_cast<uint32_t>(roundUp(uint64_t{pl.resultsOff} + d.resultsSize, 8));
     uint64_t frame = uint64_t{pl.resultTailOff} + pl.tailRoom;
-    if (frame < kMinFrameBytes) frame = kMinFrameBytes;
+    if (frame < uint64_t{pl.resultsOff} + kMinErrorBytes) frame = uint64_t{pl.resultsOff} + kMinErrorBytes;
     uint64_t stride = roundUp(kControlBytes + frame, kCacheLine);
     pl.frameBytes = static_cast<uint32_t>(stride - kControlBytes);
     pl.stride = static_cast<uint32_t>(stride);

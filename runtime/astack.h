@@ -21,15 +21,17 @@ namespace lrpc {
 struct InterfaceDescriptor;
 
 inline constexpr uint32_t kRegionMagic = 0x4350524c;  // "LRPC" in memory order
-inline constexpr uint32_t kRegionVersion = 1;
+inline constexpr uint32_t kRegionVersion = 2;
 inline constexpr uint32_t kCacheLine = 64;
-// Bytes of control fields at the start of every A-stack; the frame follows in the same
-// cache line, so that a call with up to 32 bytes of arguments and results moves one line
-// each way.
+// Bytes of each of the two control blocks of an A-stack: the call block opens its first cache
+// line (the arguments follow it), the return block opens a later line (the results follow it).
+// A call with up to 32 bytes of arguments moves one line to the server, and a result of up to
+// 32 bytes one line back; the client only writes the call lines and the server only the return
+// lines, so neither side's stores fight the other side's spinning reads.
 inline constexpr uint32_t kControlBytes = 32;
-// Every A-stack's frame area has at least this much room, where a failing call's detail
-// text goes (truncated).
-inline constexpr uint32_t kMinFrameBytes = 224;
+// Every A-stack has at least this much room from its results on, where a failing call's
+// detail text goes (truncated).
+inline constexpr uint32_t kMinErrorBytes = 160;
 // Bounds on what a PDL may ask for; a descriptor beyond them is refused at bind time.
 inline constexpr uint32_t kMaxAStacksPerBinding = 4096;
 inline constexpr uint32_t kMaxAStackBytes = 1u << 20;
@@ -59,27 +61,34 @@ static_assert(std::is_trivially_copyable_v<RegionHeader>);
 static_assert(offsetof(RegionHeader, interfaceId) == 8 && offsetof(RegionHeader, astackCount) == 24 &&
               offsetof(RegionHeader, regionBytes) == 32);
 
-// The control fields at the start of each A-stack (cache-line aligned). Who writes what and
-// when is in astack_format.md ("Ownership handoff").
+// The call block: the first kControlBytes of each A-stack (cache-line aligned). Written by the
+// client, read once per call by the server (astack_format.md, "Ownership handoff").
 struct AStackControl {
   std::atomic<uint32_t> callWord;    // client -> server doorbell: seq << 1 | server sleeping
-  std::atomic<uint32_t> returnWord;  // server -> client doorbell: seq << 1 | client sleeping
-  uint64_t key;                      // the binding's key, checked by the server on every call
   uint32_t procedure;                // PDL index; must match the A-stack's own procedure
+  uint64_t key;                      // the binding's key, checked by the server on every call
   uint32_t argTail;                  // bytes of argument tail (inline or out of band)
-  uint32_t resultTail;               // bytes of result tail; on error: bytes of detail text
-  uint8_t status;                    // Errc of the call, written by the server
   uint8_t argFlags;                  // kTailOutOfBand
-  uint8_t resultFlags;               // kTailOutOfBand
-  uint8_t reserved;
+  uint8_t reserved[11];
 };
 static_assert(sizeof(AStackControl) == kControlBytes);
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
 static_assert(sizeof(std::atomic<uint32_t>) == 4);
-static_assert(offsetof(AStackControl, returnWord) == 4 && offsetof(AStackControl, key) == 8 &&
-              offsetof(AStackControl, procedure) == 16 && offsetof(AStackControl, argTail) == 20 &&
-              offsetof(AStackControl, resultTail) == 24 && offsetof(AStackControl, status) == 28 &&
-              offsetof(AStackControl, argFlags) == 29 && offsetof(AStackControl, resultFlags) == 30);
+static_assert(offsetof(AStackControl, procedure) == 4 && offsetof(AStackControl, key) == 8 &&
+              offsetof(AStackControl, argTail) == 16 && offsetof(AStackControl, argFlags) == 20);
+
+// The return block: kControlBytes at the start of an A-stack's return line (frame offset
+// ProcedureLayout::returnOff), followed by the results. Written by the server, read by the client.
+struct ReturnControl {
+  std::atomic<uint32_t> returnWord;  // server -> client doorbell: seq << 1 | client sleeping
+  uint32_t resultTail;               // bytes of result tail; on error: bytes of detail text
+  uint8_t status;                    // Errc of the call, written by the server
+  uint8_t resultFlags;               // kTailOutOfBand
+  uint8_t reserved[22];
+};
+static_assert(sizeof(ReturnControl) == kControlBytes);
+static_assert(offsetof(ReturnControl, resultTail) == 4 && offsetof(ReturnControl, status) == 8 &&
+              offsetof(ReturnControl, resultFlags) == 9);
 
 // Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
 // relative to the frame, which starts kControlBytes into the A-stack.
@@ -91,10 +100,11 @@ struct ProcedureLayout {
   uint32_t argsSize;      // fixed argument part, at frame offset 0
   uint32_t argTailOff;    // inline argument tail
   uint32_t tailRoom;      // bytes of inline tail room, each direction
-  uint32_t resultsOff;    // fixed result part
+  uint32_t returnOff;     // the ReturnControl, at the start of a cache line of the A-stack
+  uint32_t resultsOff;    // fixed result part, right after the ReturnControl
   uint32_t resultsSize;
   uint32_t resultTailOff; // inline result tail
-  uint32_t frameBytes;    // the whole frame area (>= kMinFrameBytes)
+  uint32_t frameBytes;    // the whole frame area (at least resultsOff + kMinErrorBytes)
 };
 
 // The layout of a binding's region, derived from a PDL alone.
@@ -112,6 +122,10 @@ class RegionLayout {
   uint64_t astackOffset(uint32_t i) const noexcept {
     const ProcedureLayout& p = procs_[procOfAStack_[i]];
     return p.firstOffset + uint64_t{i - p.firstAStack} * p.stride;
+  }
+  // Region offset of A-stack `i`'s ReturnControl.
+  uint64_t returnOffset(uint32_t i) const noexcept {
+    return astackOffset(i) + kControlBytes + procs_[procOfAStack_[i]].returnOff;
   }
 
  private:

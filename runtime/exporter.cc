@@ -232,8 +232,10 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
 
   uint32_t resultTail = 0;
   uint8_t resultFlags = 0;
+  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
   if (s.isOk()) {
-    std::memset(frame + pl.resultsOff, 0, pl.resultsSize);
+    // The result part is not cleared: the generated dispatch writes every field, and bytes
+    // between fields hold only what this server wrote there before (astack_format.md).
     AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
                           pl, frame);
     s = exp->iface->dispatch(exp->impl, procedure, call);
@@ -242,9 +244,9 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
   }
   slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (s.isOk()) {
-    detail::storeOnce(ctl->resultTail, resultTail);
-    detail::storeOnce(ctl->resultFlags, resultFlags);
-    detail::storeOnce(ctl->status, uint8_t{0});
+    detail::storeOnce(ret->resultTail, resultTail);
+    detail::storeOnce(ret->resultFlags, resultFlags);
+    detail::storeOnce(ret->status, uint8_t{0});
     return;
   }
   slot->errors.store(slot->errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -252,24 +254,25 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     detail::logf(LogTopic::kErrors, "\"%s\": call of procedure %u answered with %s", exp->name.c_str(), procedure,
                  s.toString().c_str());
   }
-  // The detail text goes where the frame was, truncated to the frame: the client's arguments
-  // are dead by now and the results are not valid on an error.
+  // The detail text goes where the results would, truncated to the rest of the A-stack (at
+  // least kMinErrorBytes): the results are not valid on an error, and those lines are ours.
   std::string_view text = s.detail().empty() ? errcName(s.code()) : std::string_view(s.detail());
-  uint32_t len = static_cast<uint32_t>(std::min<size_t>(text.size(), pl.frameBytes));
-  std::memcpy(frame, text.data(), len);
-  detail::storeOnce(ctl->resultTail, len);
-  detail::storeOnce(ctl->resultFlags, uint8_t{0});
-  detail::storeOnce(ctl->status, static_cast<uint8_t>(s.code()));
+  uint32_t len = static_cast<uint32_t>(std::min<size_t>(text.size(), pl.frameBytes - pl.resultsOff));
+  std::memcpy(frame + pl.resultsOff, text.data(), len);
+  detail::storeOnce(ret->resultTail, len);
+  detail::storeOnce(ret->resultFlags, uint8_t{0});
+  detail::storeOnce(ret->status, static_cast<uint8_t>(s.code()));
 }
 
 void Connection::serve(ServerSlot* slot, uint32_t last) {
   AStackControl* ctl = control(slot->index);
+  auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   for (;;) {
     uint32_t seq = 0;
     if (detail::waitForCall(ctl->callWord, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
     last = seq;
     serveOne(slot, ctl);
-    detail::ring(ctl->returnWord, seq);
+    detail::ring(ret->returnWord, seq);
   }
 }
 
@@ -338,6 +341,7 @@ Status Connection::handshake() {
   slots.reserve(layout.astackCount());
   for (uint32_t i = 0; i < layout.astackCount(); ++i) {
     new (control(i)) AStackControl{};
+    new (region->data() + layout.returnOffset(i)) ReturnControl{};
     auto slot = std::make_unique<ServerSlot>();
     slot->index = i;
     slot->procedure = layout.procedureOf(i);

@@ -24,7 +24,7 @@ namespace lrpc {
 
 namespace {
 
-// One page: the built-in ping A-stack is a control block and nothing else.
+// One page: the built-in ping A-stack is a call block and a return block (next line), nothing else.
 constexpr size_t kPingRegionBytes = 4096;
 constexpr std::string_view kSockSuffix = ".sock";
 
@@ -160,6 +160,7 @@ struct Pinger::Impl {
   uint32_t seq = 0;
 
   AStackControl* control() const { return reinterpret_cast<AStackControl*>(region->data()); }
+  ReturnControl* returnControl() const { return reinterpret_cast<ReturnControl*>(region->data() + kCacheLine); }
 };
 
 Pinger::Pinger(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
@@ -203,7 +204,7 @@ Result<std::chrono::nanoseconds> Pinger::ping(std::chrono::nanoseconds timeout) 
   AStackControl* ctl = p.control();
   int64_t start = detail::monotonicNs();
   detail::ring(ctl->callWord, p.seq);
-  detail::WaitResult r = detail::waitForReturn(ctl->returnWord, p.seq, p.mode, p.sock.get(), start + timeout.count());
+  detail::WaitResult r = detail::waitForReturn(p.returnControl()->returnWord, p.seq, p.mode, p.sock.get(), start + timeout.count());
   int64_t end = detail::monotonicNs();
   switch (r) {
     case detail::WaitResult::kReady: return std::chrono::nanoseconds(end - start);
@@ -229,15 +230,17 @@ struct PingAStack {
 
   explicit PingAStack(SharedMemory r) : region(std::move(r)) {}
   AStackControl* control() const { return reinterpret_cast<AStackControl*>(region.data()); }
+  ReturnControl* returnControl() const { return reinterpret_cast<ReturnControl*>(region.data() + kCacheLine); }
 
   void serve(TransferMode mode) {
     AStackControl* ctl = control();
+    ReturnControl* ret = returnControl();
     uint32_t last = 0;
     for (;;) {
       uint32_t seq = 0;
       if (waitForCall(ctl->callWord, last, mode, stop, &seq) != WaitResult::kReady) return;
       last = seq;
-      ring(ctl->returnWord, seq);
+      ring(ret->returnWord, seq);
     }
   }
 
@@ -298,6 +301,7 @@ void serveQueries(int sock, int stopFd, const QueryTarget& target) noexcept {
     try {
       ping = std::make_unique<PingAStack>(std::move(*shm));
       new (ping->control()) AStackControl{};
+      new (ping->returnControl()) ReturnControl{};
       TransferMode mode = static_cast<TransferMode>(req.mode);
       PingAStack* raw = ping.get();
       ping->thread = std::thread([raw, mode] { raw->serve(mode); });

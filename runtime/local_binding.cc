@@ -76,7 +76,7 @@ void LocalBinding::reclaimAbandoned() noexcept {
   std::lock_guard<std::mutex> lock(abandonedMu_);
   auto done = [this](const Abandoned& a) {
     // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
-    if (!detail::seqIs(control(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
+    if (!detail::seqIs(returnControl(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
     procs_[layout_.procedureOf(a.index)].pool.push(a.index);
     return true;
   };
@@ -91,7 +91,7 @@ void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
 }
 
 Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept {
-  switch (detail::waitForReturn(control(index)->returnWord, seq, mode_, socket_.get(), deadlineNs)) {
+  switch (detail::waitForReturn(returnControl(index)->returnWord, seq, mode_, socket_.get(), deadlineNs)) {
     case detail::WaitResult::kReady:
       return {};
     case detail::WaitResult::kTimedOut:
@@ -206,9 +206,10 @@ Result<std::span<const std::byte>> LocalBinding::resultOutOfBand(uint32_t index,
 
 Status LocalBinding::callError(uint32_t index, uint8_t code) noexcept {
   const ProcedureLayout& pl = layout_.procedure(layout_.procedureOf(index));
-  AStackControl* ctl = control(index);
-  uint32_t len = std::min<uint32_t>(ctl->resultTail, pl.frameBytes);
-  const char* text = reinterpret_cast<const char*>(ctl) + kControlBytes;
+  const ReturnControl* ret = returnControl(index);
+  uint32_t len = std::min<uint32_t>(ret->resultTail, pl.frameBytes - pl.resultsOff);
+  // The detail text stands where the results would (see Connection::serveOne).
+  const char* text = reinterpret_cast<const char*>(ret) + kControlBytes;
   if (code > static_cast<uint8_t>(Errc::kCancelled)) return Status(Errc::kBadFrame, "unknown status from server");
   return Status(static_cast<Errc>(code), std::string(text, len));
 }

@@ -102,6 +102,9 @@ class LocalBinding {
   AStackControl* control(uint32_t index) const noexcept {
     return reinterpret_cast<AStackControl*>(base_ + layout_.astackOffset(index));
   }
+  ReturnControl* returnControl(uint32_t index) const noexcept {
+    return reinterpret_cast<ReturnControl*>(base_ + layout_.returnOffset(index));
+  }
   Slot& slot(uint32_t index) noexcept { return slots_[index]; }
   uint64_t key() const noexcept { return key_; }
   TransferMode mode() const noexcept { return mode_; }

@@ -1,7 +1,7 @@
 // The same-host "Call" (the concept is documented on RemoteCall in stub_support.h): one call
 // through an A-stack of a LocalBinding. The fast path is inline here: pop an A-stack (one
-// CAS), zero the argument part, write the control fields next to the frame, ring the call
-// doorbell, spin briefly on the return doorbell, read the status. No lock, no allocation,
+// CAS), let the stub write the arguments, write the call block, ring the call doorbell, spin
+// briefly on the return doorbell, read the status from the return block. No lock, no allocation,
 // no system call unless a side sleeps. Slow paths (no free A-stack, first use of an A-stack,
 // sleeping, out-of-band tails, errors) are out of line in LocalBinding.
 //
@@ -48,13 +48,15 @@ class LocalCall {
     index_ = index;
     ctl_ = lb_->control(index);
     frame_ = reinterpret_cast<std::byte*>(ctl_) + kControlBytes;
+    ret_ = reinterpret_cast<ReturnControl*>(frame_ + proc_->layout.returnOff);
     if (!lb_->slot(index).started) [[unlikely]] {
       if (Status s = lb_->startAStack(index, timeout_); !s.isOk()) {
         status_ = std::move(s);
         return;  // the destructor gives the A-stack back
       }
     }
-    std::memset(frame_, 0, proc_->layout.argsSize);
+    // The argument part is not cleared: the stub writes every field, and bytes between fields
+    // hold only what this client wrote there before (astack_format.md, "Layout").
   }
 
   ~LocalCall() {
@@ -92,7 +94,7 @@ class LocalCall {
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {
       // Acquire: pairs with the server's release in ring(); the results are visible after it.
-      if (detail::seqIs(ctl_->returnWord.load(std::memory_order_acquire), seq)) {
+      if (detail::seqIs(ret_->returnWord.load(std::memory_order_acquire), seq)) {
         ready = true;
         break;
       }
@@ -106,10 +108,10 @@ class LocalCall {
         return s;
       }
     }
-    uint8_t code = ctl_->status;
+    uint8_t code = ret_->status;
     if (code != 0) [[unlikely]] return lb_->callError(index_, code);
-    uint32_t tail = ctl_->resultTail;
-    if (ctl_->resultFlags & kTailOutOfBand) [[unlikely]] {
+    uint32_t tail = ret_->resultTail;
+    if (ret_->resultFlags & kTailOutOfBand) [[unlikely]] {
       Result<std::span<const std::byte>> r = lb_->resultOutOfBand(index_, tail);
       if (!r.isOk()) return r.status();
       resultTail_ = *r;
@@ -127,6 +129,7 @@ class LocalCall {
   LocalBinding* lb_;
   LocalBinding::Proc* proc_ = nullptr;
   AStackControl* ctl_ = nullptr;
+  ReturnControl* ret_ = nullptr;
   std::byte* frame_ = nullptr;
   uint32_t procedure_;
   uint32_t index_ = detail::AStackPool::kEmpty;

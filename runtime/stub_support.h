@@ -206,7 +206,8 @@ class ServerCall {
   std::span<const std::byte> args() const noexcept { return args_; }
   // The argument tail; VarRefs are relative to its start.
   std::span<const std::byte> argTail() const noexcept { return argTail_; }
-  // The fixed result part, resultsSize bytes, zeroed before dispatch.
+  // The fixed result part, resultsSize bytes. Its old contents are unspecified (the same-host
+  // path does not clear it): generated code writes every field.
   std::byte* results() noexcept { return results_; }
   // Reserves n contiguous bytes of result tail (at most once per call): inline in the
   // A-stack or message when it fits, else in an out-of-band segment.

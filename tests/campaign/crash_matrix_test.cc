@@ -85,6 +85,9 @@ class RegionWatch {
   AStackControl* control(uint32_t index) const {
     return reinterpret_cast<AStackControl*>(base_ + layout_.astackOffset(index));
   }
+  ReturnControl* returnControl(uint32_t index) const {
+    return reinterpret_cast<ReturnControl*>(base_ + layout_.returnOffset(index));
+  }
   uint32_t first(uint32_t procedure) const { return layout_.procedure(procedure).firstAStack; }
 
  private:
@@ -251,10 +254,11 @@ TEST_F(KillClient, KillClientAfterCallPublished) {
     RegionWatch w;
     ASSERT_TRUE(w.open(c.pid())) << "round " << round;
     AStackControl* ctl = w.control(w.first(TestService::kSleepMs));
+    ReturnControl* ret = w.returnControl(w.first(TestService::kSleepMs));
     go.putByte();
     ASSERT_TRUE(spinUntil([&] { return seqOf(ctl->callWord) >= 1; })) << "round " << round;
     c.kill();
-    if (seqOf(ctl->returnWord) < 1) ++beforeReturn;
+    if (seqOf(ret->returnWord) < 1) ++beforeReturn;
     c.wait();
     expectServes(round);
   }
@@ -295,11 +299,11 @@ TEST_F(KillClient, KillClientAfterReturnPublished) {
     ASSERT_TRUE(imported.getByte()) << "round " << round;
     RegionWatch w;
     ASSERT_TRUE(w.open(c.pid())) << "round " << round;
-    AStackControl* ctl = w.control(w.first(TestService::kSleepMs));
+    ReturnControl* ret = w.returnControl(w.first(TestService::kSleepMs));
     go.putByte();
     ASSERT_TRUE(server_->waitEntered()) << "round " << round;
     server_->release();
-    ASSERT_TRUE(spinUntil([&] { return seqOf(ctl->returnWord) == 1; })) << "round " << round;
+    ASSERT_TRUE(spinUntil([&] { return seqOf(ret->returnWord) == 1; })) << "round " << round;
     c.kill();
     c.wait();
     expectServes(round);
@@ -467,13 +471,13 @@ TEST_F(KillServer, KillServerAfterReturnPublished) {
   matrix("KillServerAfterReturnPublished", [&](HeldServer& server, int round) {
     Result<TestService::Client> c = lrpc::import<TestService>("svc", opts(round));
     ASSERT_TRUE(c.isOk());
-    AStackControl* ctl = c->binding()->local->control(
+    ReturnControl* ret = c->binding()->local->returnControl(
         c->binding()->local->procedure(TestService::kSleepMs).layout.firstAStack);
     Result<uint32_t> r = Status(Errc::kCancelled);
     std::thread t([&] { r = c->sleepMs(kHoldMs); });
     EXPECT_TRUE(server.waitEntered()) << "round " << round;
     server.release();
-    EXPECT_TRUE(spinUntil([&] { return seqOf(ctl->returnWord) == 1; })) << "round " << round;
+    EXPECT_TRUE(spinUntil([&] { return seqOf(ret->returnWord) == 1; })) << "round " << round;
     server.kill();
     t.join();
     // The return was published before the kill: the value is there, or (if the waiting thread

@@ -62,6 +62,9 @@ class RawBinding {
   AStackControl* control(uint32_t i) const {
     return reinterpret_cast<AStackControl*>(region_.data() + layout_.astackOffset(i));
   }
+  ReturnControl* returnControl(uint32_t i) const {
+    return reinterpret_cast<ReturnControl*>(region_.data() + layout_.returnOffset(i));
+  }
   std::byte* frame(uint32_t i) const { return reinterpret_cast<std::byte*>(control(i)) + kControlBytes; }
   uint32_t firstAStack(uint32_t procedure) const { return layout_.procedure(procedure).firstAStack; }
   uint64_t key() const { return key_; }
@@ -81,10 +84,10 @@ class RawBinding {
     AStackControl* ctl = control(index);
     uint32_t seq = ++seq_[index];
     detail::ring(ctl->callWord, seq);
-    auto r = detail::waitForReturn(ctl->returnWord, seq, TransferMode::kBlock, sock_.get(),
+    auto r = detail::waitForReturn(returnControl(index)->returnWord, seq, TransferMode::kBlock, sock_.get(),
                                    detail::monotonicNs() + 10'000'000'000);
     if (r != detail::WaitResult::kReady) return -1;
-    return detail::loadOnce(ctl->status);
+    return detail::loadOnce(returnControl(index)->status);
   }
 
   // Fills in an honest call header for `procedure` on A-stack `index`.
@@ -286,15 +289,23 @@ TEST_F(HostileTest, RewritingTheAStackDuringCallsNeverCrashesTheServer) {
     std::mt19937 rng(12345);
     AStackControl* ctl = b->control(e);
     auto* words = reinterpret_cast<uint32_t*>(b->frame(e));
+    // The return block lies inside the frame area; the server writes it and only this test's
+    // own ring() reads it, so it is left alone like the doorbells.
+    const uint32_t returnFrom = pl.returnOff / 4, returnTo = (pl.returnOff + kControlBytes) / 4;
     while (!stop.load(std::memory_order_relaxed)) {
-      // Everything but the doorbells: key, procedure, lengths, flags, the frame.
+      // Everything but the doorbells and the return block: key, procedure, lengths, flags, the
+      // arguments, the results.
       switch (rng() % 6) {
         case 0: detail::storeOnce(ctl->argTail, static_cast<uint32_t>(rng())); break;
         case 1: detail::storeOnce(ctl->argTail, static_cast<uint32_t>(rng() % 64)); break;
         case 2: detail::storeOnce(ctl->procedure, static_cast<uint32_t>(rng() % 8)); break;
         case 3: detail::storeOnce(ctl->argFlags, static_cast<uint8_t>(rng() % 3)); break;
         case 4: detail::storeOnce(ctl->key, rng() % 4 == 0 ? uint64_t{rng()} : b->key()); break;
-        default: detail::storeOnce(words[rng() % (pl.frameBytes / 4)], static_cast<uint32_t>(rng() % 128)); break;
+        default: {
+          uint32_t w = static_cast<uint32_t>(rng() % (pl.frameBytes / 4));
+          if (w < returnFrom || w >= returnTo) detail::storeOnce(words[w], static_cast<uint32_t>(rng() % 128));
+          break;
+        }
       }
     }
   });

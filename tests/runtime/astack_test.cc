@@ -34,7 +34,7 @@ TEST(RegionLayoutTest, EveryAStackIsCacheLineAlignedAndInsideTheRegion) {
     prevEnd = off + p.stride;
     EXPECT_LE(prevEnd, l->regionBytes());
     EXPECT_EQ(p.stride, kControlBytes + p.frameBytes);
-    EXPECT_GE(p.frameBytes, kMinFrameBytes);
+    EXPECT_GE(p.frameBytes, p.resultsOff + kMinErrorBytes);
   }
 }
 
@@ -44,14 +44,18 @@ TEST(RegionLayoutTest, FramePartsDoNotOverlap) {
   for (uint32_t p = 0; p < l->procedureCount(); ++p) {
     const ProcedureLayout& pl = l->procedure(p);
     EXPECT_LE(pl.argsSize, pl.argTailOff);
-    EXPECT_LE(uint64_t{pl.argTailOff} + pl.tailRoom, pl.resultsOff);
+    EXPECT_LE(uint64_t{pl.argTailOff} + pl.tailRoom, pl.returnOff);
+    EXPECT_EQ((kControlBytes + pl.returnOff) % kCacheLine, 0u);  // the return block opens a line
+    EXPECT_EQ(pl.resultsOff, pl.returnOff + kControlBytes);
     EXPECT_LE(uint64_t{pl.resultsOff} + pl.resultsSize, pl.resultTailOff);
     EXPECT_LE(uint64_t{pl.resultTailOff} + pl.tailRoom, pl.frameBytes);
     EXPECT_EQ(pl.resultsOff % 8, 0u);
   }
-  // Small fixed frames share the control line: Add moves one cache line each way.
+  // Small fixed frames fit their blocks' lines: Add moves one cache line each way.
   const ProcedureLayout& add = l->procedure(1);
-  EXPECT_LE(kControlBytes + add.resultsOff + add.resultsSize, kCacheLine);
+  EXPECT_LE(kControlBytes + add.argsSize, kCacheLine);
+  EXPECT_EQ(kControlBytes + add.returnOff, kCacheLine);
+  EXPECT_LE(kControlBytes + add.resultsSize, kCacheLine);
   EXPECT_EQ(l->procedure(0).tailRoom, 0u);
   EXPECT_GE(l->procedure(2).tailRoom, 1500u - 16u);
 }

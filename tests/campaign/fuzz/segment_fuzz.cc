@@ -86,15 +86,15 @@ void oneCall(LocalBinding& lb, int serverEnd, const uint8_t* rec) {
   }
 
   // The published return, prepared before the call: the client sees it at its first look.
-  AStackControl* ctl = lb.control(index);
+  ReturnControl* ret = lb.returnControl(index);
   const ProcedureLayout& pl = layout.procedure(TestService::kEcho);
-  std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
+  std::byte* frame = reinterpret_cast<std::byte*>(lb.control(index)) + kControlBytes;
   std::memcpy(frame + pl.resultsOff, rec, std::min<size_t>(24, pl.frameBytes - pl.resultsOff));
-  detail::storeOnce(ctl->status, rec[1]);
-  detail::storeOnce(ctl->resultFlags, rec[2]);
-  detail::storeOnce(ctl->resultTail, u32(rec + 4));
+  detail::storeOnce(ret->status, rec[1]);
+  detail::storeOnce(ret->resultFlags, rec[2]);
+  detail::storeOnce(ret->resultTail, u32(rec + 4));
   uint32_t seq = lb.slot(index).seq + 1;
-  if ((what & 0x40) == 0) ctl->returnWord.store((seq & kSeqMask) << 1, std::memory_order_release);
+  if ((what & 0x40) == 0) ret->returnWord.store((seq & kSeqMask) << 1, std::memory_order_release);
 
   TestService::Client client(std::make_shared<Binding>(TestService::kDescriptor, &lb, nullptr));
   CallOptions quick;
