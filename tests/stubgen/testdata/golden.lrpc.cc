@@ -163,8 +163,10 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.upload: argument blob lies outside the tail, is misaligned or is over its size limit");
   }
-  blobStore_.resize(frame_.blob.length);
-  if (frame_.blob.length != 0) std::memcpy(blobStore_.data(), tail_.data() + frame_.blob.offset, frame_.blob.length);
+  {
+    const auto* p_ = reinterpret_cast<const uint8_t*>(tail_.data() + frame_.blob.offset);
+    blobStore_.assign(p_, p_ + frame_.blob.length);
+  }
   std::optional<::lrpc::Result<::golden::v1::Sensor::UploadResults>> result_;
   try {
     result_.emplace(server_.upload(std::span<const uint8_t>(blobStore_), frame_.delete_ != 0));
