@@ -39,6 +39,9 @@ inline constexpr uint64_t kMaxRegionBytes = uint64_t{256} << 20;
 
 // Flag bits of AStackControl::argFlags / resultFlags.
 inline constexpr uint8_t kTailOutOfBand = 1;  // the tail is in the A-stack's out-of-band segment
+// With kTailOutOfBand in argFlags: the call was published before its argument tail was all
+// written; AStackControl::argReady says how much of it is final (astack_format.md, "Streaming").
+inline constexpr uint8_t kTailStreaming = 2;
 
 // Bit 0 of a doorbell word: the waiter announced that it sleeps in futex_wait, so the
 // publisher must FUTEX_WAKE. Bits 1..31: the sequence number of the call.
@@ -68,14 +71,17 @@ struct AStackControl {
   uint32_t procedure;                // PDL index; must match the A-stack's own procedure
   uint64_t key;                      // the binding's key, checked by the server on every call
   uint32_t argTail;                  // bytes of argument tail (inline or out of band)
-  uint8_t argFlags;                  // kTailOutOfBand
-  uint8_t reserved[11];
+  uint8_t argFlags;                  // kTailOutOfBand, kTailStreaming
+  uint8_t reserved[3];
+  std::atomic<uint32_t> argReady;    // kTailStreaming: the first argReady tail bytes are final
+  uint8_t reserved2[4];
 };
 static_assert(sizeof(AStackControl) == kControlBytes);
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
 static_assert(sizeof(std::atomic<uint32_t>) == 4);
 static_assert(offsetof(AStackControl, procedure) == 4 && offsetof(AStackControl, key) == 8 &&
-              offsetof(AStackControl, argTail) == 16 && offsetof(AStackControl, argFlags) == 20);
+              offsetof(AStackControl, argTail) == 16 && offsetof(AStackControl, argFlags) == 20 &&
+              offsetof(AStackControl, argReady) == 24);
 
 // The return block: kControlBytes at the start of an A-stack's return line (frame offset
 // ProcedureLayout::returnOff), followed by the results. Written by the server, read by the client.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -50,6 +51,9 @@ bool uidAllowed(const ServerOptions& opts, uid_t uid) {
 // Out-of-band segments are rounded up to a power of two (at least this), so that a
 // growing stream of calls re-grows the segment a logarithmic number of times.
 constexpr uint64_t kMinSegmentBytes = 64 * 1024;
+// A streamed argument that makes no progress for this long ends its call with kBadFrame: a
+// live client that stops writing must not hold the server thread forever.
+constexpr int64_t kStreamStallNs = 1'000'000'000;
 
 uint64_t segmentSize(uint64_t n) {
   uint64_t s = kMinSegmentBytes;
@@ -148,8 +152,41 @@ namespace {
 class AStackServerCall final : public ServerCall {
  public:
   AStackServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, std::byte* results,
-                   Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame) noexcept
-      : ServerCall(args, tail, results), conn_(conn), slot_(slot), pl_(pl), frame_(frame) {}
+                   Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame,
+                   const std::atomic<uint32_t>* argReady) noexcept
+      : ServerCall(args, tail, results), conn_(conn), slot_(slot), pl_(pl), frame_(frame), argReady_(argReady) {}
+
+  Status awaitArgTail(size_t end) noexcept override {
+    if (argReady_ == nullptr || end <= ready_) return {};
+    if (end > argTail_.size()) return Status(Errc::kBadFrame, "argument stream read past its tail");
+    uint32_t spins = 0;
+    uint32_t lastSeen = ready_;
+    int64_t stalledSince = 0;
+    for (;;) {
+      // Acquire: pairs with the client's release after it copied the bytes it counts.
+      uint32_t v = argReady_->load(std::memory_order_acquire);
+      if (v >= end) {
+        ready_ = v < argTail_.size() ? v : static_cast<uint32_t>(argTail_.size());
+        return {};
+      }
+      if (++spins % detail::kYieldEvery != 0) {
+        detail::cpuRelax();
+        continue;
+      }
+      ::sched_yield();  // the writer may share our core
+      // Relaxed: the flag only ends the wait; nothing is read because of it.
+      if (slot_->stop.load(std::memory_order_relaxed)) return Status(Errc::kPeerDied, "client went away mid-argument");
+      int64_t now = detail::monotonicNs();
+      if (v != lastSeen) {
+        lastSeen = v;
+        stalledSince = now;
+      } else if (stalledSince == 0) {
+        stalledSince = now;
+      } else if (now - stalledSince > kStreamStallNs) {
+        return Status(Errc::kBadFrame, "the client stopped writing its streamed argument");
+      }
+    }
+  }
 
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
@@ -185,6 +222,8 @@ class AStackServerCall final : public ServerCall {
   ServerSlot* slot_;
   const ProcedureLayout& pl_;
   std::byte* frame_;
+  const std::atomic<uint32_t>* argReady_;  // null unless the argument tail is streamed
+  uint32_t ready_ = 0;                      // argument tail bytes known final
   bool reserved_ = false;
   uint32_t length_ = 0;
   uint8_t flags_ = 0;
@@ -214,7 +253,7 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     s = Status(Errc::kBindingRejected, "call carries a forged binding key");
   } else if (procedure != slot->procedure) {
     s = Status(Errc::kBadFrame, "procedure does not match the A-stack");
-  } else if (argFlags == kTailOutOfBand) {
+  } else if (argFlags == kTailOutOfBand || argFlags == (kTailOutOfBand | kTailStreaming)) {
     {
       std::lock_guard<std::mutex> lock(slot->segMu);
       argSegment = slot->argSegment;
@@ -237,7 +276,7 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     // The result part is not cleared: the generated dispatch writes every field, and bytes
     // between fields hold only what this server wrote there before (astack_format.md).
     AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
-                          pl, frame);
+                          pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr);
     s = exp->iface->dispatch(exp->impl, procedure, call);
     resultTail = call.length();
     resultFlags = call.flags();

@@ -106,6 +106,8 @@ class LocalBinding {
     return reinterpret_cast<ReturnControl*>(base_ + layout_.returnOffset(index));
   }
   Slot& slot(uint32_t index) noexcept { return slots_[index]; }
+  // The start of A-stack `index`'s argument segment (after argOutOfBand succeeded).
+  const std::byte* argSegmentBase(uint32_t index) const noexcept { return slots_[index].argSegment->data(); }
   uint64_t key() const noexcept { return key_; }
   TransferMode mode() const noexcept { return mode_; }
 

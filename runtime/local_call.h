@@ -20,6 +20,11 @@ class LocalCall {
  public:
   // Spins on the return doorbell inline this many times before the out-of-line wait.
   static constexpr uint32_t kInlineSpins = 64;
+  // An out-of-band argument tail at least this long is streamed: the call is published when the
+  // stub starts copying it, and the server copies each chunk out while the client writes the
+  // next, so the two copies of a large argument overlap instead of running one after the other.
+  static constexpr size_t kStreamBytes = 256 * 1024;
+  static constexpr size_t kStreamChunk = 64 * 1024;
 
   LocalCall(const Binding& binding, uint32_t procedure, const CallOptions& options) noexcept
       : lb_(binding.local), procedure_(procedure), timeout_(options.timeout) {
@@ -60,6 +65,14 @@ class LocalCall {
   }
 
   ~LocalCall() {
+    if (streaming_ && !invoked_) [[unlikely]] {
+      // Published but never invoked: the server has the A-stack, so let it finish the call
+      // and take the A-stack back only once it has returned.
+      // Release: as in copyTail.
+      ctl_->argReady.store(argTail_, std::memory_order_release);
+      lb_->abandon(index_, streamSeq_);
+      return;
+    }
     if (index_ != detail::AStackPool::kEmpty && !keep_) proc_->pool.push(index_);
   }
   LocalCall(const LocalCall&) = delete;
@@ -81,16 +94,37 @@ class LocalCall {
     return r;
   }
 
+  // Copies one value of the argument tail into place (dst lies in the span argTail returned,
+  // after every value written before it). Streams a large out-of-band tail (kStreamBytes).
+  void copyTail(std::byte* dst, const void* src, size_t n) noexcept {
+    if (argFlags_ == kTailOutOfBand && argTail_ >= kStreamBytes && status_.isOk()) [[unlikely]] startStream();
+    if (!streaming_) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    const auto* from = static_cast<const std::byte*>(src);
+    for (size_t done = 0; done < n;) {
+      size_t c = n - done < kStreamChunk ? n - done : kStreamChunk;
+      std::memcpy(dst + done, from + done, c);
+      done += c;
+      // Release: the server reads these bytes once it sees them counted.
+      ctl_->argReady.store(static_cast<uint32_t>(dst + done - tailBase_), std::memory_order_release);
+    }
+  }
+
   Status invoke() noexcept {
     if (!status_.isOk()) return status_;
+    invoked_ = true;
     int64_t deadline = 0;
     if (timeout_.count() > 0) [[unlikely]] deadline = detail::monotonicNs() + timeout_.count();
-    ctl_->key = lb_->key();
-    ctl_->procedure = procedure_;
-    ctl_->argTail = argTail_;
-    ctl_->argFlags = argFlags_;
-    uint32_t seq = ++lb_->slot(index_).seq;
-    detail::ring(ctl_->callWord, seq);
+    uint32_t seq;
+    if (streaming_) [[unlikely]] {
+      seq = streamSeq_;
+      // Release: the whole tail, including values written without copyTail, is final now.
+      ctl_->argReady.store(argTail_, std::memory_order_release);
+    } else {
+      seq = publish(argFlags_);
+    }
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {
       // Acquire: pairs with the server's release in ring(); the results are visible after it.
@@ -126,6 +160,26 @@ class LocalCall {
   std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
 
  private:
+  // Writes the call block and rings the call doorbell; returns the call's sequence number.
+  uint32_t publish(uint8_t flags) noexcept {
+    ctl_->key = lb_->key();
+    ctl_->procedure = procedure_;
+    ctl_->argTail = argTail_;
+    ctl_->argFlags = flags;
+    uint32_t seq = ++lb_->slot(index_).seq;
+    detail::ring(ctl_->callWord, seq);
+    return seq;
+  }
+
+  // Publishes the call before its tail is written (the fixed part already is).
+  void startStream() noexcept {
+    tailBase_ = lb_->argSegmentBase(index_);
+    // Relaxed: ordered before the server's reads by the release in ring().
+    ctl_->argReady.store(0, std::memory_order_relaxed);
+    streamSeq_ = publish(kTailOutOfBand | kTailStreaming);
+    streaming_ = true;
+  }
+
   LocalBinding* lb_;
   LocalBinding::Proc* proc_ = nullptr;
   AStackControl* ctl_ = nullptr;
@@ -136,6 +190,10 @@ class LocalCall {
   uint32_t argTail_ = 0;
   uint8_t argFlags_ = 0;
   bool keep_ = false;
+  bool streaming_ = false;
+  bool invoked_ = false;
+  uint32_t streamSeq_ = 0;
+  const std::byte* tailBase_ = nullptr;
   std::chrono::nanoseconds timeout_;
   std::span<const std::byte> resultTail_;
   Status status_;

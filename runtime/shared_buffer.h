@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -62,6 +63,8 @@ class SharedBuffer {
     }
     auto call = std::make_unique<LocalCall>(binding, procedure, options);
     if (!call->status().isOk()) return call->status();
+    // A call's stub writes every field; a SharedBuffer's user may not, so the part starts at 0.
+    std::memset(call->args(), 0, binding.iface->procedures[procedure].argsSize);
     Result<std::span<std::byte>> tail = call->argTail(bytes);
     if (!tail.isOk()) return tail.status();
     return SharedBuffer(std::move(call), *tail);

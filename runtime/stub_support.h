@@ -176,6 +176,8 @@ class RemoteCall {
     if (Status s = request_.resize(desc_->argsSize + n); !s.isOk()) return s;
     return std::span<std::byte>(request_.data() + desc_->argsSize, n);
   }
+  // Copies one value of the argument tail into place (see LocalCall::copyTail).
+  void copyTail(std::byte* dst, const void* src, size_t n) noexcept { std::memcpy(dst, src, n); }
   Status invoke() noexcept {
     Status s = binding_.channel->call(*binding_.iface, procedure_, request_.span(), reply_, options_);
     if (!s.isOk()) return s;
@@ -212,6 +214,14 @@ class ServerCall {
   // Reserves n contiguous bytes of result tail (at most once per call): inline in the
   // A-stack or message when it fits, else in an out-of-band segment.
   virtual Result<std::span<std::byte>> resultTail(size_t n) noexcept = 0;
+  // Waits until the first `end` bytes of the argument tail are final: a same-host client may
+  // still be writing a large tail while the handler's copy-out runs (LocalCall::copyTail).
+  // Generated code calls it before it reads each value; an error (the client went away, or
+  // stopped writing) ends the call.
+  virtual Status awaitArgTail(size_t end) noexcept {
+    (void)end;
+    return {};
+  }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
@@ -230,6 +240,22 @@ namespace detail {
 inline bool varRefOk(VarRef ref, size_t tailSize, size_t elemSize) noexcept {
   return ref.offset <= tailSize && ref.length <= tailSize - ref.offset &&
          (elemSize <= 1 || ref.length % elemSize == 0);
+}
+
+// Copy "E" of a Data argument, a chunk at a time as the client streams the tail (`ref` has
+// been checked against the tail already).
+inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+  constexpr size_t kChunk = 64 * 1024;
+  out.clear();
+  out.reserve(ref.length);
+  const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
+  for (size_t done = 0; done < ref.length;) {
+    size_t c = ref.length - done < kChunk ? ref.length - done : kChunk;
+    if (Status s = call.awaitArgTail(size_t{ref.offset} + done + c); !s.isOk()) return s;
+    out.insert(out.end(), p + done, p + done + c);
+    done += c;
+  }
+  return {};
 }
 
 // Rounds a tail offset up so that the next value is 8-byte aligned.

@@ -217,6 +217,7 @@ struct WriteSpec {
   std::string fixedBase;    // expression: std::byte* of the fixed part
   std::string reserveTail;  // "call_.argTail" / "call_.resultTail"
   bool fixedFirst;          // client: args() before argTail(); server: tail first
+  std::string copyTail;     // copies one value into the tail: "call_.copyTail" (may stream) / "std::memcpy"
 };
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
@@ -305,8 +306,8 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
         out += I + "  t_[" + at + " + i_] = std::byte{static_cast<uint8_t>(" + v + "[i_] ? 1 : 0)};\n";
         out += I + "}\n";
       } else {
-        out += I + "if (" + f.name + "Bytes_ != 0) std::memcpy(t_ + " + at + ", " + v + ".data(), " + f.name +
-               "Bytes_);\n";
+        out += I + "if (" + f.name + "Bytes_ != 0) " + spec.copyTail + "(t_ + " + at + ", " + v + ".data(), " +
+               f.name + "Bytes_);\n";
       }
     }
   };
@@ -340,8 +341,9 @@ std::vector<uint32_t> frameBoolOffsets(const std::vector<Field>& fields) {
 
 // Reads the variable value named by `ref` (a VarRef already copied out of the frame) from
 // `tail_` into `target`, after checking it lies inside the tail (and under maxBytes).
+// `streamed`: the server reading arguments, which may still be arriving (awaitArgTail).
 void emitReadVar(const Field& f, const std::string& ref, const std::string& target, const std::string& what,
-                 int in, std::string& out) {
+                 int in, bool streamed, std::string& out) {
   const std::string I = ind(in);
   const std::string bad = "return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
                           quoted(what + " " + f.schemaName + " lies outside the tail, is misaligned or is over "
@@ -354,6 +356,16 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
   out += I + "  " + bad + "\n";
   out += I + "}\n";
   const std::string src = "tail_.data() + " + ref + ".offset";
+  if (streamed && f.type.kind == Kind::kData) {
+    out += I + "if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, " + ref + ", " + target +
+           "); !s_.isOk()) return s_;\n";
+    return;
+  }
+  if (streamed) {
+    // A list of variable values reaches past its VarRef array: wait for the whole tail.
+    const std::string end = listOfVar ? std::string("tail_.size()") : "size_t{" + ref + ".offset} + " + ref + ".length";
+    out += I + "if (::lrpc::Status s_ = call_.awaitArgTail(" + end + "); !s_.isOk()) return s_;\n";
+  }
   if (f.type.kind == Kind::kText) {
     out += I + target + ".assign(reinterpret_cast<const char*>(" + src + "), " + ref + ".length);\n";
   } else if (f.type.kind == Kind::kData) {
@@ -446,7 +458,8 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += returnType(m) + " " + d.name + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
          ") {\n";
   out += "  if (!call_.status().isOk()) return call_.status();\n";
-  WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true};
+  WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
+                 "call_.copyTail"};
   emitWrite(m.params, [](const Field& f) { return f.name; }, spec, 2, out);
   out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
   if (m.results.empty()) {
@@ -473,7 +486,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     } else if (!isVariable(f.type.kind)) {
       out += "  " + target + " = frame_." + f.name + ";\n";
     } else {
-      emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, out);
+      emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, false, out);
     }
   }
   out += single ? "  return value_;\n}\n\n" : "  return out_;\n}\n\n";
@@ -528,7 +541,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
       }
       const std::string store = f.name + "Store_";
       out += "  " + valueType(f.type) + " " + store + ";\n";
-      emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, out);
+      emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out);
       Type e = elemOf(f.type);
       if (f.type.kind == Kind::kText) {
         callArgs.push_back("std::string_view(" + store + ")");
@@ -564,7 +577,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   const bool single = m.results.size() == 1;
   out += single ? "  const auto& value_ = result_->value();\n" : "  const auto& out_ = result_->value();\n";
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
-                 "call_.resultTail", false};
+                 "call_.resultTail", false, "std::memcpy"};
   emitWrite(m.results, [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2,
             out);
   out += "  return ::lrpc::Status::ok();\n}\n\n";

@@ -85,6 +85,35 @@ TEST_P(ConcurrencyTest, ExhaustedAStacksGiveResourceExhausted) {
   EXPECT_TRUE(c->sleepMs(0).isOk());
 }
 
+// Arguments of at least LocalCall::kStreamBytes are streamed: the server copies chunks out while
+// the client still writes later ones. Several threads at once, sizes around the threshold and
+// chunk boundaries, every byte checked.
+TEST_P(ConcurrencyTest, StreamedArgumentsArriveWhole) {
+  TestServer server(dir_.path(), "svc");
+  ASSERT_TRUE(server.ok());
+  Result<TestService::Client> c = lrpc::import<TestService>("svc", opts());
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  const size_t sizes[] = {LocalCall::kStreamBytes - 1, LocalCall::kStreamBytes,
+                          LocalCall::kStreamBytes + LocalCall::kStreamChunk + 7, 3 * 1024 * 1024 + 5};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      TestService::Client mine = *c;
+      for (int round = 0; round < 3; ++round) {
+        for (size_t n : sizes) {
+          std::vector<uint8_t> in(n);
+          for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 131 + static_cast<size_t>(t) * 7 + round);
+          Result<std::vector<uint8_t>> e = mine.echo(in);
+          if (!e.isOk() || *e != in) failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, ConcurrencyTest,
                          ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
                          [](const auto& p) { return std::string(transferModeName(p.param)); });

@@ -8,7 +8,9 @@
 #include <sys/un.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
@@ -232,6 +234,78 @@ TEST_F(HostileTest, OutOfBandLengthBeyondSegmentIsBadFrame) {
   ASSERT_TRUE(detail::sendMessage(b->socket(), &huge, sizeof huge).isOk());
   ASSERT_TRUE(detail::recvMessage(b->socket(), &reply, sizeof reply, &fd, 5000).isOk());
   EXPECT_EQ(reply.status, static_cast<uint8_t>(Errc::kResourceExhausted));
+  expectServerHealthy();
+}
+
+// A streamed argument (kTailStreaming): the server copies what argReady says is final, so a
+// client that stops writing, lies about argReady, or goes away mid-stream must not hold or
+// crash it.
+class StreamedArgument : public HostileTest {
+ protected:
+  static constexpr uint32_t kTail = 1 << 20;
+  // Opens a raw binding, gets an argument segment for echo's A-stack and fills in a streamed
+  // call of kTail bytes of which `ready` are claimed final. Does not ring.
+  void prepare(uint32_t ready) {
+    b_ = RawBinding::open(dir_.path(), "svc");
+    ASSERT_TRUE(b_.has_value());
+    e_ = b_->firstAStack(TestService::kEcho);
+    ASSERT_TRUE(b_->start(e_));
+    detail::Message grow{detail::MsgType::kGrowArgs, e_, kTail, 0, {}};
+    ASSERT_TRUE(detail::sendMessage(b_->socket(), &grow, sizeof grow).isOk());
+    detail::Message reply{};
+    OwnedFd fd;
+    ASSERT_TRUE(detail::recvMessage(b_->socket(), &reply, sizeof reply, &fd, 5000).isOk());
+    ASSERT_EQ(reply.status, 0);
+    b_->honest(e_, TestService::kEcho);
+    const VarRef data{0, kTail};
+    std::memcpy(b_->frame(e_), &data, sizeof data);
+    AStackControl* ctl = b_->control(e_);
+    ctl->argFlags = kTailOutOfBand | kTailStreaming;
+    ctl->argTail = kTail;
+    ctl->argReady.store(ready, std::memory_order_relaxed);
+  }
+  std::optional<RawBinding> b_;
+  uint32_t e_ = 0;
+};
+
+TEST_F(StreamedArgument, StalledStreamEndsTheCallWithBadFrame) {
+  prepare(64 * 1024);
+  EXPECT_EQ(b_->ring(e_), kBad);  // after the stall limit (1 s), well inside ring()'s 10 s
+  expectServerHealthy();
+}
+
+TEST_F(StreamedArgument, ReadyBeyondTheTailIsNotTrusted) {
+  prepare(0xffffffffu);
+  // The whole tail is claimed final (and more): the call completes on exactly kTail bytes.
+  EXPECT_EQ(b_->ring(e_), kOk);
+  expectServerHealthy();
+}
+
+// Threads of the server process now.
+size_t threadsOf(pid_t pid) {
+  size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_F(StreamedArgument, ClientGoneMidStreamFreesTheServerThread) {
+  const size_t before = threadsOf(server_->pid());
+  prepare(128 * 1024);
+  AStackControl* ctl = b_->control(e_);
+  detail::ring(ctl->callWord, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the server start waiting
+  EXPECT_GT(threadsOf(server_->pid()), before);  // the clerk and the A-stack's server thread
+  b_.reset();  // socket closed, region unmapped: the clerk stops the waiting thread
+  // The clerk's stop ends the wait (or, on a slow machine, the 1 s stall limit does).
+  size_t now = 0;
+  for (int i = 0; i < 500 && (now = threadsOf(server_->pid())) > before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(now, before);
   expectServerHealthy();
 }
 

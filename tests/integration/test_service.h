@@ -88,8 +88,8 @@ inline Status TestService::dispatch(void* self, uint32_t procedure, ServerCall& 
         EchoArgs a;
         std::memcpy(&a, call.args().data(), sizeof a);
         if (!detail::varRefOk(a.data, call.argTail().size(), 1)) return Status(Errc::kBadFrame, "echo: bad data ref");
-        std::vector<uint8_t> copy(a.data.length);  // copy "E": the client may still write the A-stack
-        if (a.data.length != 0) std::memcpy(copy.data(), call.argTail().data() + a.data.offset, a.data.length);
+        std::vector<uint8_t> copy;  // copy "E": the client may still write the A-stack (or stream)
+        if (Status s = detail::copyArgBytes(call, call.argTail(), a.data, copy); !s.isOk()) return s;
         Result<std::vector<uint8_t>> r = server->echo(copy);
         if (!r.isOk()) return r.status();
         Result<std::span<std::byte>> tail = call.resultTail(r->size());
@@ -147,11 +147,12 @@ class TestService::Client {
   Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) {
     LocalCall call(*binding_, kEcho, options_);
     if (!call.status().isOk()) return call.status();
-    Result<std::span<std::byte>> tail = call.argTail(data.size());
-    if (!tail.isOk()) return tail.status();
-    if (!data.empty()) std::memcpy(tail->data(), data.data(), data.size());
+    // As generated code does: the fixed part first, then the tail (which may be streamed).
     EchoArgs args{{0, static_cast<uint32_t>(data.size())}};
     std::memcpy(call.args(), &args, sizeof args);
+    Result<std::span<std::byte>> tail = call.argTail(data.size());
+    if (!tail.isOk()) return tail.status();
+    if (!data.empty()) call.copyTail(tail->data(), data.data(), data.size());
     if (Status s = call.invoke(); !s.isOk()) return s;
     EchoResults r;
     std::memcpy(&r, call.results(), sizeof r);

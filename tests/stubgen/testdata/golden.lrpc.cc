@@ -118,11 +118,13 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   if (!::lrpc::detail::varRefOk(frame_.text, tail_.size(), 1) || frame_.text.length > 64) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.label: argument text lies outside the tail, is misaligned or is over its size limit");
   }
+  if (::lrpc::Status s_ = call_.awaitArgTail(size_t{frame_.text.offset} + frame_.text.length); !s_.isOk()) return s_;
   textStore_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.text.offset), frame_.text.length);
   std::vector<std::string> tagsStore_;
   if (!::lrpc::detail::varRefOk(frame_.tags, tail_.size(), sizeof(::lrpc::VarRef))) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.label: argument tags lies outside the tail, is misaligned or is over its size limit");
   }
+  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
   {
     const size_t n_ = frame_.tags.length / sizeof(::lrpc::VarRef);
     // Elements may not name more bytes than the tail holds, so a small frame cannot
@@ -163,10 +165,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.upload: argument blob lies outside the tail, is misaligned or is over its size limit");
   }
-  {
-    const auto* p_ = reinterpret_cast<const uint8_t*>(tail_.data() + frame_.blob.offset);
-    blobStore_.assign(p_, p_ + frame_.blob.length);
-  }
+  if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, frame_.blob, blobStore_); !s_.isOk()) return s_;
   std::optional<::lrpc::Result<::golden::v1::Sensor::UploadResults>> result_;
   try {
     result_.emplace(server_.upload(std::span<const uint8_t>(blobStore_), frame_.delete_ != 0));

@@ -302,7 +302,7 @@ template <class Call>
   auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  if (textBytes_ != 0) std::memcpy(t_ + textAt_, text.data(), textBytes_);
+  if (textBytes_ != 0) call_.copyTail(t_ + textAt_, text.data(), textBytes_);
   {
     uint64_t at_ = tagsAt_ + uint64_t{sizeof(::lrpc::VarRef)} * tags.size();
     for (size_t i_ = 0; i_ < tags.size(); ++i_) {
@@ -334,7 +334,7 @@ template <class Call>
   auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  if (blobBytes_ != 0) std::memcpy(t_ + blobAt_, blob.data(), blobBytes_);
+  if (blobBytes_ != 0) call_.copyTail(t_ + blobAt_, blob.data(), blobBytes_);
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::UploadResultsFrame frame_;
