@@ -353,21 +353,7 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
   if (resend == Resend::kMissing) slot.sender.takeMissing(scratch_);
   if (resend == Resend::kHoles) slot.sender.takeHoles(scratch_);
   slot.sender.takeNew(scratch_);
-  constexpr size_t kChunk = 32;
-  PacketHeader headers[kChunk];
-  OutDatagram out[kChunk];
-  size_t n = 0;
-  for (uint32_t f : scratch_) {
-    auto bytes = slot.sender.fragment(f);
-    headers[n] = h;
-    headers[n].fragment = f;
-    out[n] = OutDatagram{s.peer, {{&headers[n], sizeof h}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}, 2};
-    if (++n == kChunk) {
-      (void)endpoint_->send({out, n});
-      n = 0;
-    }
-  }
-  if (n > 0) (void)endpoint_->send({out, n});
+  (void)batch_.send(*endpoint_, s.peer, h, scratch_, slot.sender);
 }
 
 void UdpServer::onAck(Session& s, const Packet& p) noexcept {

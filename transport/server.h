@@ -20,6 +20,7 @@
 #include "runtime/stub_support.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
+#include "transport/fragment_batch.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -121,6 +122,7 @@ class UdpServer {
   MessageBuffer fixed_;  // result fixed part of the call being dispatched
   MessageBuffer tail_;   // its result tail
   std::vector<uint32_t> scratch_;
+  FragmentBatch batch_;
   std::atomic<uint64_t> executed_{0};
   std::atomic<size_t> sessionCount_{0};
   std::atomic<bool> stop_{false};
