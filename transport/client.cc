@@ -404,7 +404,8 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       finish(*p, Status(Errc::kResourceExhausted, "reply larger than maxMessageBytes"));
       return;
     }
-    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply); !s.isOk()) {
+    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply, ackEvery(options_.fragmentWindow));
+        !s.isOk()) {
       finish(*p, std::move(s));
       return;
     }
@@ -431,8 +432,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     }
     return;
   }
-  // Ack every quarter window, and at once on a duplicate (our last ack was probably lost).
-  if (*acc == Reassembly::Accept::kDuplicate || p->reassembly.unacked() >= std::max(1u, options_.fragmentWindow / 4)) {
+  if (p->reassembly.ackDue()) {
     sendAck(p->seq, p->reassembly.ack());
     p->reassembly.acked();
   }

@@ -37,7 +37,7 @@ struct ClientOptions {
   std::chrono::nanoseconds connectTimeout = std::chrono::seconds(3);
   size_t maxDatagram = kDefaultMaxDatagram;
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest reply accepted
-  uint32_t fragmentWindow = 64;                       // fragments in flight per message
+  uint32_t fragmentWindow = 1024;                     // fragments in flight per message (<= kAckBits)
 };
 
 class UdpChannel final : public CallChannel {

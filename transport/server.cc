@@ -268,7 +268,8 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
       return;
     }
     slot.request.emplace();
-    if (Status st = slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request); !st.isOk()) {
+    if (Status st = slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request, ackEvery(options_.fragmentWindow));
+        !st.isOk()) {
       slot.request.reset();
       slot.state = SlotState::kEmpty;
       slot.seq = h.seq - 1;  // let a retransmission try again
@@ -288,7 +289,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.request.reset();
     return;
   }
-  if (*acc == Reassembly::Accept::kDuplicate || slot.reassembly.unacked() >= std::max(1u, options_.fragmentWindow / 4)) {
+  if (slot.reassembly.ackDue()) {
     AckBody ack = slot.reassembly.ack();
     sendHeaderOnly(s.peer, ackHeader, {reinterpret_cast<const std::byte*>(&ack), sizeof ack});
     slot.reassembly.acked();

@@ -32,7 +32,7 @@ struct ServerOptions {
   uint32_t window = 32;          // largest call window granted per session
   size_t maxDatagram = kDefaultMaxDatagram;
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest request accepted
-  uint32_t fragmentWindow = 64;
+  uint32_t fragmentWindow = 1024;  // reply fragments in flight (<= kAckBits)
   uint32_t maxSessions = 4096;   // beyond this the least recently used session is dropped
   uint32_t receiveBuffers = 512;
 };
