@@ -253,8 +253,9 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.status = 0;
     slot.fragmentedReply = false;
     slot.reassembly.clear();
-    slot.request.reset();
+    slot.request.reset();  // abandoned mid-reassembly (the client gave up on it)
     if (!fragment) {
+      spareRequest_.reset();  // back to small calls: give the large buffer back
       execute(s, slot, p.payload);
       return;
     }
@@ -267,9 +268,10 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
       sendReply(s, slot, Resend::kNone);
       return;
     }
-    slot.request.emplace();
-    if (Status st = slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request, ackEvery(options_.fragmentWindow));
-        !st.isOk()) {
+    slot.request = std::move(spareRequest_);
+    if (!slot.request) slot.request.reset(new (std::nothrow) MessageBuffer);
+    if (!slot.request || !slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request, ackEvery(options_.fragmentWindow))
+                              .isOk()) {
       slot.request.reset();
       slot.state = SlotState::kEmpty;
       slot.seq = h.seq - 1;  // let a retransmission try again
@@ -286,7 +288,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     sendHeaderOnly(s.peer, ackHeader, {reinterpret_cast<const std::byte*>(&ack), sizeof ack});
     slot.reassembly.clear();
     execute(s, slot, slot.request->span());
-    slot.request.reset();
+    spareRequest_ = std::move(slot.request);
     return;
   }
   if (slot.reassembly.ackDue()) {

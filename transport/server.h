@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -81,9 +80,9 @@ class UdpServer {
     uint16_t procedure = 0;
     uint8_t status = 0;
     bool fragmentedReply = false;
-    std::optional<MessageBuffer> request;  // reassembly of a fragmented request
+    std::unique_ptr<MessageBuffer> request;  // reassembly of a fragmented request
     Reassembly reassembly;
-    MessageBuffer reply;                   // the cached reply payload (results or error text)
+    MessageBuffer reply;                     // the cached reply payload (results or error text)
     FragmentSender sender;
   };
   struct Session {
@@ -123,6 +122,10 @@ class UdpServer {
   MessageBuffer tail_;   // its result tail
   std::vector<uint32_t> scratch_;
   FragmentBatch batch_;
+  // The last large request's buffer, for the next one (in any slot or session): a client
+  // streaming large calls costs no allocation, page faults or zeroing per call, and the
+  // server holds at most one such buffer beyond those being reassembled.
+  std::unique_ptr<MessageBuffer> spareRequest_;
   std::atomic<uint64_t> executed_{0};
   std::atomic<size_t> sessionCount_{0};
   std::atomic<bool> stop_{false};
