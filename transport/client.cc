@@ -264,24 +264,6 @@ void UdpChannel::failAll(const Status& s) noexcept {
   }
 }
 
-void UdpChannel::sendDatagrams(PacketHeader h, const std::vector<uint32_t>& frags, const FragmentSender& sender) noexcept {
-  constexpr size_t kChunk = 32;
-  PacketHeader headers[kChunk];
-  OutDatagram out[kChunk];
-  size_t n = 0;
-  for (uint32_t f : frags) {
-    auto bytes = sender.fragment(f);
-    headers[n] = h;
-    headers[n].fragment = f;
-    out[n] = OutDatagram{server_, {{&headers[n], sizeof h}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}, 2};
-    if (++n == kChunk) {
-      (void)endpoint_->send({out, n});
-      n = 0;
-    }
-  }
-  if (n > 0) (void)endpoint_->send({out, n});
-}
-
 void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
   PacketHeader h = makeHeader(PacketType::kRequest, session_, cookie_, p.seq);
   h.procedure = p.procedure;
@@ -297,7 +279,7 @@ void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
   scratch_.clear();
   if (resend) p.sender.takeMissing(scratch_);
   p.sender.takeNew(scratch_);
-  sendDatagrams(h, scratch_, p.sender);
+  (void)batch_.send(*endpoint_, server_, h, scratch_, p.sender);
 }
 
 void UdpChannel::sendAck(uint32_t seq, const AckBody& ack, bool resend) noexcept {
@@ -378,7 +360,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       scratch_.clear();
       p->sender.takeHoles(scratch_);
       p->sender.takeNew(scratch_);
-      sendDatagrams(rh, scratch_, p->sender);
+      (void)batch_.send(*endpoint_, server_, rh, scratch_, p->sender);
     }
     return;
   }
@@ -422,7 +404,8 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       finish(*p, Status(Errc::kResourceExhausted, "reply larger than maxMessageBytes"));
       return;
     }
-    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply); !s.isOk()) {
+    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply, ackEvery(options_.fragmentWindow));
+        !s.isOk()) {
       finish(*p, std::move(s));
       return;
     }
@@ -449,8 +432,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     }
     return;
   }
-  // Ack every quarter window, and at once on a duplicate (our last ack was probably lost).
-  if (*acc == Reassembly::Accept::kDuplicate || p->reassembly.unacked() >= std::max(1u, options_.fragmentWindow / 4)) {
+  if (p->reassembly.ackDue()) {
     sendAck(p->seq, p->reassembly.ack());
     p->reassembly.acked();
   }

@@ -20,6 +20,7 @@
 #include "runtime/stub_support.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
+#include "transport/fragment_batch.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -36,7 +37,7 @@ struct ClientOptions {
   std::chrono::nanoseconds connectTimeout = std::chrono::seconds(3);
   size_t maxDatagram = kDefaultMaxDatagram;
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest reply accepted
-  uint32_t fragmentWindow = 64;                       // fragments in flight per message
+  uint32_t fragmentWindow = 1024;                     // fragments in flight per message (<= kAckBits)
 };
 
 class UdpChannel final : public CallChannel {
@@ -76,7 +77,6 @@ class UdpChannel final : public CallChannel {
   void sendAck(uint32_t seq, const AckBody& ack, bool resend = false) noexcept;
   void finish(Pending& p, Status s) noexcept;           // with mu_ held
   void failAll(const Status& s) noexcept;               // with mu_ held
-  void sendDatagrams(PacketHeader h, const std::vector<uint32_t>& frags, const FragmentSender& sender) noexcept;
 
   std::unique_ptr<Endpoint> endpoint_;
   NetAddress server_;
@@ -94,6 +94,7 @@ class UdpChannel final : public CallChannel {
   Status dead_;                  // GUARDED_BY(mu_): set once the session is known lost
   Stats stats_;                  // GUARDED_BY(mu_)
   std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
+  FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
 };
 
 // The URI form: "udp://host:port/name". Opens an endpoint (io_uring or emulated), connects

@@ -58,6 +58,11 @@ class DatagramSink {
 // Smallest datagram size an endpoint may be configured with (a hello must fit).
 inline constexpr size_t kMinDatagram = 128;
 
+// Receive buffers an endpoint with UDP_GRO keeps at most (64 KiB each). Datagrams beyond
+// them wait in the socket's queue until buffers come back, so this bounds memory, not
+// what can be received.
+inline constexpr uint32_t kGroBuffers = 64;
+
 struct EndpointOptions {
   // Bind here ("0.0.0.0:0" = any port). A client endpoint is connected to `peer` when set.
   std::string bindAddress = "0.0.0.0:0";
@@ -67,6 +72,11 @@ struct EndpointOptions {
   uint32_t receiveBuffers = 256;   // free-queue size (power of two)
   std::chrono::nanoseconds spinBeforeBlock = std::chrono::microseconds(50);  // adaptive mode
   int socketBufferBytes = 4 << 20;  // SO_RCVBUF/SO_SNDBUF asked for
+  // Receive offload (UDP_GRO, io_uring endpoint only): the kernel hands over a run of
+  // same-size datagrams from one peer (a window of fragments) in one completion, up to
+  // 64 KiB, which the endpoint cuts back into datagrams. Every receive buffer then holds
+  // 64 KiB, so the free queue is capped at kGroBuffers of them.
+  bool gro = true;
   bool emulated = false;            // skip io_uring (as LRPC_NO_IO_URING=1 does)
 };
 

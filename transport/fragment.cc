@@ -1,6 +1,7 @@
 #include "transport/fragment.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace lrpc::net {
@@ -30,8 +31,12 @@ void FragmentSender::takeNew(std::vector<uint32_t>& out) {
 
 void FragmentSender::takeMissing(std::vector<uint32_t>& out) {
   fastResent_.reset(acked_.count());
-  for (uint32_t i = base_; i < next_; ++i) {
-    if (!acked_.contains(i)) out.push_back(i);
+  uint32_t taken = 0;
+  for (uint32_t i = base_; i < next_ && taken < kTimeoutResend; ++i) {
+    if (!acked_.contains(i)) {
+      out.push_back(i);
+      ++taken;
+    }
   }
 }
 
@@ -50,10 +55,13 @@ bool FragmentSender::onAck(const AckBody& ack) noexcept {
   uint32_t cum = std::min(ack.cumulative, next_);
   for (uint32_t i = base_; i < cum; ++i) progress |= acked_.insert(i);
   highest_ = std::max(highest_, cum);
-  for (uint32_t b = 0; b < kAckBits; ++b) {
-    uint64_t i = uint64_t{ack.cumulative} + 1 + b;
-    if (i >= next_ || i >= n) break;
-    if ((ack.bits[b / 64] >> (b % 64)) & 1) {
+  for (uint32_t k = 0; k < kAckBits / 64; ++k) {
+    uint64_t first = uint64_t{ack.cumulative} + 1 + uint64_t{k} * 64;
+    if (first >= next_) break;
+    // Only the set bits: a bulk ack is mostly ones or mostly zeros.
+    for (uint64_t w = ack.bits[k]; w != 0; w &= w - 1) {
+      uint64_t i = first + static_cast<unsigned>(std::countr_zero(w));
+      if (i >= next_ || i >= n) break;
       progress |= acked_.insert(static_cast<uint32_t>(i));
       highest_ = std::max(highest_, static_cast<uint32_t>(i) + 1);
     }
@@ -62,13 +70,16 @@ bool FragmentSender::onAck(const AckBody& ack) noexcept {
   return progress;
 }
 
-Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest) noexcept {
+Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery) noexcept {
   if (Status s = dest.resize(total); !s.isOk()) return s;
   dest_ = &dest;
   total_ = total;
   fragmentBytes_ = fragmentBytes;
   cumulative_ = 0;
   sinceAck_ = 0;
+  ackEvery_ = std::max<uint32_t>(1, ackEvery);
+  sinceDuplicateAck_ = UINT32_MAX;
+  duplicateDue_ = false;
   try {
     received_.reset(fragmentCount(total, fragmentBytes));
   } catch (...) {
@@ -85,26 +96,28 @@ Result<Reassembly::Accept> Reassembly::accept(const PacketHeader& h, std::span<c
   size_t off = size_t{h.fragment} * fragmentBytes_;
   size_t want = std::min(fragmentBytes_, size_t{total_} - off);
   if (payload.size() != want) return Status(Errc::kBadFrame, "fragment size does not match the geometry");
+  ++sinceAck_;
+  if (sinceDuplicateAck_ != UINT32_MAX) ++sinceDuplicateAck_;
   if (!received_.insert(h.fragment)) {
-    ++sinceAck_;
+    if (sinceDuplicateAck_ >= ackEvery_) duplicateDue_ = true;
     return Accept::kDuplicate;
   }
   std::memcpy(dest_->data() + off, payload.data(), want);
   while (cumulative_ < n && received_.contains(cumulative_)) ++cumulative_;
-  ++sinceAck_;
   return Accept::kNew;
+}
+
+void Reassembly::acked() noexcept {
+  sinceAck_ = 0;
+  if (duplicateDue_) sinceDuplicateAck_ = 0;
+  duplicateDue_ = false;
 }
 
 AckBody Reassembly::ack() const noexcept {
   AckBody a{};
   a.cumulative = cumulative_;
   a.complete = complete() ? 1 : 0;
-  uint32_t n = received_.count();
-  for (uint32_t b = 0; b < kAckBits; ++b) {
-    uint64_t i = uint64_t{cumulative_} + 1 + b;
-    if (i >= n) break;
-    if (received_.contains(static_cast<uint32_t>(i))) a.bits[b / 64] |= uint64_t{1} << (b % 64);
-  }
+  for (uint32_t k = 0; k < kAckBits / 64; ++k) a.bits[k] = received_.word(uint64_t{cumulative_} + 1 + uint64_t{k} * 64);
   return a;
 }
 

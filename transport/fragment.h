@@ -34,6 +34,16 @@ class FragmentSet {
   }
   uint32_t count() const noexcept { return count_; }
   uint32_t size() const noexcept { return size_; }
+  // Membership of start, start + 1, ..., start + 63 as bits 0..63 (0 beyond count()):
+  // acks are built and read a word at a time, not a bit at a time.
+  uint64_t word(uint64_t start) const noexcept {
+    if (start >= count_) return 0;
+    size_t w = start / 64;
+    unsigned s = start % 64;
+    uint64_t bits = words_[w] >> s;
+    if (s != 0 && w + 1 < words_.size()) bits |= words_[w + 1] << (64 - s);
+    return bits;
+  }
 
  private:
   std::vector<uint64_t> words_;
@@ -51,8 +61,11 @@ class FragmentSender {
 
   // Appends the fragments that may go out now (never sent, inside the window).
   void takeNew(std::vector<uint32_t>& out);
-  // Appends the sent-but-unacknowledged fragments inside the window (selective resend,
-  // on a timeout).
+  // Appends the lowest sent-but-unacknowledged fragments inside the window, at most
+  // kTimeoutResend of them (selective resend, on a timeout). Not the whole window: with
+  // megabytes in flight, a timeout is as often a receiver that was descheduled as a loss,
+  // and the ack these few draw shows the receiver's holes, which takeHoles then fills.
+  static constexpr uint32_t kTimeoutResend = 64;
   void takeMissing(std::vector<uint32_t>& out);
   // Appends holes the peer's acks reveal: unacknowledged fragments at least kDupThresh
   // below the highest acknowledged one, each once per timeout (fast retransmit).
@@ -72,21 +85,34 @@ class FragmentSender {
   FragmentSet fastResent_;
 };
 
+// How often a receiver acks when the window is `window` fragments: every quarter window,
+// so that the sender hears back several times per window and never stalls on a full one,
+// and at least every 256 fragments (a sender configured with a smaller window than ours
+// still hears back within its window as long as that is at least 256).
+constexpr uint32_t ackEvery(uint32_t window) noexcept {
+  uint32_t quarter = window / 4 > 1 ? window / 4 : 1;
+  return quarter < 256 ? quarter : 256;
+}
+
 class Reassembly {
  public:
   enum class Accept { kNew, kDuplicate };
 
   // Sizes `dest` to `total` bytes (bounded by the caller) and expects fragments of
-  // `fragmentBytes` (the last one shorter).
-  Status begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest) noexcept;
+  // `fragmentBytes` (the last one shorter); an ack falls due every `ackEvery` fragments.
+  Status begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery = 16) noexcept;
   bool active() const noexcept { return dest_ != nullptr; }
   // Checks the fragment against the message geometry and copies it into place.
   Result<Accept> accept(const PacketHeader& h, std::span<const std::byte> payload) noexcept;
   bool complete() const noexcept { return received_.size() == received_.count(); }
   AckBody ack() const noexcept;
-  // Fragments received since the last ack() was taken; used to ack every few fragments.
-  uint32_t unacked() const noexcept { return sinceAck_; }
-  void acked() noexcept { sinceAck_ = 0; }
+  // Whether an ack is due after the last accept(): every `ackEvery` fragments, and at once
+  // on a duplicate (the sender resent, so our last ack was probably lost), but then not
+  // again for a duplicate until `ackEvery` more fragments arrived: a resent window is
+  // answered with one ack, not with one ack per duplicate.
+  bool ackDue() const noexcept { return sinceAck_ >= ackEvery_ || duplicateDue_; }
+  // An ack was sent.
+  void acked() noexcept;
   void clear() noexcept { dest_ = nullptr; }
 
  private:
@@ -95,6 +121,9 @@ class Reassembly {
   size_t fragmentBytes_ = 0;
   uint32_t cumulative_ = 0;
   uint32_t sinceAck_ = 0;
+  uint32_t ackEvery_ = 16;
+  uint32_t sinceDuplicateAck_ = UINT32_MAX;  // fragments since a duplicate made us ack
+  bool duplicateDue_ = false;
   FragmentSet received_;
 };
 

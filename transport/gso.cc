@@ -30,6 +30,13 @@ bool enableGro(int fd) noexcept {
   return ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
 }
 
+size_t groSegmentSize(const cmsghdr& cm) noexcept {
+  if (cm.cmsg_level != SOL_UDP || cm.cmsg_type != UDP_GRO || cm.cmsg_len < CMSG_LEN(sizeof(int))) return 0;
+  int size = 0;
+  std::memcpy(&size, CMSG_DATA(&cm), sizeof size);
+  return size > 0 ? static_cast<size_t>(size) : 0;
+}
+
 Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept {
   if (segment == 0 || payload.size() > gsoMaxBytes(segment)) {
     return Status(Errc::kInvalidArgument, "GSO buffer larger than one send may carry");
@@ -62,7 +69,7 @@ Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segmen
 
 Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from) noexcept {
   iovec iov{buffer.data(), buffer.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  alignas(cmsghdr) char control[kGroControlBytes] = {};
   msghdr msg{};
   msg.msg_name = from;
   msg.msg_namelen = from != nullptr ? sizeof *from : 0;
@@ -82,11 +89,7 @@ Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in*
   d.bytes = static_cast<size_t>(n);
   d.segment = d.bytes;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
-      int size = 0;
-      std::memcpy(&size, CMSG_DATA(cm), sizeof size);
-      if (size > 0) d.segment = static_cast<size_t>(size);
-    }
+    if (size_t size = groSegmentSize(*cm); size > 0) d.segment = size;
   }
   return d;
 }

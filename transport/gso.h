@@ -37,6 +37,11 @@ constexpr size_t gsoMaxBytes(size_t segment) noexcept {
 // A receive buffer that holds any coalesced run (GRO never builds more than 64 KiB).
 inline constexpr size_t kGroBufferBytes = 65536;
 
+// Room for the UDP_GRO control message (the segment size, an int) in a receive.
+inline constexpr size_t kGroControlBytes = CMSG_SPACE(sizeof(int));
+// The segment size a UDP_GRO control message carries; 0 for any other control message.
+size_t groSegmentSize(const cmsghdr& cm) noexcept;
+
 // True when this kernel accepts UDP_SEGMENT on a UDP socket (probed once per call; cheap).
 bool gsoSupported(int fd) noexcept;
 // Turns on UDP_GRO on a UDP socket; false when the kernel lacks it (then every recvmsg

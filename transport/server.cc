@@ -253,8 +253,9 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.status = 0;
     slot.fragmentedReply = false;
     slot.reassembly.clear();
-    slot.request.reset();
+    slot.request.reset();  // abandoned mid-reassembly (the client gave up on it)
     if (!fragment) {
+      spareRequest_.reset();  // back to small calls: give the large buffer back
       execute(s, slot, p.payload);
       return;
     }
@@ -267,8 +268,10 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
       sendReply(s, slot, Resend::kNone);
       return;
     }
-    slot.request.emplace();
-    if (Status st = slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request); !st.isOk()) {
+    slot.request = std::move(spareRequest_);
+    if (!slot.request) slot.request.reset(new (std::nothrow) MessageBuffer);
+    if (!slot.request || !slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request, ackEvery(options_.fragmentWindow))
+                              .isOk()) {
       slot.request.reset();
       slot.state = SlotState::kEmpty;
       slot.seq = h.seq - 1;  // let a retransmission try again
@@ -285,10 +288,10 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     sendHeaderOnly(s.peer, ackHeader, {reinterpret_cast<const std::byte*>(&ack), sizeof ack});
     slot.reassembly.clear();
     execute(s, slot, slot.request->span());
-    slot.request.reset();
+    spareRequest_ = std::move(slot.request);
     return;
   }
-  if (*acc == Reassembly::Accept::kDuplicate || slot.reassembly.unacked() >= std::max(1u, options_.fragmentWindow / 4)) {
+  if (slot.reassembly.ackDue()) {
     AckBody ack = slot.reassembly.ack();
     sendHeaderOnly(s.peer, ackHeader, {reinterpret_cast<const std::byte*>(&ack), sizeof ack});
     slot.reassembly.acked();
@@ -353,21 +356,7 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
   if (resend == Resend::kMissing) slot.sender.takeMissing(scratch_);
   if (resend == Resend::kHoles) slot.sender.takeHoles(scratch_);
   slot.sender.takeNew(scratch_);
-  constexpr size_t kChunk = 32;
-  PacketHeader headers[kChunk];
-  OutDatagram out[kChunk];
-  size_t n = 0;
-  for (uint32_t f : scratch_) {
-    auto bytes = slot.sender.fragment(f);
-    headers[n] = h;
-    headers[n].fragment = f;
-    out[n] = OutDatagram{s.peer, {{&headers[n], sizeof h}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}, 2};
-    if (++n == kChunk) {
-      (void)endpoint_->send({out, n});
-      n = 0;
-    }
-  }
-  if (n > 0) (void)endpoint_->send({out, n});
+  (void)batch_.send(*endpoint_, s.peer, h, scratch_, slot.sender);
 }
 
 void UdpServer::onAck(Session& s, const Packet& p) noexcept {

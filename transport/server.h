@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -20,6 +19,7 @@
 #include "runtime/stub_support.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
+#include "transport/fragment_batch.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -31,7 +31,7 @@ struct ServerOptions {
   uint32_t window = 32;          // largest call window granted per session
   size_t maxDatagram = kDefaultMaxDatagram;
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest request accepted
-  uint32_t fragmentWindow = 64;
+  uint32_t fragmentWindow = 1024;  // reply fragments in flight (<= kAckBits)
   uint32_t maxSessions = 4096;   // beyond this the least recently used session is dropped
   uint32_t receiveBuffers = 512;
 };
@@ -80,9 +80,9 @@ class UdpServer {
     uint16_t procedure = 0;
     uint8_t status = 0;
     bool fragmentedReply = false;
-    std::optional<MessageBuffer> request;  // reassembly of a fragmented request
+    std::unique_ptr<MessageBuffer> request;  // reassembly of a fragmented request
     Reassembly reassembly;
-    MessageBuffer reply;                   // the cached reply payload (results or error text)
+    MessageBuffer reply;                     // the cached reply payload (results or error text)
     FragmentSender sender;
   };
   struct Session {
@@ -121,6 +121,11 @@ class UdpServer {
   MessageBuffer fixed_;  // result fixed part of the call being dispatched
   MessageBuffer tail_;   // its result tail
   std::vector<uint32_t> scratch_;
+  FragmentBatch batch_;
+  // The last large request's buffer, for the next one (in any slot or session): a client
+  // streaming large calls costs no allocation, page faults or zeroing per call, and the
+  // server holds at most one such buffer beyond those being reassembled.
+  std::unique_ptr<MessageBuffer> spareRequest_;
   std::atomic<uint64_t> executed_{0};
   std::atomic<size_t> sessionCount_{0};
   std::atomic<bool> stop_{false};

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -57,6 +58,7 @@ UringEndpoint::~UringEndpoint() = default;
 Status UringEndpoint::setUp() {
   buffers_ = 1;
   while (buffers_ < options_.receiveBuffers && buffers_ < 32768) buffers_ <<= 1;
+  if (options_.gro) buffers_ = std::min(buffers_, kGroBuffers);
   // Every datagram completion holds a free-queue buffer, so a completion queue with room
   // for all of them (and then some) never overflows. An overflow would end the multishot
   // receive with its final completion parked in the kernel's overflow list.
@@ -80,9 +82,16 @@ Status UringEndpoint::setUp() {
   fd_ = std::move(*fd);
   local_ = boundAddress(fd_.get());
 
-  // Each buffer holds the recvmsg_out header, the source address and the datagram plus one
-  // byte (so an oversized datagram arrives truncated and is dropped).
-  bufferBytes_ = (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in) + options_.maxDatagram + 1 + 63) & ~size_t{63};
+  // With UDP_GRO one completion carries up to 64 KiB of same-size datagrams: the bulk path
+  // then costs the kernel one receive per run instead of one per fragment.
+  gro_ = options_.gro && enableGro(fd_.get());
+  recvMsg_.msg_controllen = gro_ ? kGroControlBytes : 0;
+  // Each buffer holds the recvmsg_out header, the source address, the control message and
+  // the datagram (or run) plus one byte (so an oversized one arrives truncated and is
+  // dropped).
+  size_t room = gro_ ? kGroBufferBytes : options_.maxDatagram;
+  bufferBytes_ = (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in) + recvMsg_.msg_controllen + room + 1 + 63) &
+                 ~size_t{63};
   if (!segment_.map(bufferBytes_ * buffers_)) return Status::fromErrno(errno, "mmap communication segment");
   iovec whole{segment_.data(), segment_.size()};
   // Pin the segment like U-Net does; a low RLIMIT_MEMLOCK only costs the pinning.
@@ -203,12 +212,14 @@ Result<size_t> UringEndpoint::reap(DatagramSink& sink) noexcept {
       size_t len = io_uring_recvmsg_payload_length(out, cqe->res, &recvMsg_);
       sockaddr_in from;
       std::memcpy(&from, io_uring_recvmsg_name(out), sizeof from);
-      if (len <= options_.maxDatagram) {
-        // The datagram is handled where the kernel put it: the buffer is the receive
-        // queue entry until it goes back on the free queue below.
-        sink.onDatagram(Datagram{fromSockaddr(from), {payload, len}});
-        ++delivered;
+      size_t segment = len;
+      if (gro_) {
+        for (cmsghdr* cm = io_uring_recvmsg_cmsg_firsthdr(out, &recvMsg_); cm != nullptr;
+             cm = io_uring_recvmsg_cmsg_nexthdr(out, &recvMsg_, cm)) {
+          if (size_t size = groSegmentSize(*cm); size > 0) segment = size;
+        }
       }
+      delivered += deliver(sink, fromSockaddr(from), {payload, len}, segment);
     }
     io_uring_buf_ring_add(bufRing_, buf, static_cast<unsigned>(bufferBytes_), static_cast<unsigned short>(bid),
                           static_cast<int>(mask), static_cast<int>(recycled++));
@@ -222,6 +233,19 @@ Result<size_t> UringEndpoint::reap(DatagramSink& sink) noexcept {
   }
   if (!died.isOk()) return died;
   return delivered;
+}
+
+size_t UringEndpoint::deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload,
+                              size_t segment) noexcept {
+  if (segment == 0 || segment > options_.maxDatagram) return 0;  // oversized: dropped
+  // Each datagram is handled where the kernel put it: the buffer is the receive queue entry
+  // until it goes back on the free queue.
+  size_t n = 0;
+  for (size_t off = 0; off < payload.size(); off += segment) {
+    sink.onDatagram(Datagram{from, payload.subspan(off, std::min(segment, payload.size() - off))});
+    ++n;
+  }
+  return n;
 }
 
 Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept {

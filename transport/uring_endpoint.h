@@ -73,6 +73,9 @@ class UringEndpoint final : public Endpoint {
   Status arm() noexcept;
   // Handles every ready CQE; returns datagrams delivered, or kPeerDied.
   Result<size_t> reap(DatagramSink& sink) noexcept;
+  // Hands one completion's payload to the sink: one datagram, or a coalesced run cut back
+  // into datagrams of `segment` bytes (the last may be shorter). Returns datagrams delivered.
+  size_t deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload, size_t segment) noexcept;
 
   EndpointOptions options_;
   OwnedFd fd_;
@@ -91,6 +94,7 @@ class UringEndpoint final : public Endpoint {
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;
   msghdr recvMsg_{};  // template for the multishot recvmsg
+  bool gro_ = false;  // UDP_GRO is on: a completion may hold a run of datagrams
   bool armed_ = false;
   bool registered_ = false;
 };

@@ -95,14 +95,16 @@ struct WelcomeBody {
 static_assert(sizeof(WelcomeBody) == 24);
 
 // kAck payload: every fragment below `cumulative` arrived, and bit i of `bits` says
-// fragment cumulative + 1 + i arrived (selective acknowledgement).
-inline constexpr uint32_t kAckBits = 128;
+// fragment cumulative + 1 + i arrived (selective acknowledgement). The bitmap spans the
+// largest fragment window (about 3 MiB of 1440-byte fragments), so that a bulk sender can
+// keep several GSO batches in flight and still learn exactly which fragments are missing.
+inline constexpr uint32_t kAckBits = 2048;
 struct AckBody {
   uint32_t cumulative;
   uint32_t complete;  // 1: the whole message arrived
   uint64_t bits[kAckBits / 64];
 };
-static_assert(sizeof(AckBody) == 24);
+static_assert(sizeof(AckBody) == 264);
 
 // Payload bytes one datagram carries at most for a given datagram size.
 constexpr size_t fragmentPayload(size_t maxDatagram) noexcept { return maxDatagram - kHeaderBytes; }

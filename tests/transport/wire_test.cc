@@ -218,5 +218,98 @@ TEST(Fragments, AckForUnsentFragmentsIsIgnored) {
   EXPECT_EQ(out.size(), 4u);  // only the four sent ones counted
 }
 
+// A window as wide as the ack bitmap: one lost fragment at the bottom of 2048 in flight is
+// seen as the only hole (the bitmap reaches the top of the window) and resent alone.
+TEST(Fragments, AckBitmapSpansTheLargestWindow) {
+  constexpr size_t kFrag = 100;
+  std::vector<std::byte> msg(kFrag * 3000);
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = std::byte(i * 7);
+  FragmentSender sender;
+  sender.reset(msg, kFrag, kAckBits);
+  MessageBuffer dest;
+  Reassembly reasm;
+  ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), kFrag, dest).isOk());
+  std::vector<uint32_t> out;
+  sender.takeNew(out);
+  ASSERT_EQ(out.size(), kAckBits);
+  auto deliver = [&](uint32_t f) {
+    PacketHeader h = request(static_cast<uint32_t>(msg.size()));
+    h.flags = kFlagFragment;
+    h.fragment = f;
+    ASSERT_TRUE(reasm.accept(h, sender.fragment(f)).isOk());
+  };
+  for (uint32_t f : out) {
+    if (f != 0) deliver(f);
+  }
+  AckBody ack = reasm.ack();
+  EXPECT_EQ(ack.cumulative, 0u);
+  EXPECT_EQ(ack.bits[kAckBits / 64 - 1] >> 62, 1u);  // fragment 2047 (bit 2046) is there
+  EXPECT_TRUE(sender.onAck(ack));
+  out.clear();
+  sender.takeHoles(out);
+  EXPECT_EQ(out, std::vector<uint32_t>{0});
+  deliver(0);
+  EXPECT_TRUE(sender.onAck(reasm.ack()));
+  out.clear();
+  sender.takeNew(out);  // the window slid by all 2048 at once
+  EXPECT_EQ(out.size(), 3000u - kAckBits);
+  for (uint32_t f : out) deliver(f);
+  ASSERT_TRUE(reasm.complete());
+  EXPECT_TRUE(sender.onAck(reasm.ack()));
+  EXPECT_TRUE(sender.complete());
+  EXPECT_EQ(std::memcmp(dest.data(), msg.data(), msg.size()), 0);
+}
+
+// A timeout resends only the lowest few missing fragments, not megabytes of window: the
+// ack they draw shows the rest.
+TEST(Fragments, TimeoutResendIsBounded) {
+  std::vector<std::byte> msg(100 * 2000);
+  FragmentSender sender;
+  sender.reset(msg, 100, 1024);
+  std::vector<uint32_t> out;
+  sender.takeNew(out);
+  ASSERT_EQ(out.size(), 1024u);
+  out.clear();
+  sender.takeMissing(out);
+  ASSERT_EQ(out.size(), FragmentSender::kTimeoutResend);
+  for (uint32_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], i);
+}
+
+// Acks fall due every `ackEvery` fragments, and at once on a duplicate, but a burst of
+// duplicates (a resent batch) draws one ack, not one each.
+TEST(Fragments, DuplicatesDrawOneAckPerBurst) {
+  std::vector<std::byte> frag(100);
+  MessageBuffer dest;
+  Reassembly r;
+  ASSERT_TRUE(r.begin(100 * 64, 100, dest, 8).isOk());
+  auto accept = [&](uint32_t f) {
+    PacketHeader h = request(100 * 64);
+    h.flags = kFlagFragment;
+    h.fragment = f;
+    ASSERT_TRUE(r.accept(h, frag).isOk());
+  };
+  for (uint32_t f = 0; f < 7; ++f) {
+    accept(f);
+    EXPECT_FALSE(r.ackDue());
+  }
+  accept(7);
+  EXPECT_TRUE(r.ackDue());
+  r.acked();
+  accept(3);  // a duplicate: our ack may have been lost
+  EXPECT_TRUE(r.ackDue());
+  r.acked();
+  int due = 0;
+  for (uint32_t f = 0; f < 7; ++f) {
+    accept(f);  // the rest of the resent burst
+    due += r.ackDue() ? 1 : 0;
+  }
+  EXPECT_EQ(due, 0);
+  accept(8);
+  EXPECT_TRUE(r.ackDue());  // 8 fragments since the last ack
+  r.acked();
+  accept(2);
+  EXPECT_TRUE(r.ackDue());  // a later duplicate, past the gap, is answered again
+}
+
 }  // namespace
 }  // namespace lrpc::net
