@@ -80,6 +80,7 @@ Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& de
   ackEvery_ = std::max<uint32_t>(1, ackEvery);
   sinceDuplicateAck_ = UINT32_MAX;
   duplicateDue_ = false;
+  ackNow_ = false;
   try {
     received_.reset(fragmentCount(total, fragmentBytes));
   } catch (...) {
@@ -97,6 +98,7 @@ Result<Reassembly::Accept> Reassembly::accept(const PacketHeader& h, std::span<c
   size_t want = std::min(fragmentBytes_, size_t{total_} - off);
   if (payload.size() != want) return Status(Errc::kBadFrame, "fragment size does not match the geometry");
   ++sinceAck_;
+  if ((h.flags & kFlagAckNow) != 0) ackNow_ = true;
   if (sinceDuplicateAck_ != UINT32_MAX) ++sinceDuplicateAck_;
   if (!received_.insert(h.fragment)) {
     if (sinceDuplicateAck_ >= ackEvery_) duplicateDue_ = true;
@@ -109,6 +111,7 @@ Result<Reassembly::Accept> Reassembly::accept(const PacketHeader& h, std::span<c
 
 void Reassembly::acked() noexcept {
   sinceAck_ = 0;
+  ackNow_ = false;
   if (duplicateDue_) sinceDuplicateAck_ = 0;
   duplicateDue_ = false;
 }

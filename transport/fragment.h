@@ -57,6 +57,10 @@ class FragmentSender {
   void reset(std::span<const std::byte> message, size_t fragmentBytes, uint32_t window);
   uint32_t count() const noexcept { return acked_.count(); }
   bool complete() const noexcept { return acked_.size() == acked_.count(); }
+  // Every fragment inside the window has been sent: nothing more goes out until an ack.
+  bool windowFull() const noexcept {
+    return next_ >= acked_.count() || uint64_t{next_} >= uint64_t{base_} + window_;
+  }
   std::span<const std::byte> fragment(uint32_t i) const noexcept;
 
   // Appends the fragments that may go out now (never sent, inside the window).
@@ -110,7 +114,7 @@ class Reassembly {
   // on a duplicate (the sender resent, so our last ack was probably lost), but then not
   // again for a duplicate until `ackEvery` more fragments arrived: a resent window is
   // answered with one ack, not with one ack per duplicate.
-  bool ackDue() const noexcept { return sinceAck_ >= ackEvery_ || duplicateDue_; }
+  bool ackDue() const noexcept { return sinceAck_ >= ackEvery_ || duplicateDue_ || ackNow_; }
   // An ack was sent.
   void acked() noexcept;
   void clear() noexcept { dest_ = nullptr; }
@@ -124,6 +128,7 @@ class Reassembly {
   uint32_t ackEvery_ = 16;
   uint32_t sinceDuplicateAck_ = UINT32_MAX;  // fragments since a duplicate made us ack
   bool duplicateDue_ = false;
+  bool ackNow_ = false;  // a fragment carried kFlagAckNow since the last ack
   FragmentSet received_;
 };
 

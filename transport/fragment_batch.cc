@@ -18,6 +18,9 @@ Status FragmentBatch::send(Endpoint& endpoint, NetAddress to, const PacketHeader
     headers_[i].fragment = frags[i];
     out_[i] = OutDatagram{to, {{&headers_[i], sizeof header}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}, 2};
   }
+  // The sender waits for an ack after this batch: ask for one, in case the receiver's own
+  // ack interval is longer than our window.
+  if (sender.windowFull()) headers_[frags.size() - 1].flags |= kFlagAckNow;
   return endpoint.send({out_.data(), frags.size()});
 }
 

@@ -27,6 +27,7 @@ Result<Packet> decodePacket(std::span<const std::byte> bytes) noexcept {
   } else {
     if (h.fragment != 0 || h.total != p.payload.size()) return Status(Errc::kBadFrame, "length mismatch");
   }
+  if ((h.flags & kFlagAckNow) != 0 && !fragment) return Status(Errc::kBadFrame, "ack-now flag on a whole message");
   if ((h.flags & kFlagSingleCell) != 0 && (fragment || bytes.size() > kCellBytes)) {
     return Status(Errc::kBadFrame, "single-cell flag on a multi-cell packet");
   }

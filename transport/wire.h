@@ -16,7 +16,7 @@
 namespace lrpc::net {
 
 inline constexpr uint16_t kMagic = 0x524c;  // "LR" on the wire
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;  // 2: acks carry a 2048-fragment bitmap
 
 // One U-Net cell: header and payload of a single-cell message. 64 bytes is one cache line,
 // so a single-cell message is read and written as one line, and it holds the paper's
@@ -47,7 +47,10 @@ inline constexpr uint8_t kFlagAckOfReply = 0x04;  // kAck: acknowledges reply fr
 // never causes a resend (fragments it misses may still be in flight), which is what keeps
 // duplicate acks from multiplying into a storm.
 inline constexpr uint8_t kFlagResend = 0x08;
-inline constexpr uint8_t kKnownFlags = 0x0f;
+// On a fragment: the sender's window is full (or the message ends here), so it can send
+// nothing more until it hears an ack: ack now, whatever the receiver's own ack interval.
+inline constexpr uint8_t kFlagAckNow = 0x10;
+inline constexpr uint8_t kKnownFlags = 0x1f;
 
 // The fixed header of every datagram. All fields little-endian.
 struct PacketHeader {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "transport/fragment.h"
+#include "transport/fragment_batch.h"
+#include "transport/loopback.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -75,7 +77,7 @@ TEST(Wire, RejectsMalformed) {
   b[0] = std::byte{0};
   expectBad(b, "magic");
   b = good;
-  b[2] = std::byte{2};
+  b[2] = std::byte{kVersion + 1};
   expectBad(b, "version");
   for (uint8_t t : {0, 8, 255}) {
     b = good;
@@ -309,6 +311,67 @@ TEST(Fragments, DuplicatesDrawOneAckPerBurst) {
   r.acked();
   accept(2);
   EXPECT_TRUE(r.ackDue());  // a later duplicate, past the gap, is answered again
+}
+
+// A sender whose window is smaller than the receiver's ack interval marks the last fragment
+// it can send (kFlagAckNow), and the receiver acks at once instead of waiting for fragments
+// that cannot come until it does.
+TEST(Fragments, FullWindowAsksForAnAckNow) {
+  auto net = std::make_shared<LoopbackNetwork>();
+  std::vector<PacketHeader> seen;
+  net->setTap([&](NetAddress, NetAddress, std::span<const std::byte> bytes) {
+    PacketHeader h;
+    std::memcpy(&h, bytes.data(), sizeof h);
+    seen.push_back(h);
+  });
+  std::unique_ptr<Endpoint> from = net->open();
+  std::unique_ptr<Endpoint> to = net->open();
+  std::vector<std::byte> msg(100 * 40);
+  FragmentSender sender;
+  sender.reset(msg, 100, 16);
+  std::vector<uint32_t> frags;
+  sender.takeNew(frags);
+  ASSERT_EQ(frags.size(), 16u);
+  EXPECT_TRUE(sender.windowFull());
+  FragmentBatch batch;
+  PacketHeader h = request(static_cast<uint32_t>(msg.size()));
+  h.flags = kFlagFragment;
+  ASSERT_TRUE(batch.send(*from, to->localAddress(), h, frags, sender).isOk());
+  ASSERT_EQ(seen.size(), 16u);
+  for (size_t i = 0; i + 1 < seen.size(); ++i) EXPECT_EQ(seen[i].flags & kFlagAckNow, 0) << i;
+  EXPECT_NE(seen.back().flags & kFlagAckNow, 0);
+
+  MessageBuffer dest;
+  Reassembly r;
+  ASSERT_TRUE(r.begin(static_cast<uint32_t>(msg.size()), 100, dest, ackEvery(1024)).isOk());  // acks every 256
+  for (size_t i = 0; i < seen.size(); ++i) {
+    ASSERT_TRUE(r.accept(seen[i], sender.fragment(seen[i].fragment)).isOk());
+    EXPECT_EQ(r.ackDue(), i + 1 == seen.size()) << i;
+  }
+  r.acked();
+  EXPECT_FALSE(r.ackDue());
+
+  // A message that ends inside the window asks too (the sender waits for the ack that
+  // completes it); a sender that has not sent its window yet is not full.
+  FragmentSender wide;
+  wide.reset(msg, 100, 64);
+  std::vector<uint32_t> some;
+  wide.takeNew(some);
+  EXPECT_TRUE(wide.windowFull());  // 40 fragments, all sent: the message ends here
+  FragmentSender roomy;
+  std::vector<std::byte> big(100 * 200);
+  roomy.reset(big, 100, 64);
+  EXPECT_FALSE(roomy.windowFull());
+}
+
+// The flag belongs on fragments only.
+TEST(Wire, AckNowOnAWholeMessageIsRejected) {
+  std::vector<std::byte> payload(10);
+  PacketHeader h = request(10);
+  h.flags = kFlagAckNow;
+  std::vector<std::byte> bytes(sizeof h + payload.size());
+  std::memcpy(bytes.data(), &h, sizeof h);
+  EXPECT_FALSE(decodePacket(bytes).isOk());
 }
 
 }  // namespace
