@@ -222,6 +222,10 @@ class ServerCall {
     (void)end;
     return {};
   }
+  // Whether the argument tail is memory only this server writes (the network path's request
+  // buffer): then generated code hands Data arguments to the handler in place, without copy
+  // "E". Same-host tails are shared with the client and always copied.
+  virtual bool argTailPrivate() const noexcept { return false; }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept

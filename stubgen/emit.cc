@@ -342,8 +342,9 @@ std::vector<uint32_t> frameBoolOffsets(const std::vector<Field>& fields) {
 // Reads the variable value named by `ref` (a VarRef already copied out of the frame) from
 // `tail_` into `target`, after checking it lies inside the tail (and under maxBytes).
 // `streamed`: the server reading arguments, which may still be arriving (awaitArgTail).
+// `view` (server, Data only): a span set to the bytes, in place when the tail is private.
 void emitReadVar(const Field& f, const std::string& ref, const std::string& target, const std::string& what,
-                 int in, bool streamed, std::string& out) {
+                 int in, bool streamed, std::string& out, const std::string& view = "") {
   const std::string I = ind(in);
   const std::string bad = "return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
                           quoted(what + " " + f.schemaName + " lies outside the tail, is misaligned or is over "
@@ -357,8 +358,15 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
   out += I + "}\n";
   const std::string src = "tail_.data() + " + ref + ".offset";
   if (streamed && f.type.kind == Kind::kData) {
-    out += I + "if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, " + ref + ", " + target +
+    // A tail no one else can write (the network path's request buffer) needs no copy "E".
+    out += I + "if (call_.argTailPrivate()) {\n";
+    out += I + "  " + view + " = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(" + src + "), " + ref +
+           ".length);\n";
+    out += I + "} else {\n";
+    out += I + "  if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, " + ref + ", " + target +
            "); !s_.isOk()) return s_;\n";
+    out += I + "  " + view + " = std::span<const uint8_t>(" + target + ");\n";
+    out += I + "}\n";
     return;
   }
   if (streamed) {
@@ -540,13 +548,15 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
         continue;
       }
       const std::string store = f.name + "Store_";
+      const std::string view = f.name + "View_";
       out += "  " + valueType(f.type) + " " + store + ";\n";
-      emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out);
+      if (f.type.kind == Kind::kData) out += "  std::span<const uint8_t> " + view + ";\n";
+      emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out, view);
       Type e = elemOf(f.type);
       if (f.type.kind == Kind::kText) {
         callArgs.push_back("std::string_view(" + store + ")");
       } else if (f.type.kind == Kind::kData) {
-        callArgs.push_back("std::span<const uint8_t>(" + store + ")");
+        callArgs.push_back(view);
       } else if (e.kind == Kind::kBool) {
         out += "  std::unique_ptr<bool[]> " + f.name + "Bools_ = std::make_unique<bool[]>(" + store + ".size());\n";
         out += "  for (size_t i_ = 0; i_ < " + store + ".size(); ++i_) " + f.name + "Bools_[i_] = " + store + "[i_];\n";

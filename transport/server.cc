@@ -42,6 +42,9 @@ class UdpServer::Call final : public ServerCall {
     reserved_ = true;
     return tail_.span();
   }
+  // The datagram or reassembled request is ours alone, and stays put while the handler runs
+  // (it runs on the polling thread, before the buffer goes back to the free queue).
+  bool argTailPrivate() const noexcept override { return true; }
 
  private:
   MessageBuffer& tail_;

@@ -162,13 +162,19 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   std::memcpy(&frame_, args_.data(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.argTail();
   std::vector<uint8_t> blobStore_;
+  std::span<const uint8_t> blobView_;
   if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.upload: argument blob lies outside the tail, is misaligned or is over its size limit");
   }
-  if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, frame_.blob, blobStore_); !s_.isOk()) return s_;
+  if (call_.argTailPrivate()) {
+    blobView_ = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tail_.data() + frame_.blob.offset), frame_.blob.length);
+  } else {
+    if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, frame_.blob, blobStore_); !s_.isOk()) return s_;
+    blobView_ = std::span<const uint8_t>(blobStore_);
+  }
   std::optional<::lrpc::Result<::golden::v1::Sensor::UploadResults>> result_;
   try {
-    result_.emplace(server_.upload(std::span<const uint8_t>(blobStore_), frame_.delete_ != 0));
+    result_.emplace(server_.upload(blobView_, frame_.delete_ != 0));
   } catch (...) {
     return ::lrpc::detail::handlerThrew("Sensor.upload");
   }
