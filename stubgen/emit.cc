@@ -438,7 +438,8 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "  // The binding calls use (a rejecting stand-in when the client is unbound).\n";
   out += "  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }\n";
   for (const auto& m : d.methods) {
-    out += "\n" + docLines(m.doc, 2);
+    out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
+    out += docLines(m.doc, 2);
     out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") {\n";
     out += "    if (binding_->remote) [[unlikely]] {\n";
     out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
@@ -509,7 +510,8 @@ void emitServerClass(const InterfaceDecl& d, std::string& out) {
   out += " public:\n";
   out += "  virtual ~Server() = default;\n";
   for (const auto& m : d.methods) {
-    out += "\n" + docLines(m.doc, 2);
+    out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
+    out += docLines(m.doc, 2);
     out += "  virtual " + returnType(m) + " " + m.name + "(" + paramList(m) + ") = 0;\n";
   }
   out += "\n  // Validates the frame of `procedure`, copies the arguments out of it (the client may still\n";

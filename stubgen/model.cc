@@ -422,7 +422,7 @@ EnumDecl ModelBuilder::makeEnum(uint64_t id) {
   d.doc = docOf(id);
   auto enumerants = e.getEnum().getEnumerants();
   for (unsigned i = 0; i < enumerants.size(); ++i) {
-    d.enumerants.emplace_back("k" + pascal(enumerants[i].getName().cStr()), memberDoc(id, i));
+    d.enumerants.emplace_back(std::string("k").append(pascal(enumerants[i].getName().cStr())), memberDoc(id, i));
   }
   return d;
 }
@@ -693,7 +693,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     Method d;
     d.schemaName = m.getName();
     d.name = cppIdent(d.schemaName);
-    d.constName = "k" + pascal(d.schemaName);
+    d.constName = std::string("k").append(pascal(d.schemaName));  // g++ 12 -O3: false -Wrestrict on "k" + string
     d.framePrefix = pascal(d.schemaName);
     d.frameScope = cppNameOf(ifaceId);
     d.qualifiedName = ifaceLocal + "." + d.schemaName;
