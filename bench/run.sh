@@ -3,6 +3,7 @@
 #   lrpc_bench.json  raw Google Benchmark JSON of the table's benchmarks
 #   table.md         the Table IV-style report (printed at the end)
 #   curves.json, curves.md, *.png   the curves (message size, bandwidth, client threads)
+#   bulk.md          bandwidth 4 KiB..64 MiB on both paths against memcpy/TCP/UDP GSO
 # Usage: bench/run.sh BUILD_DIR [--quick] [--no-curves] [lrpc_bench flags for the table run]
 #   --quick: one short repetition per benchmark (about a minute in all)
 #   default: 3 repetitions of at least 0.5 s each (median [min-max] in the table), then the
@@ -74,7 +75,21 @@ if [ $curves = 1 ]; then
     echo "run.sh: gnuplot missing (cmake/install-deps.sh bench installs it): no plots" >&2
   fi
 fi
+# Bulk (issue 8): 4 KiB to 64 MiB on both paths with their floors (memcpy, TCP, UDP GSO), a
+# separate binary because one call there takes up to a second (bench/README.md, "Bulk").
+bulk=$build/bench/lrpc_bulk_bench
+if [ $curves = 1 ] && [ -x "$bulk" ]; then
+  if [ $quick = 1 ]; then bulk_args=(--budget-ms 100 --max-mib 16); else bulk_args=(--budget-ms 300 --max-mib 64); fi
+  echo "run.sh: bulk: $bulk ${bulk_args[*]}" >&2
+  if "$bulk" "${bulk_args[@]}" > "$results/bulk.md.tmp"; then
+    mv "$results/bulk.md.tmp" "$results/bulk.md"
+  else
+    echo "run.sh: lrpc_bulk_bench failed (see above); bulk.md not updated" >&2
+    rm -f "$results/bulk.md.tmp"
+  fi
+fi
 echo
 cat "$results/table.md"
 [ $curves = 1 ] && [ -f "$results/curves.md" ] && { echo; cat "$results/curves.md"; }
+[ $curves = 1 ] && [ -f "$results/bulk.md" ] && { echo; cat "$results/bulk.md"; }
 exit 0
