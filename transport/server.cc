@@ -63,7 +63,8 @@ Status UdpServer::add(std::string_view name, const InterfaceDescriptor& iface, v
   if (name.empty() || name.size() > kMaxNameBytes) return Status(Errc::kInvalidArgument, "name must be 1..256 bytes");
   if (server == nullptr || iface.dispatch == nullptr) return Status(Errc::kInvalidArgument, "no server or dispatch");
   auto [it, inserted] = services_.emplace(std::string(name), Service{&iface, server});
-  if (!inserted) return Status(Errc::kAlreadyExists, "'" + std::string(name) + "' already exported");
+  // Not "'" + std::string: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string.
+  if (!inserted) return Status(Errc::kAlreadyExists, std::string("'").append(name).append("' already exported"));
   return {};
 }
 
