@@ -30,7 +30,7 @@ class Ring {
   ~Ring();
   // -errno on failure (kept inside; the endpoint maps it to a Status).
   // `cqEntries` 0: the default (twice the submission queue).
-  int init(unsigned entries, unsigned cqEntries = 0) noexcept;
+  int init(unsigned entries, unsigned cqEntries = 0, unsigned flags = 0) noexcept;
   io_uring* get() noexcept { return &ring_; }
 
  private:

@@ -9,8 +9,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
@@ -148,6 +150,28 @@ TEST_P(Udp, HostileDatagramsAreDropped) {
   EXPECT_EQ(*r, 6u);
   EXPECT_EQ(server_->executed(), before + 1);
   EXPECT_EQ(impl_.executions(1), 1);
+}
+
+// The connecting thread (which armed the io_uring receive during the handshake) is gone
+// before the first call, and callers on four other threads take turns polling: their
+// replies arrive whichever thread runs the receive's work in the kernel.
+TEST_P(Udp, CallersOnThreadsOtherThanTheConnector) {
+  Result<std::shared_ptr<Binding>> b = Status(Errc::kInvalidArgument, "not connected");
+  std::thread([&] { b = connect(uri(), Svc::kDescriptor, clientOptions()); }).join();
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        auto sum = testing::callAdd(**b, t * 1000 + i, 1);
+        if (!sum.isOk() || *sum != t * 1000 + i + 1) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(server_->executed(), 400u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, Udp,
