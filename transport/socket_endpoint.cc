@@ -88,6 +88,23 @@ Result<size_t> SocketReceiver::drain(int fd, DatagramSink& sink) noexcept {
   return delivered;
 }
 
+Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink) noexcept {
+  sockaddr_in name{};
+  socklen_t nameLen = sizeof name;
+  // MSG_TRUNC: the datagram's real length, so an oversized one is seen and dropped.
+  ssize_t len = ::recvfrom(fd, buffers_.data(), slotBytes_, MSG_DONTWAIT | MSG_TRUNC, reinterpret_cast<sockaddr*>(&name),
+                           &nameLen);
+  if (len < 0) {
+    int err = errno;
+    if (err == EAGAIN || err == EINTR) return size_t{0};
+    if (err == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
+    return Status::fromErrno(err, "recvfrom");
+  }
+  if (static_cast<size_t>(len) > maxDatagram_ || nameLen != sizeof name) return size_t{0};
+  sink.onDatagram(Datagram{fromSockaddr(name), {buffers_.data(), static_cast<size_t>(len)}});
+  return size_t{1};
+}
+
 Result<size_t> SocketEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept {
   auto start = Clock::now();
   auto deadline = start + timeout;

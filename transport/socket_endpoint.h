@@ -11,14 +11,19 @@
 
 namespace lrpc::net {
 
-// One recvmmsg without waiting, into a batch of slots of its own, each datagram handed to a
-// sink: the emulated endpoint's receive queue. One thread at a time.
+// Reads without waiting (one recvmmsg, or one recvfrom) into slots of its own, each
+// datagram handed to a sink: the emulated endpoint's receive queue, and the io_uring
+// endpoint's busy-poll path. One thread at a time.
 class SocketReceiver {
  public:
   explicit SocketReceiver(size_t maxDatagram);
   // Datagrams delivered; 0 when nothing was there (or all of it was dropped: oversized).
   // kPeerDied when the kernel reports the connected peer unreachable.
   Result<size_t> drain(int fd, DatagramSink& sink) noexcept;
+  // The same for at most one datagram with one recvfrom: the cheapest look at the socket,
+  // for a thread that spins on it (the batch's msghdr and iovec copies cost more than a
+  // single cell's whole receive).
+  Result<size_t> pollOne(int fd, DatagramSink& sink) noexcept;
 
  private:
   static constexpr unsigned kBatch = 16;

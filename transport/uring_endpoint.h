@@ -17,6 +17,7 @@
 
 #include "transport/endpoint.h"
 #include "transport/gso.h"
+#include "transport/socket_endpoint.h"
 #include "transport/udp_socket.h"
 
 namespace lrpc::net {
@@ -67,7 +68,7 @@ class UringEndpoint final : public Endpoint {
 
  private:
   static constexpr unsigned kSendBatch = 32;
-  explicit UringEndpoint(const EndpointOptions& options) : options_(options) {}
+  explicit UringEndpoint(const EndpointOptions& options) : options_(options), pollReceiver_(options.maxDatagram) {}
   Status setUp();
   // Arms the multishot recvmsg (again after it ended).
   Status arm() noexcept;
@@ -91,6 +92,8 @@ class UringEndpoint final : public Endpoint {
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;
   msghdr recvMsg_{};  // template for the multishot recvmsg
+  // Busy-poll reads the socket itself while no multishot receive is armed (see receive()).
+  SocketReceiver pollReceiver_;
   bool armed_ = false;
   bool registered_ = false;
 };
