@@ -74,6 +74,8 @@ class UringEndpoint final : public Endpoint {
   Status arm() noexcept;
   // Handles every ready CQE; returns datagrams delivered, or kPeerDied.
   Result<size_t> reap(DatagramSink& sink) noexcept;
+  // Sends one datagram of at most one cell with IORING_OP_SEND; with sendMu_ held.
+  Status sendCell(const OutDatagram& d, size_t bytes) noexcept;
 
   EndpointOptions options_;
   OwnedFd fd_;
@@ -88,6 +90,10 @@ class UringEndpoint final : public Endpoint {
   // once the kernel refuses it. Both guarded by sendMu_.
   std::unique_ptr<GsoMessage[]> sendMsgs_ = std::make_unique<GsoMessage[]>(kSendBatch);
   bool gso_ = true;
+  // A lone single-cell datagram gathered into one piece (64 bytes: wire.h's cell, one cache
+  // line), and its address: sendCell's, guarded by sendMu_.
+  alignas(64) std::byte cell_[64];
+  sockaddr_in cellTo_{};
   io_uring_buf_ring* bufRing_ = nullptr;
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;

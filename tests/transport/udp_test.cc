@@ -269,6 +269,50 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
   }
 }
 
+// Datagrams gathered from several pieces arrive byte for byte, from a connected endpoint and
+// from an unconnected one: a single cell (the io_uring endpoint copies it into one piece
+// and sends it with IORING_OP_SEND) and the sizes just above a cell (SENDMSG).
+TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  socklen_t atLen = sizeof at;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &atLen), 0);
+  timeval tv{5, 0};
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  NetAddress peer{at.sin_addr.s_addr, ntohs(at.sin_port)};
+  std::vector<std::byte> bytes(200);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte(i * 13 + 1);
+  for (bool emulated : {false, true}) {
+    for (bool connected : {false, true}) {
+      EndpointOptions eo;
+      eo.bindAddress = "127.0.0.1:0";
+      eo.emulated = emulated;
+      eo.peer = peer;
+      eo.connect = connected;
+      auto ep = openUdpEndpoint(eo);
+      ASSERT_TRUE(ep.isOk()) << ep.status().toString();
+      for (size_t n : {size_t{0}, size_t{1}, size_t{33}, size_t{63}, size_t{64}, size_t{65}, size_t{200}}) {
+        // Three pieces: a 32-byte "header", then the rest split unevenly.
+        size_t head = std::min<size_t>(n, 32), mid = (n - head) / 3;
+        OutDatagram d{peer, {}, 3};
+        d.iov[0] = {bytes.data(), head};
+        d.iov[1] = {bytes.data() + head, mid};
+        d.iov[2] = {bytes.data() + head + mid, n - head - mid};
+        ASSERT_TRUE((*ep)->send({&d, 1}).isOk());
+        std::vector<std::byte> got(512);
+        ssize_t r = ::recv(fd, got.data(), got.size(), 0);
+        ASSERT_EQ(r, static_cast<ssize_t>(n)) << (emulated ? "emulated" : "io_uring") << " connected " << connected;
+        EXPECT_EQ(std::memcmp(got.data(), bytes.data(), n), 0) << n << " bytes";
+      }
+    }
+  }
+  ::close(fd);
+}
+
 TEST(UdpEnv, NoIoUringEnvForcesEmulated) {
   ::setenv("LRPC_NO_IO_URING", "1", 1);
   EndpointOptions eo;
