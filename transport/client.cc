@@ -137,6 +137,9 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
 
   auto deadline = Clock::now() + options_.connectTimeout;
   auto rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
+  // A busy-polling channel waits for the welcome the way it will wait for replies, so the
+  // endpoint keeps its busy-poll path (a wait that sleeps would arm the io_uring receive).
+  const ReceiveMode waitMode = options_.mode == ReceiveMode::kBusyPoll ? ReceiveMode::kBusyPoll : ReceiveMode::kBlocking;
   while (!sink.got) {
     auto now = Clock::now();
     if (now >= deadline) {
@@ -145,7 +148,7 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
     if (Status s = endpoint_->send({&d, 1}); !s.isOk() && s.code() != Errc::kPeerDied) return s;
     auto until = std::min(deadline, now + rto);
     while (!sink.got && Clock::now() < until) {
-      auto got = endpoint_->receive(sink, ReceiveMode::kBlocking, until - Clock::now());
+      auto got = endpoint_->receive(sink, waitMode, until - Clock::now());
       if (!got && got.status().code() != Errc::kPeerDied) return got.status();
       if (!got) break;  // nobody on that port (yet): retry after the timeout
     }

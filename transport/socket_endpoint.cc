@@ -17,9 +17,12 @@ Result<std::unique_ptr<Endpoint>> SocketEndpoint::open(const EndpointOptions& op
 }
 
 SocketEndpoint::SocketEndpoint(OwnedFd fd, const EndpointOptions& options)
-    : fd_(std::move(fd)), options_(options), local_(boundAddress(fd_.get())),
+    : fd_(std::move(fd)), options_(options), local_(boundAddress(fd_.get())), receiver_(options.maxDatagram) {}
+
+SocketReceiver::SocketReceiver(size_t maxDatagram)
+    : maxDatagram_(maxDatagram),
       // One spare byte so that an oversized datagram shows up as truncated.
-      slotBytes_((options.maxDatagram + 1 + 15) & ~size_t{15}),
+      slotBytes_((maxDatagram + 1 + 15) & ~size_t{15}),
       buffers_(slotBytes_ * kBatch) {}
 
 Status SocketEndpoint::send(std::span<const OutDatagram> batch) noexcept {
@@ -52,7 +55,7 @@ Status SocketEndpoint::send(std::span<const OutDatagram> batch) noexcept {
   return {};
 }
 
-Result<size_t> SocketEndpoint::drain(DatagramSink& sink) noexcept {
+Result<size_t> SocketReceiver::drain(int fd, DatagramSink& sink) noexcept {
   mmsghdr msgs[kBatch];
   iovec iov[kBatch];
   sockaddr_in names[kBatch];
@@ -64,7 +67,7 @@ Result<size_t> SocketEndpoint::drain(DatagramSink& sink) noexcept {
     msgs[i].msg_hdr.msg_name = &names[i];
     msgs[i].msg_hdr.msg_namelen = sizeof names[i];
   }
-  int got = ::recvmmsg(fd_.get(), msgs, kBatch, MSG_DONTWAIT, nullptr);
+  int got = ::recvmmsg(fd, msgs, kBatch, MSG_DONTWAIT, nullptr);
   if (got < 0) {
     int err = errno;
     if (err == EAGAIN || err == EINTR) return size_t{0};
@@ -74,7 +77,7 @@ Result<size_t> SocketEndpoint::drain(DatagramSink& sink) noexcept {
   size_t delivered = 0;
   for (int i = 0; i < got; ++i) {
     size_t len = msgs[i].msg_len;
-    if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 || len > options_.maxDatagram) continue;
+    if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 || len > maxDatagram_) continue;
     if (msgs[i].msg_hdr.msg_namelen != sizeof(sockaddr_in)) continue;
     Datagram d{fromSockaddr(names[i]), {buffers_.data() + i * slotBytes_, len}};
     sink.onDatagram(d);
@@ -85,6 +88,23 @@ Result<size_t> SocketEndpoint::drain(DatagramSink& sink) noexcept {
   return delivered;
 }
 
+Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink) noexcept {
+  sockaddr_in name{};
+  socklen_t nameLen = sizeof name;
+  // MSG_TRUNC: the datagram's real length, so an oversized one is seen and dropped.
+  ssize_t len = ::recvfrom(fd, buffers_.data(), slotBytes_, MSG_DONTWAIT | MSG_TRUNC, reinterpret_cast<sockaddr*>(&name),
+                           &nameLen);
+  if (len < 0) {
+    int err = errno;
+    if (err == EAGAIN || err == EINTR) return size_t{0};
+    if (err == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
+    return Status::fromErrno(err, "recvfrom");
+  }
+  if (static_cast<size_t>(len) > maxDatagram_ || nameLen != sizeof name) return size_t{0};
+  sink.onDatagram(Datagram{fromSockaddr(name), {buffers_.data(), static_cast<size_t>(len)}});
+  return size_t{1};
+}
+
 Result<size_t> SocketEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept {
   auto start = Clock::now();
   auto deadline = start + timeout;
@@ -93,7 +113,7 @@ Result<size_t> SocketEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std
                                                     : start;
   Backoff backoff;
   for (;;) {
-    auto got = drain(sink);
+    auto got = receiver_.drain(fd_.get(), sink);
     if (!got || *got > 0) return got;
     auto now = Clock::now();
     if (now >= deadline) return size_t{0};

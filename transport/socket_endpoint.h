@@ -11,6 +11,27 @@
 
 namespace lrpc::net {
 
+// Reads without waiting (one recvmmsg, or one recvfrom) into slots of its own, each
+// datagram handed to a sink: the emulated endpoint's receive queue, and the io_uring
+// endpoint's busy-poll path. One thread at a time.
+class SocketReceiver {
+ public:
+  explicit SocketReceiver(size_t maxDatagram);
+  // Datagrams delivered; 0 when nothing was there (or all of it was dropped: oversized).
+  // kPeerDied when the kernel reports the connected peer unreachable.
+  Result<size_t> drain(int fd, DatagramSink& sink) noexcept;
+  // The same for at most one datagram with one recvfrom: the cheapest look at the socket,
+  // for a thread that spins on it (the batch's msghdr and iovec copies cost more than a
+  // single cell's whole receive).
+  Result<size_t> pollOne(int fd, DatagramSink& sink) noexcept;
+
+ private:
+  static constexpr unsigned kBatch = 16;
+  size_t maxDatagram_;
+  size_t slotBytes_;
+  std::vector<std::byte> buffers_;  // kBatch receive slots
+};
+
 class SocketEndpoint final : public Endpoint {
  public:
   static Result<std::unique_ptr<Endpoint>> open(const EndpointOptions& options);
@@ -23,14 +44,11 @@ class SocketEndpoint final : public Endpoint {
  private:
   static constexpr unsigned kBatch = 16;
   SocketEndpoint(OwnedFd fd, const EndpointOptions& options);
-  // One recvmmsg without waiting; delivers what it got. 0 when nothing was there.
-  Result<size_t> drain(DatagramSink& sink) noexcept;
 
   OwnedFd fd_;
   EndpointOptions options_;
   NetAddress local_;
-  size_t slotBytes_;
-  std::vector<std::byte> buffers_;  // kBatch receive slots (the receiver thread's only)
+  SocketReceiver receiver_;  // the receiver thread's only
 };
 
 }  // namespace lrpc::net

@@ -14,9 +14,11 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "transport/endpoint.h"
 #include "transport/gso.h"
+#include "transport/socket_endpoint.h"
 #include "transport/udp_socket.h"
 
 namespace lrpc::net {
@@ -30,7 +32,7 @@ class Ring {
   ~Ring();
   // -errno on failure (kept inside; the endpoint maps it to a Status).
   // `cqEntries` 0: the default (twice the submission queue).
-  int init(unsigned entries, unsigned cqEntries = 0) noexcept;
+  int init(unsigned entries, unsigned cqEntries = 0, unsigned flags = 0) noexcept;
   io_uring* get() noexcept { return &ring_; }
 
  private:
@@ -67,7 +69,7 @@ class UringEndpoint final : public Endpoint {
 
  private:
   static constexpr unsigned kSendBatch = 32;
-  explicit UringEndpoint(const EndpointOptions& options) : options_(options) {}
+  explicit UringEndpoint(const EndpointOptions& options) : options_(options), pollReceiver_(options.maxDatagram) {}
   Status setUp();
   // Arms the multishot recvmsg (again after it ended).
   Status arm() noexcept;
@@ -76,6 +78,8 @@ class UringEndpoint final : public Endpoint {
   // Hands one completion's payload to the sink: one datagram, or a coalesced run cut back
   // into datagrams of `segment` bytes (the last may be shorter). Returns datagrams delivered.
   size_t deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload, size_t segment) noexcept;
+  // Sends one datagram of at most one cell with IORING_OP_SEND; with sendMu_ held.
+  Status sendCell(const OutDatagram& d, size_t bytes) noexcept;
 
   EndpointOptions options_;
   OwnedFd fd_;
@@ -90,11 +94,20 @@ class UringEndpoint final : public Endpoint {
   // once the kernel refuses it. Both guarded by sendMu_.
   std::unique_ptr<GsoMessage[]> sendMsgs_ = std::make_unique<GsoMessage[]>(kSendBatch);
   bool gso_ = true;
+  // A lone single-cell datagram gathered into one piece (64 bytes: wire.h's cell, one cache
+  // line), and its address: sendCell's, guarded by sendMu_.
+  alignas(64) std::byte cell_[64];
+  sockaddr_in cellTo_{};
   io_uring_buf_ring* bufRing_ = nullptr;
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;
   msghdr recvMsg_{};  // template for the multishot recvmsg
   bool gro_ = false;  // UDP_GRO is on: a completion may hold a run of datagrams
+  // Busy-poll reads the socket itself while no multishot receive is armed (see receive()).
+  SocketReceiver pollReceiver_;
+  // The same with UDP_GRO on: one recvmsg may return a coalesced run, cut up by deliver().
+  Result<size_t> pollGro(DatagramSink& sink) noexcept;
+  std::vector<std::byte> groPollBuffer_;  // kGroBufferBytes + 1, only while gro_
   bool armed_ = false;
   bool registered_ = false;
 };

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "transport/gso.h"
@@ -130,13 +131,18 @@ TEST_F(Sockets, GroCoalescesAndSplitsBack) {
 }
 
 // The io_uring endpoint with UDP_GRO on (and off): a GSO run arrives coalesced in one
-// completion, and the sink still sees exactly the datagrams that were gathered, in order.
-class GroEndpoint : public Sockets, public ::testing::WithParamInterface<bool> {};
+// completion (or one recvmsg, when a busy-polling thread reads the socket itself), and the
+// sink still sees exactly the datagrams that were gathered, in order.
+class GroEndpoint : public Sockets, public ::testing::WithParamInterface<std::tuple<bool, ReceiveMode>> {
+ protected:
+  bool gro() const { return std::get<0>(GetParam()); }
+  ReceiveMode mode() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(GroEndpoint, DeliversEachDatagramOfACoalescedRun) {
   EndpointOptions eo;
   eo.bindAddress = "127.0.0.1:0";
-  eo.gro = GetParam();
+  eo.gro = gro();
   Result<std::unique_ptr<Endpoint>> ep = openUdpEndpoint(eo);
   ASSERT_TRUE(ep.isOk()) << ep.status().toString();
   if (std::string((*ep)->kind()) != "io_uring") GTEST_SKIP() << "io_uring unsupported here";
@@ -148,7 +154,7 @@ TEST_P(GroEndpoint, DeliversEachDatagramOfACoalescedRun) {
     void onDatagram(const Datagram& d) noexcept override { got.emplace_back(d.bytes.begin(), d.bytes.end()); }
   } sink;
   for (int tries = 0; tries < 100 && sink.got.size() < sent.size(); ++tries) {
-    Result<size_t> r = (*ep)->receive(sink, ReceiveMode::kBlocking, std::chrono::milliseconds(50));
+    Result<size_t> r = (*ep)->receive(sink, mode(), std::chrono::milliseconds(50));
     ASSERT_TRUE(r.isOk()) << r.status().toString();
   }
   ASSERT_EQ(sink.got.size(), sent.size());
@@ -160,7 +166,7 @@ TEST_P(GroEndpoint, DeliversEachDatagramOfACoalescedRun) {
 TEST_P(GroEndpoint, DropsOversizedDatagrams) {
   EndpointOptions eo;
   eo.bindAddress = "127.0.0.1:0";
-  eo.gro = GetParam();
+  eo.gro = gro();
   eo.maxDatagram = 1000;
   Result<std::unique_ptr<Endpoint>> ep = openUdpEndpoint(eo);
   ASSERT_TRUE(ep.isOk()) << ep.status().toString();
@@ -174,14 +180,19 @@ TEST_P(GroEndpoint, DropsOversizedDatagrams) {
     void onDatagram(const Datagram& d) noexcept override { sizes.push_back(d.bytes.size()); }
   } sink;
   for (int tries = 0; tries < 100 && sink.sizes.empty(); ++tries) {
-    ASSERT_TRUE((*ep)->receive(sink, ReceiveMode::kBlocking, std::chrono::milliseconds(50)).isOk());
+    ASSERT_TRUE((*ep)->receive(sink, mode(), std::chrono::milliseconds(50)).isOk());
   }
   ASSERT_EQ(sink.sizes.size(), 1u);
   EXPECT_EQ(sink.sizes[0], 1000u);
 }
 
-INSTANTIATE_TEST_SUITE_P(OnOff, GroEndpoint, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "gro" : "plain"; });
+INSTANTIATE_TEST_SUITE_P(OnOff, GroEndpoint,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(ReceiveMode::kBlocking, ReceiveMode::kBusyPoll)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, ReceiveMode>>& p) {
+                           return std::string(std::get<0>(p.param) ? "gro" : "plain") +
+                                  (std::get<1>(p.param) == ReceiveMode::kBusyPoll ? "_busypoll" : "_blocking");
+                         });
 
 }  // namespace
 }  // namespace lrpc::net

@@ -9,8 +9,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <vector>
 
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
@@ -150,6 +154,28 @@ TEST_P(Udp, HostileDatagramsAreDropped) {
   EXPECT_EQ(impl_.executions(1), 1);
 }
 
+// The connecting thread (which armed the io_uring receive during the handshake) is gone
+// before the first call, and callers on four other threads take turns polling: their
+// replies arrive whichever thread runs the receive's work in the kernel.
+TEST_P(Udp, CallersOnThreadsOtherThanTheConnector) {
+  Result<std::shared_ptr<Binding>> b = Status(Errc::kInvalidArgument, "not connected");
+  std::thread([&] { b = connect(uri(), Svc::kDescriptor, clientOptions()); }).join();
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        auto sum = testing::callAdd(**b, t * 1000 + i, 1);
+        if (!sum.isOk() || *sum != t * 1000 + i + 1) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(server_->executed(), 400u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Loopback, Udp,
                          ::testing::Values(Param{false, ReceiveMode::kBusyPoll}, Param{false, ReceiveMode::kBlocking},
                                            Param{false, ReceiveMode::kAdaptive}, Param{true, ReceiveMode::kBusyPoll},
@@ -198,6 +224,113 @@ TEST(UdpLarge, ChangingSizesReuseTheRequestBuffer) {
     auto r = testing::callEcho(**b, data, 0x42);
     ASSERT_TRUE(r.isOk()) << size << ": " << r.status().toString();
   }
+}
+
+// An endpoint waited on in every mode, in turns: the io_uring one reads the socket itself
+// while busy-polling until a sleeping wait arms its multishot receive, then busy-polls its
+// completion queue. Either way each datagram arrives exactly once, an oversized one never.
+TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
+  struct Collect final : DatagramSink {
+    std::vector<uint32_t> got;
+    size_t oversized = 0;
+    void onDatagram(const Datagram& d) noexcept override {
+      if (d.bytes.size() != sizeof(uint32_t)) {
+        ++oversized;
+        return;
+      }
+      uint32_t v;
+      std::memcpy(&v, d.bytes.data(), sizeof v);
+      got.push_back(v);
+    }
+  };
+  for (bool emulated : {false, true}) {
+    EndpointOptions eo;
+    eo.bindAddress = "127.0.0.1:0";
+    eo.emulated = emulated;
+    auto ep = openUdpEndpoint(eo);
+    ASSERT_TRUE(ep.isOk()) << ep.status().toString();
+    int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons((*ep)->localAddress().port);
+    auto sendRaw = [&](const void* p, size_t n) {
+      ASSERT_EQ(::sendto(fd, p, n, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), static_cast<ssize_t>(n));
+    };
+    std::vector<std::byte> tooBig(eo.maxDatagram + 1);
+    Collect sink;
+    uint32_t next = 0;
+    for (ReceiveMode mode : {ReceiveMode::kBusyPoll, ReceiveMode::kBlocking, ReceiveMode::kBusyPoll,
+                             ReceiveMode::kAdaptive, ReceiveMode::kBusyPoll}) {
+      uint32_t first = next;
+      for (int i = 0; i < 5; ++i, ++next) {
+        sendRaw(&next, sizeof next);
+        if (i == 2) sendRaw(tooBig.data(), tooBig.size());
+      }
+      sink.got.clear();
+      for (int turn = 0; turn < 200 && sink.got.size() < 5; ++turn) {
+        auto n = (*ep)->receive(sink, mode, std::chrono::milliseconds(50));
+        ASSERT_TRUE(n.isOk()) << n.status().toString();
+      }
+      std::sort(sink.got.begin(), sink.got.end());
+      ASSERT_EQ(sink.got, (std::vector<uint32_t>{first, first + 1, first + 2, first + 3, first + 4}))
+          << (emulated ? "emulated" : "io_uring") << " endpoint, mode " << static_cast<int>(mode);
+    }
+    // Nothing comes twice, in any mode.
+    sink.got.clear();
+    for (ReceiveMode mode : {ReceiveMode::kBusyPoll, ReceiveMode::kBlocking}) {
+      auto n = (*ep)->receive(sink, mode, std::chrono::milliseconds(20));
+      ASSERT_TRUE(n.isOk());
+    }
+    EXPECT_TRUE(sink.got.empty());
+    EXPECT_EQ(sink.oversized, 0u);
+    ::close(fd);
+  }
+}
+
+// Datagrams gathered from several pieces arrive byte for byte, from a connected endpoint and
+// from an unconnected one: a single cell (the io_uring endpoint copies it into one piece
+// and sends it with IORING_OP_SEND) and the sizes just above a cell (SENDMSG).
+TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  socklen_t atLen = sizeof at;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &atLen), 0);
+  timeval tv{5, 0};
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  NetAddress peer{at.sin_addr.s_addr, ntohs(at.sin_port)};
+  std::vector<std::byte> bytes(200);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte(i * 13 + 1);
+  for (bool emulated : {false, true}) {
+    for (bool connected : {false, true}) {
+      EndpointOptions eo;
+      eo.bindAddress = "127.0.0.1:0";
+      eo.emulated = emulated;
+      eo.peer = peer;
+      eo.connect = connected;
+      auto ep = openUdpEndpoint(eo);
+      ASSERT_TRUE(ep.isOk()) << ep.status().toString();
+      for (size_t n : {size_t{0}, size_t{1}, size_t{33}, size_t{63}, size_t{64}, size_t{65}, size_t{200}}) {
+        // Three pieces: a 32-byte "header", then the rest split unevenly.
+        size_t head = std::min<size_t>(n, 32), mid = (n - head) / 3;
+        OutDatagram d{peer, {}, 3};
+        d.iov[0] = {bytes.data(), head};
+        d.iov[1] = {bytes.data() + head, mid};
+        d.iov[2] = {bytes.data() + head + mid, n - head - mid};
+        ASSERT_TRUE((*ep)->send({&d, 1}).isOk());
+        std::vector<std::byte> got(512);
+        ssize_t r = ::recv(fd, got.data(), got.size(), 0);
+        ASSERT_EQ(r, static_cast<ssize_t>(n)) << (emulated ? "emulated" : "io_uring") << " connected " << connected;
+        EXPECT_EQ(std::memcmp(got.data(), bytes.data(), n), 0) << n << " bytes";
+      }
+    }
+  }
+  ::close(fd);
 }
 
 TEST(UdpEnv, NoIoUringEnvForcesEmulated) {
