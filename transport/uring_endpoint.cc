@@ -148,7 +148,8 @@ Status UringEndpoint::arm() noexcept {
 Status UringEndpoint::sendCell(const OutDatagram& d, size_t bytes) noexcept {
   size_t at = 0;
   for (uint32_t i = 0; i < d.iovCount; ++i) {
-    std::memcpy(cell_ + at, d.iov[i].iov_base, d.iov[i].iov_len);
+    // An empty piece may have a null base, which memcpy may not be given even for 0 bytes.
+    if (d.iov[i].iov_len != 0) std::memcpy(cell_ + at, d.iov[i].iov_base, d.iov[i].iov_len);
     at += d.iov[i].iov_len;
   }
   io_uring_sqe* sqe = io_uring_get_sqe(sendRing_.get());
