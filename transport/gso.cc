@@ -67,7 +67,7 @@ Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segmen
   }
 }
 
-Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from) noexcept {
+Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from, int flags) noexcept {
   iovec iov{buffer.data(), buffer.size()};
   alignas(cmsghdr) char control[kGroControlBytes] = {};
   msghdr msg{};
@@ -79,15 +79,17 @@ Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in*
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = ::recvmsg(fd, &msg, 0);
+    n = ::recvmsg(fd, &msg, flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == EAGAIN) return Status(Errc::kDeadlineExceeded, "nothing queued");
+    if (errno == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
     return Status::fromErrno(errno, "recvmsg");
   }
   GroDatagram d;
   d.bytes = static_cast<size_t>(n);
   d.segment = d.bytes;
+  d.truncated = (msg.msg_flags & MSG_TRUNC) != 0;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
     if (size_t size = groSegmentSize(*cm); size > 0) d.segment = size;
   }

@@ -54,13 +54,14 @@ bool enableGro(int fd) noexcept;
 Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept;
 
 struct GroDatagram {
-  size_t bytes = 0;    // received into the buffer
-  size_t segment = 0;  // size of each datagram in the run (the last may be shorter)
+  size_t bytes = 0;        // received into the buffer
+  size_t segment = 0;      // size of each datagram in the run (the last may be shorter)
+  bool truncated = false;  // the run was longer than the buffer (MSG_TRUNC)
 };
 // Receives one (possibly coalesced) run into `buffer` (kGroBufferBytes is always enough);
-// `from` gets the sender. Blocks unless the socket is non-blocking (then kDeadlineExceeded
-// when nothing is queued).
-Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from) noexcept;
+// `from` gets the sender. Blocks unless the socket is non-blocking or `flags` has
+// MSG_DONTWAIT (then kDeadlineExceeded when nothing is queued).
+Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from, int flags = 0) noexcept;
 
 // ---- batches of OutDatagrams (the endpoints' send path) ----
 

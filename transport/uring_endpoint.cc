@@ -292,28 +292,13 @@ Result<size_t> UringEndpoint::pollGro(DatagramSink& sink) noexcept {
     }
   }
   sockaddr_in from{};
-  iovec iov{groPollBuffer_.data(), groPollBuffer_.size()};
-  alignas(cmsghdr) char control[kGroControlBytes] = {};
-  msghdr msg{};
-  msg.msg_name = &from;
-  msg.msg_namelen = sizeof from;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t len = ::recvmsg(fd_.get(), &msg, MSG_DONTWAIT);
-  if (len < 0) {
-    int err = errno;
-    if (err == EAGAIN || err == EINTR) return size_t{0};
-    if (err == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
-    return Status::fromErrno(err, "recvmsg");
+  Result<GroDatagram> got = receiveGro(fd_.get(), groPollBuffer_, &from, MSG_DONTWAIT);
+  if (!got) {
+    if (got.status().code() == Errc::kDeadlineExceeded) return size_t{0};  // nothing queued
+    return got.status();
   }
-  if ((msg.msg_flags & MSG_TRUNC) != 0 || msg.msg_namelen != sizeof from) return size_t{0};
-  size_t segment = static_cast<size_t>(len);
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (size_t size = groSegmentSize(*cm); size > 0) segment = size;
-  }
-  return deliver(sink, fromSockaddr(from), {groPollBuffer_.data(), static_cast<size_t>(len)}, segment);
+  if (got->truncated) return size_t{0};  // oversized: dropped
+  return deliver(sink, fromSockaddr(from), {groPollBuffer_.data(), got->bytes}, got->segment);
 }
 
 size_t UringEndpoint::deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload,
