@@ -26,3 +26,11 @@ annotation maxBytes @0xd54e77b422219b17 (param, field) :UInt32;
 # elements' bytes). The generated client refuses a larger argument with kInvalidArgument before
 # sending; the generated server refuses a larger argument in a frame with kBadFrame (and a
 # handler's larger result with kServerFault); the client refuses a larger result with kBadFrame.
+
+annotation inPlace @0xd9d8806d032a08e7 (param) :Void;
+# On a Data parameter: the server reads the bytes where the client put them (the A-stack's tail
+# or its out-of-band segment) instead of copying them into server memory first (LRPC's copy
+# "E"), so a large argument is copied once, by the client. The handler's span then aliases
+# memory the client can still write during the call: use it for bytes the handler consumes
+# once (stores, hashes, forwards), never for bytes it checks and then reads again. Network
+# calls are unaffected (their request buffer is the server's own). Only on Data parameters.

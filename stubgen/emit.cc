@@ -357,6 +357,12 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
   out += I + "  " + bad + "\n";
   out += I + "}\n";
   const std::string src = "tail_.data() + " + ref + ".offset";
+  if (streamed && f.inPlace) {
+    // $Lrpc.inPlace: no copy "E"; the handler reads the bytes where they are, once all are there.
+    out += I + "if (::lrpc::Status s_ = call_.awaitArgTail(size_t{" + ref + ".offset} + " + ref + ".length); !s_.isOk()) return s_;\n";
+    out += I + view + " = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(" + src + "), " + ref + ".length);\n";
+    return;
+  }
   if (streamed && f.type.kind == Kind::kData) {
     // A tail no one else can write (the network path's request buffer) needs no copy "E".
     out += I + "if (call_.argTailPrivate()) {\n";
@@ -551,7 +557,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
       }
       const std::string store = f.name + "Store_";
       const std::string view = f.name + "View_";
-      out += "  " + valueType(f.type) + " " + store + ";\n";
+      if (!f.inPlace) out += "  " + valueType(f.type) + " " + store + ";\n";
       if (f.type.kind == Kind::kData) out += "  std::span<const uint8_t> " + view + ";\n";
       emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out, view);
       Type e = elemOf(f.type);

@@ -79,6 +79,13 @@ uint32_t primitiveSize(Kind k) {
   }
 }
 
+bool hasAnnotation(capnp::List<schema::Annotation>::Reader anns, uint64_t id) {
+  for (auto a : anns) {
+    if (a.getId() == id) return true;
+  }
+  return false;
+}
+
 bool getUInt32Annotation(capnp::List<schema::Annotation>::Reader anns, uint64_t id, uint32_t& out) {
   for (auto a : anns) {
     if (a.getId() == id && a.getValue().isUint32()) {
@@ -624,6 +631,14 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& ifaceName, c
       errors.push_back(where(file, line) + ctx +
                        ": $Lrpc.maxBytes applies only to Text, Data and List values (a fixed-size value's size is "
                        "already known)");
+      ok = false;
+      continue;
+    }
+    p.inPlace = hasAnnotation(f.getAnnotations(), kInPlaceId);
+    if (p.inPlace && (p.type.kind != Kind::kData || std::string_view(role) != "param")) {
+      errors.push_back(where(file, line) + ctx +
+                       ": $Lrpc.inPlace applies only to Data parameters (the server reads those bytes where the "
+                       "client wrote them; anything else is checked, so it must be copied first)");
       ok = false;
       continue;
     }

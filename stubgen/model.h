@@ -20,6 +20,7 @@ inline constexpr uint64_t kCxxNamespaceId = 0xb9c6f99ebf805f2cull;
 inline constexpr uint64_t kAstacksId = 0xc63cec861534f680ull;
 inline constexpr uint64_t kAstackBytesId = 0xc8c88bdaef2152a0ull;
 inline constexpr uint64_t kMaxBytesId = 0xd54e77b422219b17ull;
+inline constexpr uint64_t kInPlaceId = 0xd9d8806d032a08e7ull;
 
 inline constexpr uint32_t kDefaultAstacks = 5;
 inline constexpr uint32_t kDefaultAstackBytes = 1500;  // the Ethernet payload
@@ -50,6 +51,7 @@ struct Field {
   uint32_t offset = 0;    // in the struct or frame
   uint32_t size = 0;      // of its slot in the struct or frame
   uint32_t maxBytes = 0;  // $Lrpc.maxBytes, 0 = none (then the tail's bound applies)
+  bool inPlace = false;   // $Lrpc.inPlace: the server reads this Data argument without copy "E"
   std::string doc;
 };
 

@@ -2,12 +2,15 @@
 // through generated stubs and through lrpc::SharedBuffer (the caller writes in place), with
 // the server's out-of-band limit set to exactly 64 MiB and the procedure's other A-stack held
 // (the receiver's buffers nearly full): what fits works, one byte more is refused with
-// kResourceExhausted, and the binding stays usable.
+// kResourceExhausted, and the binding stays usable. Also $Lrpc.inPlace arguments of every size,
+// and one rewritten by the client during the call.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "every_type.lrpc.h"
@@ -139,6 +142,48 @@ TEST_P(BulkLocal, AtTheServersLimitWithTheOtherAStackHeld) {
   EXPECT_EQ(*client_->data(again), again);
   held.reset();  // gives its A-stack back
   sharedEcho(*client_, 1 << 20, 14);
+}
+
+// $Lrpc.inPlace (Blobs.digest): the handler reads the argument where the client wrote it, inline
+// in the A-stack, in the out-of-band segment, or streamed into it, up to 64 MiB.
+TEST_P(BulkLocal, InPlaceArgumentsUpToSixtyFourMiB) {
+  for (size_t n : {size_t{0}, size_t{100}, size_t{5000}, size_t{300'003}, kBig}) {
+    std::vector<uint8_t> in = pattern(n, static_cast<uint32_t>(n) + 1);
+    Result<Blobs::DigestResults> r = client_->digest(in);
+    ASSERT_TRUE(r.isOk()) << n << ": " << r.status().toString();
+    EXPECT_EQ(r->n, n);
+    EXPECT_EQ(r->hash, fnv1a(in)) << n;
+  }
+}
+
+// A client that keeps rewriting an in-place argument during the call changes only what the
+// handler reads, never how much: every call completes on exactly the bytes it announced.
+TEST_P(BulkLocal, InPlaceArgumentRewrittenDuringTheCall) {
+  constexpr size_t kSize = 1 << 20;
+  for (int round = 0; round < 20; ++round) {
+    Result<SharedBuffer> buf = SharedBuffer::allocate(*client_->binding(), Everything::kDigest, kSize);
+    ASSERT_TRUE(buf.isOk()) << buf.status().toString();
+    Blobs::DigestArgsFrame frame{{0, static_cast<uint32_t>(kSize)}};
+    std::memcpy(buf->args(), &frame, sizeof frame);
+    auto* bytes = reinterpret_cast<uint8_t*>(buf->bytes().data());
+    std::atomic<bool> stop{false};
+    std::thread vandal([&] {
+      for (uint32_t x = 1; !stop.load(std::memory_order_relaxed); x = x * 1103515245u + 12345u) {
+        detail::storeOnce(bytes[x % kSize], static_cast<uint8_t>(x >> 24));
+      }
+    });
+    Status s = buf->invoke();
+    stop.store(true);
+    vandal.join();
+    ASSERT_TRUE(s.isOk()) << s.toString();
+    Blobs::DigestResults results;
+    std::memcpy(&results, buf->results(), sizeof results);
+    EXPECT_EQ(results.n, kSize);
+  }
+  std::vector<uint8_t> honest = pattern(kSize, 99);
+  Result<Blobs::DigestResults> r = client_->digest(honest);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->hash, fnv1a(honest));
 }
 
 TEST_P(BulkLocal, SharedBufferRefusesWhatItCannotServe) {

@@ -62,6 +62,7 @@ lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
     case Everything::kData: return c.data(bytes).status();
     case Everything::kLimited: return c.limited("x").status();
     case Everything::kMixed: return c.mixed(1, "t", true, bytes, 2).status();
+    case Everything::kDigest: return c.digest(bytes).status();
     case Everything::kSelf: return c.self().status();
     default: return lrpc::Status(lrpc::Errc::kInvalidArgument, "no such procedure");
   }

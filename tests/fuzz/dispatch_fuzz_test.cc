@@ -118,6 +118,7 @@ std::vector<Input> seedsFromRealCalls() {
   capture(Everything::kData, [&] { (void)c.data(bytes); });
   capture(Everything::kLimited, [&] { (void)c.limited("short"); });
   capture(Everything::kMixed, [&] { (void)c.mixed(1, "text", true, bytes, -5); });
+  capture(Everything::kDigest, [&] { (void)c.digest(bytes); });
   capture(Everything::kSelf, [&] { (void)c.self(); });
   return seeds;
 }
@@ -139,7 +140,7 @@ TEST(DispatchFuzz, CheckedInCorpus) {
 
 TEST(DispatchFuzz, SeedsFromRealCalls) {
   auto seeds = seedsFromRealCalls();
-  EXPECT_EQ(seeds.size(), 2u * 21u);  // every request and every reply (fail(1)'s is empty)
+  EXPECT_EQ(seeds.size(), 2u * 22u);  // every request and every reply (fail(1)'s is empty)
   for (const auto& in : seeds) run(in);
   if (const char* dir = std::getenv("LRPC_WRITE_CORPUS")) {
     for (size_t i = 0; i < seeds.size(); ++i) {

@@ -47,6 +47,8 @@ const BadCase kCases[] = {
     {"nested_interface.capnp", {"nested_interface.capnp:4: interface Outer.Inner: interfaces nested in a struct or interface are not supported"}},
     {"max_bytes_fixed.capnp", {"max_bytes_fixed.capnp:5: interface Calc, method neg, param a: $Lrpc.maxBytes applies only to Text, Data and List"}},
     {"max_bytes_field.capnp", {"max_bytes_field.capnp:5: struct Sample, field value: $Lrpc.maxBytes applies only to Text, Data and List"}},
+    {"in_place_text.capnp", {"in_place_text.capnp:5: interface Notes, method put, param note: $Lrpc.inPlace applies only to Data parameters"}},
+    {"in_place_result.capnp", {"in_place_result.capnp:5: interface Store, method get, result value: $Lrpc.inPlace applies only to Data parameters"}},
     {"nested_client.capnp", {"nested_client.capnp:3: interface Calc: a nested type named Client clashes with the generated Calc::Client"}},
     {"name_clash.capnp", {"name_clash.capnp:7: interface B, method run: in interface C, the name clashes with method A.run"}},
     {"reserved_name.capnp", {"reserved_name.capnp:4: interface Calc, method dispatch: the name 'dispatch' is reserved"}},

@@ -51,13 +51,13 @@ void expectSame(const Outer& a, const Outer& b) {
 }
 
 TEST(EveryType, DescriptorsFlattenBasesFirst) {
-  EXPECT_EQ(Everything::kProcedureCount, 7u + 8u + 1u + 4u + 1u);
+  EXPECT_EQ(Everything::kProcedureCount, 7u + 8u + 1u + 5u + 1u);
   EXPECT_STREQ(Everything::kProcedures[Everything::kEchoBool].name, "echoBool");
   EXPECT_EQ(Everything::kEchoBool, 0u);
   EXPECT_EQ(Everything::kInts, 7u);
   EXPECT_EQ(Everything::kPing, 15u);  // Echo comes in with Blobs, before Blobs' own methods
   EXPECT_EQ(Everything::kText, 16u);
-  EXPECT_EQ(Everything::kSelf, 20u);
+  EXPECT_EQ(Everything::kSelf, 21u);
   for (uint32_t i = 0; i < Everything::kProcedureCount; ++i) EXPECT_EQ(Everything::kProcedures[i].index, i);
   EXPECT_EQ(Everything::kProcedures[Everything::kSelf].ordinal, 0);
   EXPECT_EQ(Everything::kProcedures[Everything::kLimited].ordinal, 2);
@@ -160,6 +160,14 @@ TEST(EveryType, TextAndData) {
     auto r = h.client.data(std::span<const uint8_t>(bytes.data(), n));
     ASSERT_TRUE(r.isOk());
     EXPECT_EQ(*r, std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(n)));
+  }
+  // $Lrpc.inPlace: the handler gets the bytes where they arrived, the same bytes.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{9000}, bytes.size()}) {
+    std::span<const uint8_t> in(bytes.data(), n);
+    auto r = h.client.digest(in);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(r->n, n);
+    EXPECT_EQ(r->hash, fnv1a(in));
   }
   // The tail layout: the Text at 0, the Data at the next 8-byte boundary.
   auto m = h.client.mixed(3, "abc", true, std::vector<uint8_t>{1, 2}, 100);

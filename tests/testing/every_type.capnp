@@ -56,6 +56,8 @@ interface Blobs extends(Base.Echo) $Lrpc.astackBytes(4096) {
   mixed @3 (pre :UInt8, t :Text, mid :Bool, d :Data, post :Int64)
         -> (count :UInt64, t :Text, d :Data, flag :Bool);
   # Fixed and variable values interleaved both ways.
+  digest @4 (d :Data $Lrpc.inPlace) -> (hash :UInt64, n :UInt64) $Lrpc.astacks(2);
+  # FNV-1a of d and its length: d is read in place, without copy "E".
 }
 
 interface Lists {

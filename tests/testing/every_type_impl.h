@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,6 +16,13 @@
 #include "every_type.lrpc.h"
 
 namespace lrpc::testing {
+
+// 64-bit FNV-1a: what Blobs.digest answers, for tests to compare with.
+inline uint64_t fnv1a(std::span<const uint8_t> d) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint8_t b : d) h = (h ^ b) * 0x100000001b3ull;
+  return h;
+}
 
 template <class Base>
 class EveryTypeImpl final : public Base {
@@ -50,6 +59,10 @@ class EveryTypeImpl final : public Base {
   Result<Blobs::MixedResults> mixed(uint8_t pre, std::string_view t, bool mid, std::span<const uint8_t> d, int64_t post) {
     return count(Blobs::MixedResults{static_cast<uint64_t>(pre + t.size() + d.size() + static_cast<uint64_t>(post)),
                                      std::string(t), std::vector<uint8_t>(d.begin(), d.end()), mid});
+  }
+
+  Result<Blobs::DigestResults> digest(std::span<const uint8_t> d) {
+    return count(Blobs::DigestResults{fnv1a(d), d.size()});
   }
 
   // Lists

@@ -20,6 +20,7 @@ namespace {
 
 using lrpc::testing::Everything;
 using lrpc::testing::EveryTypeImpl;
+using lrpc::testing::fnv1a;
 using testing::Svc;
 
 class PaperImpl final : public paper::Paper::Server {
@@ -132,6 +133,10 @@ void checkEverything(const std::string& base, bool emulated) {
   auto d = c->data(blob);
   ASSERT_TRUE(d.isOk()) << d.status().toString();
   EXPECT_EQ(*d, blob);
+  auto dg = c->digest(blob);  // $Lrpc.inPlace: the server's own request buffer
+  ASSERT_TRUE(dg.isOk()) << dg.status().toString();
+  EXPECT_EQ(dg->n, blob.size());
+  EXPECT_EQ(dg->hash, fnv1a(blob));
   auto m = c->mixed(1, "abc", true, std::span<const uint8_t>(blob.data(), 5), 10);
   ASSERT_TRUE(m.isOk());
   EXPECT_EQ(m->t, "abc");

@@ -22,4 +22,6 @@ interface Sensor extends(Base.Named) $Lrpc.astackBytes(2048) {
   history @1 (count :UInt16) -> (readings :List(Reading), more :Bool) $Lrpc.astacks(2);
   label @2 (text :Text $Lrpc.maxBytes(64), tags :List(Text)) -> ();
   upload @3 (blob :Data, delete :Bool) -> (stored :UInt32, ok :Bool);
+  append @4 (chunk :Data $Lrpc.inPlace) -> (size :UInt64);
+  # chunk is read where the client wrote it (no copy "E").
 }

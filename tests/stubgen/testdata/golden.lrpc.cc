@@ -187,6 +187,34 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchSensorAppend(::golden::v1::Sensor::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.append: argument frame shorter than 8 bytes");
+  }
+  ::golden::v1::Sensor::AppendArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const uint8_t> chunkView_;
+  if (!::lrpc::detail::varRefOk(frame_.chunk, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.append: argument chunk lies outside the tail, is misaligned or is over its size limit");
+  }
+  if (::lrpc::Status s_ = call_.awaitArgTail(size_t{frame_.chunk.offset} + frame_.chunk.length); !s_.isOk()) return s_;
+  chunkView_ = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tail_.data() + frame_.chunk.offset), frame_.chunk.length);
+  std::optional<::lrpc::Result<uint64_t>> result_;
+  try {
+    result_.emplace(server_.append(chunkView_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Sensor.append");
+  }
+  if (!result_->isOk()) return result_->status();
+  const auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  std::memcpy(fixed_ + 0, &value_, sizeof value_);
+  return ::lrpc::Status::ok();
+}
+
 }  // namespace
 
 namespace golden::v1 {
@@ -194,7 +222,7 @@ namespace golden::v1 {
 const ::lrpc::InterfaceDescriptor Sensor::kDescriptor = {
     "golden.capnp:Sensor",
     0xf556fe113b327f5cull,
-    0xec50f4d6b26a38bbull,  // FNV-1a 64 over method names, ordinals and types
+    0x8dd5c4d5c4f7f451ull,  // FNV-1a 64 over method names, ordinals and types
     Sensor::kProcedures,
     Sensor::kProcedureCount,
     &Sensor::Server::dispatch,
@@ -214,6 +242,7 @@ Sensor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::C
       case kHistory: return dispatchSensorHistory(server, call);
       case kLabel: return dispatchSensorLabel(server, call);
       case kUpload: return dispatchSensorUpload(server, call);
+      case kAppend: return dispatchSensorAppend(server, call);
       default: break;
     }
   } catch (const std::bad_alloc&) {

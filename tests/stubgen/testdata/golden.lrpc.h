@@ -75,6 +75,13 @@ struct Sensor {
     uint32_t stored;
     bool ok;
   };
+  // append @4: frames
+  struct AppendArgsFrame {
+    ::lrpc::VarRef chunk;
+  };
+  struct AppendResultsFrame {
+    uint64_t size;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kName = 0;
@@ -82,7 +89,8 @@ struct Sensor {
   static constexpr uint32_t kHistory = 2;
   static constexpr uint32_t kLabel = 3;
   static constexpr uint32_t kUpload = 4;
-  static constexpr uint32_t kProcedureCount = 5;
+  static constexpr uint32_t kAppend = 5;
+  static constexpr uint32_t kProcedureCount = 6;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "name", 0, 8, 4, 5, 1500, true},
@@ -90,6 +98,7 @@ struct Sensor {
       {2, 1, "history", 2, 12, 4, 2, 2048, true},
       {3, 2, "label", 16, 0, 4, 5, 2048, true},
       {4, 3, "upload", 12, 8, 4, 5, 2048, true},
+      {5, 4, "append", 8, 8, 8, 5, 2048, true},
   };
   static const ::lrpc::InterfaceDescriptor kDescriptor;
 
@@ -118,6 +127,12 @@ static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::UploadResultsFr
 static_assert(sizeof(::golden::v1::Sensor::UploadResultsFrame) == 8 && alignof(::golden::v1::Sensor::UploadResultsFrame) == 4);
 static_assert(offsetof(::golden::v1::Sensor::UploadResultsFrame, stored) == 0);
 static_assert(offsetof(::golden::v1::Sensor::UploadResultsFrame, ok) == 4);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::AppendArgsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::AppendArgsFrame) == 8 && alignof(::golden::v1::Sensor::AppendArgsFrame) == 4);
+static_assert(offsetof(::golden::v1::Sensor::AppendArgsFrame, chunk) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::AppendResultsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::AppendResultsFrame) == 8 && alignof(::golden::v1::Sensor::AppendResultsFrame) == 8);
+static_assert(offsetof(::golden::v1::Sensor::AppendResultsFrame, size) == 0);
 
 // Calls Sensor through a binding, same host or remote. Copies share the binding.
 class Sensor::Client {
@@ -179,6 +194,16 @@ class Sensor::Client {
     return uploadVia(call_, blob, delete_);
   }
 
+  // chunk is read where the client wrote it (no copy "E").
+  ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kAppend, options_);
+      return appendVia(call_, chunk);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kAppend, options_);
+    return appendVia(call_, chunk);
+  }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
@@ -191,6 +216,8 @@ class Sensor::Client {
   static ::lrpc::Status labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_);
+  template <class Call>
+  static ::lrpc::Result<uint64_t> appendVia(Call& call_, std::span<const uint8_t> chunk);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -212,6 +239,9 @@ class Sensor::Server {
   virtual ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) = 0;
 
   virtual ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) = 0;
+
+  // chunk is read where the client wrote it (no copy "E").
+  virtual ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) = 0;
 
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Sensor::Server*), writes the results.
@@ -343,6 +373,31 @@ template <class Call>
   out_.stored = frame_.stored;
   out_.ok = frame_.ok != 0;
   return out_;
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
+  if (!call_.status().isOk()) return call_.status();
+  const uint64_t chunkBytes_ = chunk.size();
+  const uint64_t chunkAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = chunkAt_ + chunkBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.append: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef chunkRef_{static_cast<uint32_t>(chunkAt_), static_cast<uint32_t>(chunkBytes_)};
+  std::memcpy(fixed_ + 0, &chunkRef_, sizeof chunkRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (chunkBytes_ != 0) call_.copyTail(t_ + chunkAt_, chunk.data(), chunkBytes_);
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::v1::Sensor::AppendResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  uint64_t value_{};
+  value_ = frame_.size;
+  return value_;
 }
 
 }  // namespace golden::v1
