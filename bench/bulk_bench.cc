@@ -8,6 +8,8 @@
 //                     sendmsg (UDP_SEGMENT) and UDP_GRO on receive, nothing resent: what a
 //                     user-level transport can reach when it batches segments per system call
 //   lrpc_sink         Curves.sink(Data) over lrpc on the same host (out-of-band segment)
+//   lrpc_sink_inplace Curves.sinkInPlace(Data $Lrpc.inPlace): the server reads the bytes in the
+//                     segment without copy "E", so the client's copy is the only one
 //   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved)
 //   lrpc_sink_shared  Curves.sink through lrpc::SharedBuffer: the caller's bytes are already in
 //                     the shared segment (it produced them there), so the server's copy "E" is
@@ -315,6 +317,7 @@ class CurvesImpl final : public Curves::Server {
     sum_ += data.empty() ? 0 : data[data.size() / 2];  // touch it, like a real consumer would
     return {};
   }
+  Status sinkInPlace(std::span<const uint8_t> data) override { return sink(data); }
 
  private:
   uint64_t sum_ = 0;
@@ -326,17 +329,20 @@ CallOptions bulkDeadline() {
   return o;
 }
 
-Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& client, bool echo) {
+// Which Curves method a curve calls.
+enum class Op { kSink, kSinkInPlace, kEcho };
+
+Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& client, Op op) {
   Curve c{name, {}, {}};
   std::vector<uint8_t> data(cfg.maxBytes, 0x5a);
   for (size_t size : sizes(cfg)) {
     std::span<const uint8_t> in(data.data(), size);
-    Point p = measure(size, echo ? 2.0 : 1.0, cfg.budgetMs, [&] {
-      if (echo) {
+    Point p = measure(size, op == Op::kEcho ? 2.0 : 1.0, cfg.budgetMs, [&] {
+      if (op == Op::kEcho) {
         Result<std::vector<uint8_t>> r = client.echo(in);
         return r.isOk() && r->size() == size;
       }
-      return client.sink(in).isOk();
+      return (op == Op::kSink ? client.sink(in) : client.sinkInPlace(in)).isOk();
     });
     c.points.push_back(p);
     if (!p.ok) {
@@ -405,8 +411,9 @@ std::vector<Curve> localCurves(const Config& cfg) {
       continue;
     }
     Curves::Client c = client->withOptions(bulkDeadline());
-    out.push_back(runCurve("lrpc_sink" + suffix, cfg, c, false));
-    out.push_back(runCurve("lrpc_echo" + suffix, cfg, c, true));
+    out.push_back(runCurve("lrpc_sink" + suffix, cfg, c, Op::kSink));
+    if (mode == TransferMode::kAdaptive) out.push_back(runCurve("lrpc_sink_inplace", cfg, c, Op::kSinkInPlace));
+    out.push_back(runCurve("lrpc_echo" + suffix, cfg, c, Op::kEcho));
     if (mode == TransferMode::kAdaptive) out.push_back(runSharedCurve(cfg, c));
   }
   server->reset();
@@ -458,7 +465,7 @@ Curve netCurve(const Config& cfg, const NetnsPair& ns) {
   }
   if (!client) return {"net_sink", client.status().toString(), {}};
   Curves::Client c = client->withOptions(bulkDeadline());
-  return runCurve("net_sink", cfg, c, false);
+  return runCurve("net_sink", cfg, c, Op::kSink);
 }
 
 // ---- memcpy ----
@@ -518,7 +525,8 @@ void report(const std::vector<Curve>& curves, const Config& cfg) {
     const char* what;
     const char* floor;
   };
-  for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"}, Ratio{"lrpc_echo", "memcpy"},
+  for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_inplace", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"},
+                  Ratio{"lrpc_echo", "memcpy"},
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}}) {
     double a = at(r.what, mib), b = at(r.floor, mib);
     if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);

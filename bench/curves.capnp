@@ -3,6 +3,7 @@
 @0xb7c2d1e0f3a49586;
 
 using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
 $Cxx.namespace("lrpc::bench::curves");
 
 interface Curves {
@@ -10,4 +11,6 @@ interface Curves {
   echo @0 (data :Data) -> (data :Data);
   # The bytes go there only: one-way transfer, for bandwidth.
   sink @1 (data :Data) -> ();
+  # The same, read by the server in place ($Lrpc.inPlace: no copy "E"), for bulk bandwidth.
+  sinkInPlace @2 (data :Data $Lrpc.inPlace) -> ();
 }

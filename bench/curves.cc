@@ -106,6 +106,7 @@ class CurvesImpl final : public Curves::Server {
     benchmark::DoNotOptimize(data.data());
     return {};
   }
+  Status sinkInPlace(std::span<const uint8_t> data) override { return sink(data); }
 };
 
 class CurvesSession : public Session {
