@@ -76,6 +76,18 @@ inline Resources measure(const std::string& proc = "/proc/self") {
   return r;
 }
 
+// measure(), again for up to a second while the thread count differs from `want`'s: a thread
+// that pthread_join has returned for can still be listed in /proc/self/task for a moment (the
+// kernel wakes the joiner when the thread clears its tid, before it has finished exiting).
+inline Resources measureSettled(const Resources& want) {
+  Resources r = measure();
+  for (int i = 0; i < 200 && r.threads != want.threads; ++i) {
+    ::usleep(5000);
+    r = measure();
+  }
+  return r;
+}
+
 inline std::string describe(const Resources& r) {
   return "fds " + std::to_string(r.fds) + ", memfds " + std::to_string(r.memfds) + ", threads " +
          std::to_string(r.threads) + ", rss " + std::to_string(r.rssKb) + " kB";

@@ -373,7 +373,7 @@ class KillServer : public ::testing::Test {
       ASSERT_TRUE(sum.isOk() && *sum == r + 2) << "round " << r;
       ASSERT_NO_FATAL_FAILURE(round(server, r));
     }
-    Resources after = measure();
+    Resources after = measureSettled(before);
     std::printf("[campaign] %s: client before {%s}, after %d rounds {%s}\n", point, describe(before).c_str(), rounds(),
                 describe(after).c_str());
     EXPECT_EQ(after.fds, before.fds);
@@ -544,7 +544,7 @@ TEST(KillNet, KillServerDuringRetransmission) {
     EXPECT_LT(msSince(start), 5000);
     EXPECT_EQ(net::testing::callNull(**b).code(), Errc::kPeerDied);
   }
-  Resources after = measure();
+  Resources after = measureSettled(before);
   std::printf("[campaign] KillServerDuringRetransmission: client before {%s}, after %d rounds {%s}\n",
               describe(before).c_str(), rounds(), describe(after).c_str());
   EXPECT_EQ(after.fds, before.fds);
