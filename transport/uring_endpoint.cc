@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "transport/log.h"
+#include "transport/wire.h"
 
 namespace lrpc::net {
 
@@ -158,48 +159,47 @@ Status UringEndpoint::arm() noexcept {
   return {};
 }
 
-Status UringEndpoint::sendCell(const OutDatagram& d, size_t bytes) noexcept {
-  size_t at = 0;
-  for (uint32_t i = 0; i < d.iovCount; ++i) {
-    // An empty piece may have a null base, which memcpy may not be given even for 0 bytes.
-    if (d.iov[i].iov_len != 0) std::memcpy(cell_ + at, d.iov[i].iov_base, d.iov[i].iov_len);
-    at += d.iov[i].iov_len;
+Status UringEndpoint::sendOne(const OutDatagram& d) noexcept {
+  size_t bytes = 0;
+  for (uint32_t i = 0; i < d.iovCount; ++i) bytes += d.iov[i].iov_len;
+  sockaddr_in to{};
+  if (!options_.connect) to = toSockaddr(d.to);
+  const auto* toAddr = options_.connect ? nullptr : reinterpret_cast<const sockaddr*>(&to);
+  const socklen_t toLen = options_.connect ? 0 : sizeof to;
+  // The single-cell path: a datagram of one cell (Null, Add and their replies) is gathered
+  // into one piece and leaves with sendto, which skips sendmsg's copies of the msghdr and
+  // its iovecs; larger ones go with sendmsg straight from their pieces.
+  alignas(64) std::byte cell[kCellBytes];
+  msghdr msg{};
+  if (bytes > sizeof cell) {
+    msg.msg_name = const_cast<sockaddr*>(toAddr);
+    msg.msg_namelen = toLen;
+    msg.msg_iov = const_cast<iovec*>(d.iov);
+    msg.msg_iovlen = d.iovCount;
+  } else {
+    size_t at = 0;
+    for (uint32_t i = 0; i < d.iovCount; ++i) {
+      // An empty piece may have a null base, which memcpy may not be given even for 0 bytes.
+      if (d.iov[i].iov_len != 0) std::memcpy(cell + at, d.iov[i].iov_base, d.iov[i].iov_len);
+      at += d.iov[i].iov_len;
+    }
   }
-  io_uring_sqe* sqe = io_uring_get_sqe(sendRing_.get());
-  LRPC_CHECK(sqe != nullptr, "send ring has no free entry");  // every send reaps all it submits
-  io_uring_prep_send(sqe, fd_.get(), cell_, bytes, 0);
-  if (!options_.connect) {
-    cellTo_ = toSockaddr(d.to);
-    io_uring_prep_send_set_addr(sqe, reinterpret_cast<const sockaddr*>(&cellTo_), sizeof cellTo_);
+  for (;;) {
+    ssize_t rc = bytes > sizeof cell ? ::sendmsg(fd_.get(), &msg, 0) : ::sendto(fd_.get(), cell, bytes, 0, toAddr, toLen);
+    if (rc >= 0) return {};
+    if (errno == EINTR) continue;
+    if (errno == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
+    // Other failures (full queue, unreachable, a firewall's drop) lose the datagram, as a
+    // network would; the protocol above resends.
+    return {};
   }
-  int rc;
-  do {
-    rc = io_uring_submit_and_wait(sendRing_.get(), 1);
-  } while (rc == -EINTR);
-  if (rc < 0) return uringError(rc, "io_uring_submit_and_wait(send)");
-  io_uring_cqe* cqe = nullptr;
-  do {
-    rc = io_uring_wait_cqe(sendRing_.get(), &cqe);
-  } while (rc == -EINTR);
-  if (rc < 0) return uringError(rc, "io_uring_wait_cqe(send)");
-  int res = cqe->res;
-  io_uring_cqe_seen(sendRing_.get(), cqe);
-  // Other failures (full queue, unreachable) drop the datagram, as a network would.
-  if (res == -ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
-  return {};
 }
 
 Status UringEndpoint::send(std::span<const OutDatagram> batch) noexcept {
+  // Measured on Null in blocking mode (both sides): 26.5 us a round trip with the ring's
+  // SEND, 25.3 us with the direct system call.
+  if (batch.size() == 1) return sendOne(batch[0]);
   std::lock_guard lock(sendMu_);
-  // The single-cell path: a lone datagram of one cell (Null, Add and their replies) is
-  // gathered into one piece and sent with IORING_OP_SEND, which skips SENDMSG's copies of
-  // the msghdr and its iovecs (0.15 to 0.2 us a datagram, measured). The address form of
-  // SEND (for the unconnected server) is from kernel 6.0, which setUp() already requires.
-  if (batch.size() == 1) {
-    size_t bytes = 0;
-    for (uint32_t i = 0; i < batch[0].iovCount; ++i) bytes += batch[0].iov[i].iov_len;
-    if (bytes <= sizeof cell_) return sendCell(batch[0], bytes);
-  }
   Status result;
   while (!batch.empty()) {
     // Up to kSendBatch sendmsgs per submission; each carries a run of datagrams that one

@@ -12,7 +12,10 @@
 //    in a blocking round trip;
 //  * send queue: the submission queue of a second ring, SENDMSG straight from the caller's
 //    frame bytes (sends may come from many threads, so they have their own ring and lock,
-//    while the receive ring belongs to whichever thread polls).
+//    while the receive ring belongs to whichever thread polls), for batches: a window of
+//    fragments leaves as a few GSO sendmsgs in one submission. A lone datagram (a small
+//    call, a reply, an ack) is one direct system call instead, which is cheaper than an
+//    enter plus the ring's submission and completion for a single operation.
 #pragma once
 
 #include <liburing.h>
@@ -83,8 +86,8 @@ class UringEndpoint final : public Endpoint {
   // Hands one completion's payload to the sink: one datagram, or a coalesced run cut back
   // into datagrams of `segment` bytes (the last may be shorter). Returns datagrams delivered.
   size_t deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload, size_t segment) noexcept;
-  // Sends one datagram of at most one cell with IORING_OP_SEND; with sendMu_ held.
-  Status sendCell(const OutDatagram& d, size_t bytes) noexcept;
+  // Sends a lone datagram with one system call of its own, no ring and no lock.
+  Status sendOne(const OutDatagram& d) noexcept;
 
   EndpointOptions options_;
   OwnedFd fd_;
@@ -99,10 +102,6 @@ class UringEndpoint final : public Endpoint {
   // once the kernel refuses it. Both guarded by sendMu_.
   std::unique_ptr<GsoMessage[]> sendMsgs_ = std::make_unique<GsoMessage[]>(kSendBatch);
   bool gso_ = true;
-  // A lone single-cell datagram gathered into one piece (64 bytes: wire.h's cell, one cache
-  // line), and its address: sendCell's, guarded by sendMu_.
-  alignas(64) std::byte cell_[64];
-  sockaddr_in cellTo_{};
   io_uring_buf_ring* bufRing_ = nullptr;
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;

@@ -365,7 +365,7 @@ TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
 
 // Datagrams gathered from several pieces arrive byte for byte, from a connected endpoint and
 // from an unconnected one: a single cell (the io_uring endpoint copies it into one piece
-// and sends it with IORING_OP_SEND) and the sizes just above a cell (SENDMSG).
+// and sends it with sendto) and the sizes just above a cell (sendmsg from the pieces).
 TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
   int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   ASSERT_GE(fd, 0);
