@@ -78,6 +78,11 @@ struct EndpointOptions {
   // 64 KiB, so the free queue is capped at kGroBuffers of them.
   bool gro = true;
   bool emulated = false;            // skip io_uring (as LRPC_NO_IO_URING=1 does)
+  // io_uring endpoint: receive through a multishot recvmsg into the registered segment
+  // (U-Net's receive queue as a completion queue) whenever a receive would sleep, instead of
+  // reading the socket. Off by default: waking a sleeper through the ring costs more than a
+  // blocking read (uring_endpoint.h).
+  bool ringReceive = false;
 };
 
 class Endpoint {

@@ -88,11 +88,11 @@ Result<size_t> SocketReceiver::drain(int fd, DatagramSink& sink) noexcept {
   return delivered;
 }
 
-Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink) noexcept {
+Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink, int flags) noexcept {
   sockaddr_in name{};
   socklen_t nameLen = sizeof name;
   // MSG_TRUNC: the datagram's real length, so an oversized one is seen and dropped.
-  ssize_t len = ::recvfrom(fd, buffers_.data(), slotBytes_, MSG_DONTWAIT | MSG_TRUNC, reinterpret_cast<sockaddr*>(&name),
+  ssize_t len = ::recvfrom(fd, buffers_.data(), slotBytes_, flags | MSG_TRUNC, reinterpret_cast<sockaddr*>(&name),
                            &nameLen);
   if (len < 0) {
     int err = errno;

@@ -2,6 +2,8 @@
 // socket with recvmmsg/sendmmsg, for kernels without io_uring (or with it disabled).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -22,8 +24,9 @@ class SocketReceiver {
   Result<size_t> drain(int fd, DatagramSink& sink) noexcept;
   // The same for at most one datagram with one recvfrom: the cheapest look at the socket,
   // for a thread that spins on it (the batch's msghdr and iovec copies cost more than a
-  // single cell's whole receive).
-  Result<size_t> pollOne(int fd, DatagramSink& sink) noexcept;
+  // single cell's whole receive). `flags` 0 instead of MSG_DONTWAIT sleeps in the socket
+  // (bounded by its SO_RCVTIMEO; 0 when that passes).
+  Result<size_t> pollOne(int fd, DatagramSink& sink, int flags = MSG_DONTWAIT) noexcept;
 
  private:
   static constexpr unsigned kBatch = 16;

@@ -4,10 +4,18 @@
 //  * free queue: a provided-buffer ring (io_uring_register_buf_ring) listing the segment's
 //    free buffers; the kernel takes one per datagram, we give it back after processing;
 //  * receive queue: the completion queue of a multishot recvmsg, one CQE per datagram
-//    naming the buffer it landed in (processed in place, never copied to a second buffer);
+//    naming the buffer it landed in (processed in place, never copied to a second buffer),
+//    when EndpointOptions::ringReceive asks for it. By default the receiver reads the socket
+//    itself (see receiveDirect): a thread asleep in a blocking read is woken by the kernel
+//    directly, while a datagram for the multishot receive is first task work on the arming
+//    thread and then a completion that wakes it, which measured 2 to 3 us more per datagram
+//    in a blocking round trip;
 //  * send queue: the submission queue of a second ring, SENDMSG straight from the caller's
 //    frame bytes (sends may come from many threads, so they have their own ring and lock,
-//    while the receive ring belongs to whichever thread polls).
+//    while the receive ring belongs to whichever thread polls), for batches: a window of
+//    fragments leaves as a few GSO sendmsgs in one submission. A lone datagram (a small
+//    call, a reply, an ack) is one direct system call instead, which is cheaper than an
+//    enter plus the ring's submission and completion for a single operation.
 #pragma once
 
 #include <liburing.h>
@@ -78,8 +86,8 @@ class UringEndpoint final : public Endpoint {
   // Hands one completion's payload to the sink: one datagram, or a coalesced run cut back
   // into datagrams of `segment` bytes (the last may be shorter). Returns datagrams delivered.
   size_t deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload, size_t segment) noexcept;
-  // Sends one datagram of at most one cell with IORING_OP_SEND; with sendMu_ held.
-  Status sendCell(const OutDatagram& d, size_t bytes) noexcept;
+  // Sends a lone datagram with one system call of its own, no ring and no lock.
+  Status sendOne(const OutDatagram& d) noexcept;
 
   EndpointOptions options_;
   OwnedFd fd_;
@@ -94,10 +102,6 @@ class UringEndpoint final : public Endpoint {
   // once the kernel refuses it. Both guarded by sendMu_.
   std::unique_ptr<GsoMessage[]> sendMsgs_ = std::make_unique<GsoMessage[]>(kSendBatch);
   bool gso_ = true;
-  // A lone single-cell datagram gathered into one piece (64 bytes: wire.h's cell, one cache
-  // line), and its address: sendCell's, guarded by sendMu_.
-  alignas(64) std::byte cell_[64];
-  sockaddr_in cellTo_{};
   io_uring_buf_ring* bufRing_ = nullptr;
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;
@@ -106,7 +110,20 @@ class UringEndpoint final : public Endpoint {
   // Busy-poll reads the socket itself while no multishot receive is armed (see receive()).
   SocketReceiver pollReceiver_;
   // The same with UDP_GRO on: one recvmsg may return a coalesced run, cut up by deliver().
-  Result<size_t> pollGro(DatagramSink& sink) noexcept;
+  // `flags` 0 instead of MSG_DONTWAIT sleeps in the socket (bounded by SO_RCVTIMEO).
+  Result<size_t> pollGro(DatagramSink& sink, int flags = MSG_DONTWAIT) noexcept;
+  // One read of the socket, with or without sleeping: pollGro or pollReceiver_.
+  Result<size_t> readSocket(DatagramSink& sink, int flags) noexcept;
+  // The receive without the multishot receive: non-blocking reads until `spinUntil`, then
+  // blocking reads until `deadline`.
+  Result<size_t> receiveDirect(DatagramSink& sink, std::chrono::steady_clock::time_point deadline,
+                               std::chrono::steady_clock::time_point spinUntil) noexcept;
+  // One blocking read that returns no later than `left` from now (0 datagrams if none came).
+  Result<size_t> sleepRead(DatagramSink& sink, std::chrono::nanoseconds left) noexcept;
+  // SO_RCVTIMEO counts in jiffies, rounding up: the kernel's jiffy (probed in setUp) and the
+  // timeout now set on the socket (0: none), so that it is set only when it changes.
+  std::chrono::microseconds jiffy_{10000};
+  std::chrono::microseconds rcvTimeout_{0};
   std::vector<std::byte> groPollBuffer_;  // kGroBufferBytes + 1, only while gro_
   bool armed_ = false;
   bool registered_ = false;

@@ -226,9 +226,21 @@ TEST(UdpLarge, ChangingSizesReuseTheRequestBuffer) {
   }
 }
 
+// The endpoints a receive test runs on: the emulated one, the io_uring one reading its
+// socket (with and without UDP_GRO), and the io_uring one with its multishot receive.
+struct EndpointKind {
+  const char* name;
+  bool emulated = false;
+  bool gro = true;
+  bool ringReceive = false;
+};
+constexpr EndpointKind kEndpointKinds[] = {
+    {"emulated", true}, {"io_uring", false}, {"io_uring without GRO", false, false}, {"io_uring ring receive", false, true, true}};
+
 // An endpoint waited on in every mode, in turns: the io_uring one reads the socket itself
-// while busy-polling until a sleeping wait arms its multishot receive, then busy-polls its
-// completion queue. Either way each datagram arrives exactly once, an oversized one never.
+// (with ringReceive, while busy-polling until a sleeping wait arms its multishot receive,
+// then it busy-polls its completion queue). Each datagram arrives exactly once, an
+// oversized one never.
 TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
   struct Collect final : DatagramSink {
     std::vector<uint32_t> got;
@@ -243,10 +255,12 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
       got.push_back(v);
     }
   };
-  for (bool emulated : {false, true}) {
+  for (const EndpointKind& kind : kEndpointKinds) {
     EndpointOptions eo;
     eo.bindAddress = "127.0.0.1:0";
-    eo.emulated = emulated;
+    eo.emulated = kind.emulated;
+    eo.gro = kind.gro;
+    eo.ringReceive = kind.ringReceive;
     auto ep = openUdpEndpoint(eo);
     ASSERT_TRUE(ep.isOk()) << ep.status().toString();
     int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
@@ -275,7 +289,7 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
       }
       std::sort(sink.got.begin(), sink.got.end());
       ASSERT_EQ(sink.got, (std::vector<uint32_t>{first, first + 1, first + 2, first + 3, first + 4}))
-          << (emulated ? "emulated" : "io_uring") << " endpoint, mode " << static_cast<int>(mode);
+          << kind.name << " endpoint, mode " << static_cast<int>(mode);
     }
     // Nothing comes twice, in any mode.
     sink.got.clear();
@@ -289,9 +303,69 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
   }
 }
 
+// A sleeping receive keeps its timeout whatever the one before it was (the io_uring endpoint
+// sets SO_RCVTIMEO only when it changes, in whole jiffies, and sleeps what is left below a
+// jiffy in ppoll): it never returns before the timeout, nor long after it; and a datagram
+// that arrives while it sleeps wakes it at once.
+TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
+  using std::chrono::milliseconds;
+  struct Count final : DatagramSink {
+    std::atomic<size_t> got{0};
+    void onDatagram(const Datagram&) noexcept override { got.fetch_add(1); }
+  };
+  for (const EndpointKind& kind : kEndpointKinds) {
+    EndpointOptions eo;
+    eo.bindAddress = "127.0.0.1:0";
+    eo.emulated = kind.emulated;
+    eo.gro = kind.gro;
+    eo.ringReceive = kind.ringReceive;
+    auto ep = openUdpEndpoint(eo);
+    ASSERT_TRUE(ep.isOk()) << ep.status().toString();
+    Count sink;
+    for (ReceiveMode mode : {ReceiveMode::kBlocking, ReceiveMode::kAdaptive}) {
+      // Long, short, below any jiffy, long again: each waits its own time.
+      for (auto timeout : {std::chrono::nanoseconds(milliseconds(120)), std::chrono::nanoseconds(milliseconds(30)),
+                           std::chrono::nanoseconds(std::chrono::microseconds(300)),
+                           std::chrono::nanoseconds(milliseconds(45))}) {
+        auto start = std::chrono::steady_clock::now();
+        auto n = (*ep)->receive(sink, mode, timeout);
+        auto took = std::chrono::steady_clock::now() - start;
+        ASSERT_TRUE(n.isOk()) << n.status().toString();
+        EXPECT_EQ(*n, 0u);
+        EXPECT_GE(took, timeout) << kind.name;
+        // Generous: a loaded machine may run the thread late, but never a whole long wait late.
+        EXPECT_LT(took, timeout + milliseconds(100)) << kind.name;
+      }
+      // A datagram sent while the receiver sleeps with a long timeout wakes it.
+      int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+      ASSERT_GE(fd, 0);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      to.sin_port = htons((*ep)->localAddress().port);
+      std::thread sender([&] {
+        std::this_thread::sleep_for(milliseconds(30));
+        uint32_t v = 7;
+        (void)::sendto(fd, &v, sizeof v, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      });
+      auto start = std::chrono::steady_clock::now();
+      size_t before = sink.got.load();
+      while (sink.got.load() == before && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+        auto n = (*ep)->receive(sink, mode, std::chrono::seconds(5));
+        ASSERT_TRUE(n.isOk()) << n.status().toString();
+      }
+      auto took = std::chrono::steady_clock::now() - start;
+      sender.join();
+      ::close(fd);
+      EXPECT_EQ(sink.got.load(), before + 1) << kind.name;
+      EXPECT_LT(took, std::chrono::seconds(2)) << kind.name;
+    }
+  }
+}
+
 // Datagrams gathered from several pieces arrive byte for byte, from a connected endpoint and
 // from an unconnected one: a single cell (the io_uring endpoint copies it into one piece
-// and sends it with IORING_OP_SEND) and the sizes just above a cell (SENDMSG).
+// and sends it with sendto) and the sizes just above a cell (sendmsg from the pieces).
 TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
   int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   ASSERT_GE(fd, 0);
