@@ -233,6 +233,15 @@ struct EndpointKind {
   bool emulated = false;
   bool gro = true;
   bool ringReceive = false;
+  // An endpoint of this kind on a free loopback port.
+  EndpointOptions options() const {
+    EndpointOptions eo;
+    eo.bindAddress = "127.0.0.1:0";
+    eo.emulated = emulated;
+    eo.gro = gro;
+    eo.ringReceive = ringReceive;
+    return eo;
+  }
 };
 constexpr EndpointKind kEndpointKinds[] = {
     {"emulated", true}, {"io_uring", false}, {"io_uring without GRO", false, false}, {"io_uring ring receive", false, true, true}};
@@ -256,11 +265,7 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
     }
   };
   for (const EndpointKind& kind : kEndpointKinds) {
-    EndpointOptions eo;
-    eo.bindAddress = "127.0.0.1:0";
-    eo.emulated = kind.emulated;
-    eo.gro = kind.gro;
-    eo.ringReceive = kind.ringReceive;
+    EndpointOptions eo = kind.options();
     auto ep = openUdpEndpoint(eo);
     ASSERT_TRUE(ep.isOk()) << ep.status().toString();
     int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
@@ -314,11 +319,7 @@ TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
     void onDatagram(const Datagram&) noexcept override { got.fetch_add(1); }
   };
   for (const EndpointKind& kind : kEndpointKinds) {
-    EndpointOptions eo;
-    eo.bindAddress = "127.0.0.1:0";
-    eo.emulated = kind.emulated;
-    eo.gro = kind.gro;
-    eo.ringReceive = kind.ringReceive;
+    EndpointOptions eo = kind.options();
     auto ep = openUdpEndpoint(eo);
     ASSERT_TRUE(ep.isOk()) << ep.status().toString();
     Count sink;
