@@ -25,6 +25,15 @@ namespace {
 
 using testing::Svc;
 
+// 127.0.0.1:port, for a raw socket's sendto.
+sockaddr_in loopbackTo(uint16_t port) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(port);
+  return to;
+}
+
 struct Param {
   bool emulated;
   ReceiveMode mode;
@@ -121,10 +130,7 @@ TEST_P(Udp, HostileDatagramsAreDropped) {
   uint64_t before = server_->executed();
   int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   ASSERT_GE(fd, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(port_);
+  sockaddr_in to = loopbackTo(port_);
   auto sendRaw = [&](const std::vector<std::byte>& d) {
     (void)::sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
   };
@@ -270,10 +276,7 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
     ASSERT_TRUE(ep.isOk()) << ep.status().toString();
     int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
     ASSERT_GE(fd, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    to.sin_port = htons((*ep)->localAddress().port);
+    sockaddr_in to = loopbackTo((*ep)->localAddress().port);
     auto sendRaw = [&](const void* p, size_t n) {
       ASSERT_EQ(::sendto(fd, p, n, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), static_cast<ssize_t>(n));
     };
@@ -340,10 +343,7 @@ TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
       // A datagram sent while the receiver sleeps with a long timeout wakes it.
       int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
       ASSERT_GE(fd, 0);
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      to.sin_port = htons((*ep)->localAddress().port);
+      sockaddr_in to = loopbackTo((*ep)->localAddress().port);
       std::thread sender([&] {
         std::this_thread::sleep_for(milliseconds(30));
         uint32_t v = 7;
