@@ -91,46 +91,76 @@ class SessionCache {
   std::unique_ptr<Session> session_;
 };
 
+// The arguments the loops send, and what the last BigInOut returned.
+struct CallInputs {
+  Blob200 in{};
+  Blob200 out{};
+  int32_t n = 0;
+  CallInputs() {
+    for (int i = 0; i < 25; ++i) in.w[i] = 0x0101010101010101ull * static_cast<uint64_t>(i + 1);
+  }
+};
+
+// One call of each kind, checking the reply.
+template <class C>
+inline bool addOnce(C& client, CallInputs& io) {
+  int32_t sum = 0;
+  ++io.n;
+  return client.add(io.n, 7, &sum) && sum == io.n + 7;
+}
+template <class C>
+inline bool bigInOnce(C& client, CallInputs& io) {
+  io.in.w[0] = static_cast<uint64_t>(++io.n);
+  return client.bigIn(io.in);
+}
+template <class C>
+inline bool bigInOutOnce(C& client, CallInputs& io) {
+  io.in.w[0] = static_cast<uint64_t>(++io.n);
+  if (!client.bigInOut(io.in, &io.out) || io.out.w[0] != io.in.w[0] + 1 || io.out.w[24] != io.in.w[24]) return false;
+  benchmark::DoNotOptimize(io.out);
+  return true;
+}
+
+// Runs `loop(once)` with `once` the call's body, so that each loop is compiled per call kind
+// (the switch stays outside it). `loop` returns false as soon as `once()` does.
+template <class C, class Loop>
+inline bool withCall(C& client, Call call, CallInputs& io, Loop&& loop) {
+  switch (call) {
+    case Call::kNull: return loop([&] { return client.null(); });
+    case Call::kAdd: return loop([&] { return addOnce(client, io); });
+    case Call::kBigIn: return loop([&] { return bigInOnce(client, io); });
+    case Call::kBigInOut: return loop([&] { return bigInOutOnce(client, io); });
+  }
+  return false;
+}
+
+template <class C>
+bool oneCall(C& client, Call call, CallInputs& io) {
+  return withCall(client, call, io, [](auto once) { return once(); });
+}
+
+template <class C>
+bool callLoop(C& client, Call call, CallInputs& io, int count) {
+  return withCall(client, call, io, [count](auto once) {
+    for (int i = 0; i < count; ++i) {
+      if (!once()) return false;
+    }
+    return true;
+  });
+}
+
 // The timed loop: `call` over `client`, checking each reply, then the per-call CPU counters.
 template <class C>
 void runCall(benchmark::State& state, C& client, const ServerProcess* server, Call call) {
-  Blob200 in{};
-  for (int i = 0; i < 25; ++i) in.w[i] = 0x0101010101010101ull * static_cast<uint64_t>(i + 1);
-  Blob200 out{};
+  CallInputs io;
   uint64_t clientCpu0 = processCpuNs();
   uint64_t serverCpu0 = server ? server->cpuNs() : 0;
-  int32_t n = 0;
-  bool ok = true;
-  switch (call) {
-    case Call::kNull:
-      for (auto _ : state) {
-        if (!client.null()) { ok = false; break; }
-      }
-      break;
-    case Call::kAdd:
-      for (auto _ : state) {
-        int32_t sum = 0;
-        ++n;
-        if (!client.add(n, 7, &sum) || sum != n + 7) { ok = false; break; }
-      }
-      break;
-    case Call::kBigIn:
-      for (auto _ : state) {
-        in.w[0] = static_cast<uint64_t>(++n);
-        if (!client.bigIn(in)) { ok = false; break; }
-      }
-      break;
-    case Call::kBigInOut:
-      for (auto _ : state) {
-        in.w[0] = static_cast<uint64_t>(++n);
-        if (!client.bigInOut(in, &out) || out.w[0] != in.w[0] + 1 || out.w[24] != in.w[24]) {
-          ok = false;
-          break;
-        }
-        benchmark::DoNotOptimize(out);
-      }
-      break;
-  }
+  bool ok = withCall(client, call, io, [&state](auto once) {
+    for (auto _ : state) {
+      if (!once()) return false;
+    }
+    return true;
+  });
   uint64_t clientCpu = processCpuNs() - clientCpu0;
   uint64_t serverCpu = server ? server->cpuNs() - serverCpu0 : 0;
   if (!ok) {

@@ -10,7 +10,9 @@
 #include <string>
 #include <type_traits>
 
+#include "bench/floors.h"
 #include "bench/lrpc_common.h"
+#include "bench/paired.h"
 
 #if LRPC_BENCH_DIRECT
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
@@ -179,6 +181,12 @@ void registerLrpcPaths(BenchContext& ctx) {
   addThroughput<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kAnyCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kAnyCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kAnyCpu); });
+  addPair<LrpcLocal, ShmFloor>(
+      ctx, "lrpc", "floor_spin", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); },
+      [] { return ShmFloor::start(WaitMode::kSpin); });
+  addPair<LrpcLocal, ShmFloor>(
+      ctx, "lrpc_block", "floor_futex", [] { return LrpcLocal::start(TransferMode::kBlock, kServerCpu); },
+      [] { return ShmFloor::start(WaitMode::kBlock); });
 #endif
 #if LRPC_BENCH_NET
   addPath<LrpcNet>(ctx, "net_loopback", [] { return LrpcNet::start(net::ReceiveMode::kAdaptive, nullptr); });
@@ -192,6 +200,18 @@ void registerLrpcPaths(BenchContext& ctx) {
     if (!netns) return netns.status();
     return LrpcNet::start(net::ReceiveMode::kBlocking, netns.value());
   });
+  addPair<LrpcNet, UdpFloor>(
+      ctx, "net_veth_block", "floor_udp",
+      [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
+        Result<const NetnsPair*> netns = ctx.netns();
+        if (!netns) return netns.status();
+        return LrpcNet::start(net::ReceiveMode::kBlocking, netns.value());
+      },
+      [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
+        Result<const NetnsPair*> netns = ctx.netns();
+        if (!netns) return netns.status();
+        return UdpFloor::start(WaitMode::kBlock, *netns.value());
+      });
 #endif
 }
 

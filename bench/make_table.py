@@ -40,6 +40,15 @@ RATIOS = [
 ]
 
 
+# Paired cells (bench/paired.h): <Call>/paired_<a>_<b> alternates bursts of a and b in each
+# repetition and reports the median per-round ratio a / b ("ratio") and the two times.
+PAIRED = [
+    ("paired_lrpc_floor_spin", "lrpc", "floor_spin"),
+    ("paired_lrpc_block_floor_futex", "lrpc_block", "floor_futex"),
+    ("paired_net_veth_block_floor_udp", "net_veth_block", "floor_udp"),
+]
+
+
 def fmt(ns):
     if ns is None:
         return "-"
@@ -55,10 +64,11 @@ def load(path):
         doc = json.load(f)
     runs = {}    # (call, path) -> list of per-repetition dicts
     errors = {}  # (call, path) -> message
+    order = []   # keys in the order their repetitions ran
     for b in doc.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration":
             continue
-        name = b.get("run_name", b["name"]).replace("/real_time", "")
+        name = b.get("run_name", b["name"]).replace("/real_time", "").replace("/manual_time", "")
         parts = name.split("/", 1)
         if len(parts) != 2:
             continue
@@ -67,7 +77,12 @@ def load(path):
             errors[key] = b.get("error_message", "error")
             continue
         runs.setdefault(key, []).append(b)
-    return doc.get("context", {}), runs, errors
+        if not order or order[-1] != key:
+            order.append(key)
+    ctx = dict(doc.get("context", {}))
+    # Repetitions run in random order (run.sh) show up as a key met again after another.
+    ctx["interleaved"] = len(order) > len(set(order))
+    return ctx, runs, errors
 
 
 def summary(values):
@@ -101,7 +116,8 @@ def main():
     reps = max((len(v) for v in runs.values()), default=0)
     out = []
     out.append("# lrpc_bench: the paper's Table IV on this machine\n")
-    cells_are = (f"median of {reps} repetitions [min-max]" if reps > 1
+    order = ", the repetitions of all cells run in random order" if ctx["interleaved"] else ""
+    cells_are = (f"median of {reps} repetitions [min-max]{order}" if reps > 1
                  else "one repetition (a --quick run)")
     load_avg = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
     out.append(f"Run {ctx.get('date', '?')} on {ctx.get('host_name', '?')}: "
@@ -144,7 +160,32 @@ def main():
             out.append(f"- {a} / {b}: {why}")
         out.append("")
 
-    cpu_paths = [p for p in SAME_HOST + NETWORK + sorted(paths - set(SAME_HOST + NETWORK)) if p in paths]
+    paired_cols = [(key, a, b) for (key, a, b) in PAIRED if key in paths]
+    if paired_cols:
+        out.append("## Paired ratios: the two paths in alternating bursts (how many times slower the first is)\n")
+        out.append("Each repetition alternates bursts of 256 calls on the two paths (their servers both on "
+                   "CPU 1, each asleep while the other runs) and takes the median of the per-round ratios; "
+                   "cells: the median over the repetitions [min-max], then the two paths' ns per call "
+                   "(medians). Unlike the ratios above, both sides of each ratio see the same host at the "
+                   "same moment (bench/README.md, \"Paired ratios\").\n")
+        out.append("| call | " + " | ".join(f"{a} / {b}" for _, a, b in paired_cols) + " |")
+        out.append("|---|" + "---|" * len(paired_cols))
+        for call in CALLS:
+            cells = []
+            for key, _, _ in paired_cols:
+                if (call, key) in errors and (call, key) not in runs:
+                    cells.append("error: " + errors[(call, key)].replace("|", "/"))
+                    continue
+                r, ta, tb = counter(call, key, "ratio"), counter(call, key, "a_ns"), counter(call, key, "b_ns")
+                if not r:
+                    cells.append("-")
+                    continue
+                cells.append(f"{r[0]:.2f}x [{r[1]:.2f}-{r[2]:.2f}] ({fmt(ta[0])} / {fmt(tb[0])})")
+            out.append(f"| {call} | " + " | ".join(cells) + " |")
+        out.append("")
+
+    paired_keys = {key for key, _, _ in PAIRED}
+    cpu_paths = [p for p in SAME_HOST + NETWORK + sorted(paths - set(SAME_HOST + NETWORK) - paired_keys) if p in paths]
     if cpu_paths:
         out.append("## CPU time per call, ns: client / server (medians)\n")
         out.append("The client's is the whole benchmark process (library threads included); the "
@@ -169,7 +210,7 @@ def main():
     out.append("\nLRPC/MP corresponds to lrpc_spin here, LRPC (one processor) to lrpc_block_samecore, "
                "Taos to msg_uds_samecore (msg_uds is the same across two CPUs).\n")
 
-    missing = [p for p in SAME_HOST + NETWORK if p not in paths]
+    missing = [p for p in SAME_HOST + NETWORK + [key for key, _, _ in PAIRED] if p not in paths]
     if missing:
         out.append("Not in this run (not built yet or filtered out): " + ", ".join(missing) + ".\n")
 

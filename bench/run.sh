@@ -6,8 +6,9 @@
 #   bulk.md          bandwidth 4 KiB..64 MiB on both paths against memcpy/TCP/UDP GSO
 # Usage: bench/run.sh BUILD_DIR [--quick] [--no-curves] [lrpc_bench flags for the table run]
 #   --quick: one short repetition per benchmark (about a minute in all)
-#   default: 3 repetitions of at least 0.5 s each (median [min-max] in the table), then the
-#            curves with one repetition of 0.3 s per point
+#   default: 9 repetitions of at least 0.2 s each, run in random order across all the table's
+#            benchmarks (median [min-max] in the table), then the curves with one
+#            repetition of 0.3 s per point
 set -euo pipefail
 
 build=${1:?usage: bench/run.sh BUILD_DIR [--quick] [lrpc_bench flags]}
@@ -34,8 +35,11 @@ if [ $quick = 1 ]; then
   args=(--benchmark_min_time=0.2 --benchmark_repetitions=1)
   curve_args=(--benchmark_min_time=0.05 --benchmark_repetitions=1)
 else
-  args=(--benchmark_min_time=0.5 --benchmark_min_warmup_time=0.1 --benchmark_repetitions=3
-        --benchmark_display_aggregates_only=true)
+  # Interleaved: the host's speed drifts by tens of percent over minutes on this kind of VM
+  # (steal time, the other vCPU's load), and a ratio of two paths measured minutes apart
+  # reports the drift. In random order, each path's median is taken over the same stretch.
+  args=(--benchmark_min_time=0.2 --benchmark_min_warmup_time=0.05 --benchmark_repetitions=9
+        --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true)
   curve_args=(--benchmark_min_time=0.3 --benchmark_min_warmup_time=0.05 --benchmark_repetitions=1)
 fi
 

@@ -1,0 +1,122 @@
+#pragma once
+// Paired cells: two paths measured in alternating bursts within one repetition, so that both
+// see the same host. On this kind of VM the cost of a cache-line handoff moves between about
+// 90 and 600 ns from one minute to the next (as the hypervisor places the two vCPUs and runs
+// other guests), and a ratio of two cells taken seconds apart can report that instead of the
+// software.
+//
+// <Call>/paired_<a>_<b> runs rounds of one burst on each path (the order alternates), each
+// burst timed after a warm-up long enough for the other path's server to have gone to sleep
+// (both servers are pinned to CPU 1 and sleep when idle). Its counters are the medians over
+// the rounds: `ratio` (a's time per call / b's, per round), `a_ns` and `b_ns`.
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/calls.h"
+#include "bench/registry.h"
+
+namespace lrpc::bench {
+
+template <class A, class B>
+class PairSession final : public Session {
+ public:
+  PairSession(std::unique_ptr<A> a, std::unique_ptr<B> b) : a_(std::move(a)), b_(std::move(b)) {}
+  ~PairSession() override {
+    b_.reset();
+    a_.reset();
+  }
+  A& a() { return *a_; }
+  B& b() { return *b_; }
+
+ private:
+  std::unique_ptr<A> a_;
+  std::unique_ptr<B> b_;
+};
+
+namespace paired {
+
+using Clock = std::chrono::steady_clock;
+
+// Untimed calls at the start of a burst: the first wakes this path's sleeping server, and
+// the other path's server needs its spin budget (about 28 us) to go to sleep.
+constexpr auto kWarmUp = std::chrono::microseconds(300);
+constexpr int kBurstCalls = 256;
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One burst on `client`: the warm-up, then kBurstCalls timed calls; ns per call, or a
+// negative value when a call failed or returned a wrong result.
+template <class C>
+double burst(C& client, Call call, CallInputs& io) {
+  auto until = Clock::now() + kWarmUp;
+  do {
+    if (!oneCall(client, call, io)) return -1;
+  } while (Clock::now() < until);
+  auto t0 = Clock::now();
+  if (!callLoop(client, call, io, kBurstCalls)) return -1;
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kBurstCalls;
+}
+
+}  // namespace paired
+
+// Registers <Call>/paired_<a>_<b> for the four calls; makeA and makeB start the two paths'
+// sessions: Result<std::unique_ptr<A>>() and Result<std::unique_ptr<B>>().
+template <class A, class B, class MakeA, class MakeB>
+void addPair(BenchContext& ctx, const std::string& a, const std::string& b, MakeA makeA, MakeB makeB) {
+  using Pair = PairSession<A, B>;
+  for (Call call : kCalls) {
+    std::string name = std::string(callName(call)) + "/paired_" + a + "_" + b;
+    benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, call, makeA, makeB](benchmark::State& state) {
+      Result<Pair*> session = ctx.sessions.get<Pair>(name, [&]() -> Result<std::unique_ptr<Pair>> {
+        auto sa = makeA();
+        if (!sa) return sa.status();
+        auto sb = makeB();
+        if (!sb) return sb.status();
+        return std::make_unique<Pair>(std::move(sa.value()), std::move(sb.value()));
+      });
+      if (!session) {
+        state.SkipWithError(session.status().toString().c_str());
+        return;
+      }
+      Pair& pair = *session.value();
+      CallInputs io;
+      std::vector<double> ratios, aNs, bNs;
+      bool aFirst = true;
+      for (auto _ : state) {
+        double ta = 0, tb = 0;
+        if (aFirst) {
+          ta = paired::burst(pair.a(), call, io);
+          tb = ta < 0 ? -1 : paired::burst(pair.b(), call, io);
+        } else {
+          tb = paired::burst(pair.b(), call, io);
+          ta = tb < 0 ? -1 : paired::burst(pair.a(), call, io);
+        }
+        if (ta < 0 || tb < 0) {
+          state.SkipWithError("call failed or returned a wrong result");
+          return;
+        }
+        aFirst = !aFirst;
+        ratios.push_back(ta / tb);
+        aNs.push_back(ta);
+        bNs.push_back(tb);
+        state.SetIterationTime((ta + tb) * paired::kBurstCalls * 1e-9);
+      }
+      state.counters["ratio"] = paired::median(ratios);
+      state.counters["a_ns"] = paired::median(aNs);
+      state.counters["b_ns"] = paired::median(bNs);
+    })->UseManualTime();
+  }
+}
+
+}  // namespace lrpc::bench
