@@ -75,7 +75,9 @@ struct InterfaceDescriptor {
   DispatchFn dispatch;
 };
 
-// Per-call settings. A zero timeout means "no deadline" (liveness is still checked).
+// Per-call settings. A zero timeout means "no deadline" (liveness is still checked). A
+// same-host call starts counting it when its brief inline spin ends (local_call.h), a few
+// microseconds after the call began, so that a fast call never reads the clock.
 struct CallOptions {
   std::chrono::nanoseconds timeout{0};
 };
