@@ -386,15 +386,21 @@ Result<size_t> UringEndpoint::receiveDirect(DatagramSink& sink, Clock::time_poin
   // Spinning is one non-blocking read per turn (as receive() does before arming, for the
   // same reason); sleeping is a blocking read, so the kernel wakes this very thread with
   // the datagram in hand, as it wakes a plain UDP server.
+  // A spinning turn reads the clock only every kClockTurns turns: a read costs about 40 ns
+  // on this VM and an empty turn about 1 us, and a shorter turn sees a datagram sooner. The
+  // deadline and the switch to sleeping are then up to that many turns late (microseconds).
+  constexpr uint32_t kClockTurns = 8;
   Backoff backoff;
-  for (;;) {
-    auto now = Clock::now();
+  auto now = Clock::now();
+  for (uint32_t turn = 1;; ++turn) {
     bool sleep = now >= spinUntil && now < deadline;
     auto got = sleep ? sleepRead(sink, deadline - now) : readSocket(sink, MSG_DONTWAIT);
     if (!got || *got > 0) return got;
-    if (sleep) continue;  // woke early (a signal, an oversized datagram): the clock decides
-    if (Clock::now() >= deadline) return size_t{0};
-    backoff.pause();
+    if (sleep || turn % kClockTurns == 0) {
+      now = Clock::now();  // after a sleep (woken early: a signal, an oversized datagram) always
+    }
+    if (now >= deadline) return size_t{0};
+    if (!sleep) backoff.pause();
   }
 }
 
