@@ -15,11 +15,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bench/harness.h"
 
@@ -90,6 +92,14 @@ class SessionCache {
   std::string name_;
   std::unique_ptr<Session> session_;
 };
+
+// The median of per-round measurements (0 for none).
+inline double medianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 // The arguments the loops send, and what the last BigInOut returned.
 struct CallInputs {

@@ -1,5 +1,6 @@
 #include "bench/curves.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -80,14 +81,76 @@ void addCurve(BenchContext& ctx, const std::string& path, Make make) {
   }
 }
 
+// One echo of `data` (its first byte counts the calls), reply checked.
+template <class S>
+bool echoOnce(S& client, std::vector<uint8_t>& data, std::vector<uint8_t>& back) {
+  if (!data.empty()) ++data[0];
+  return client.echo(data, &back) && back.size() == data.size() && (data.empty() || back[0] == data[0]);
+}
+
+// Registers CellStep/<path>: the single-cell step measured directly. Rounds alternate a burst
+// of 24-byte echoes (single-cell both ways) with one of 32-byte echoes (one cell too many) on
+// the curve's own session, so both sizes see the host of the same millisecond; the Echo curve
+// takes each size seconds apart and the step (a few hundred ns in 12 us) drowns in the drift.
+// Counters, medians over the rounds: cell_ns and over_ns per call, step_ns (their difference).
+template <class S, class Make>
+void addCellStep(BenchContext& ctx, const std::string& path, Make make) {
+  std::string name = "CellStep/" + path;
+  std::string key = "curves/" + path;
+  benchmark::RegisterBenchmark(name.c_str(), [&ctx, key, make](benchmark::State& state) {
+    Result<S*> session = ctx.sessions.get<S>(key, make);
+    if (!session) {
+      state.SkipWithError(session.status().toString().c_str());
+      return;
+    }
+    S& client = *session.value();
+    constexpr int kBurst = 64;
+    std::vector<uint8_t> cell(static_cast<size_t>(kSizes[1]), 0x5a), over(static_cast<size_t>(kSizes[2]), 0x5a), back;
+    std::vector<double> cellNs, overNs, stepNs;
+    bool cellFirst = true;
+    auto burst = [&](std::vector<uint8_t>& data) -> double {
+      for (int i = 0; i < 4; ++i) {  // warm-up: the other size's buffers and branches
+        if (!echoOnce(client, data, back)) return -1;
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBurst; ++i) {
+        if (!echoOnce(client, data, back)) return -1;
+      }
+      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kBurst;
+    };
+    for (auto _ : state) {
+      double a = cellFirst ? burst(cell) : burst(over);
+      double b = a < 0 ? -1 : (cellFirst ? burst(over) : burst(cell));
+      if (a < 0 || b < 0) {
+        state.SkipWithError("call failed or returned wrong bytes");
+        return;
+      }
+      double c = cellFirst ? a : b, o = cellFirst ? b : a;
+      cellFirst = !cellFirst;
+      cellNs.push_back(c);
+      overNs.push_back(o);
+      stepNs.push_back(o - c);
+      state.SetIterationTime((c + o) * kBurst * 1e-9);
+    }
+    state.counters["cell_ns"] = medianOf(cellNs);
+    state.counters["over_ns"] = medianOf(overNs);
+    state.counters["step_ns"] = medianOf(stepNs);
+  })
+      ->UseManualTime()
+      ->MinTime(0.2)
+      ->Repetitions(5);  // the curves' run has one repetition per point; a step of 2% needs more
+}
+
 // The floors of the curves, in every build.
 void registerCurveFloors(BenchContext& ctx) {
   addCurve<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
-  addCurve<UdpFloor>(ctx, "floor_udp_busy", [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
+  auto udpBusy = [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
     Result<const NetnsPair*> netns = ctx.netns();
     if (!netns) return netns.status();
     return UdpFloor::start(WaitMode::kSpin, *netns.value());
-  });
+  };
+  addCurve<UdpFloor>(ctx, "floor_udp_busy", udpBusy);
+  addCellStep<UdpFloor>(ctx, "floor_udp_busy", udpBusy);  // raw UDP: what 8 more bytes cost alone
 }
 
 }  // namespace
@@ -211,11 +274,13 @@ void registerCurves(BenchContext& ctx) {
 #endif
 #if LRPC_BENCH_NET
   addCurve<CurvesNet>(ctx, "net_loopback", [] { return CurvesNet::start(net::ReceiveMode::kAdaptive, nullptr); });
-  addCurve<CurvesNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<CurvesNet>> {
+  auto veth = [&ctx]() -> Result<std::unique_ptr<CurvesNet>> {
     Result<const NetnsPair*> netns = ctx.netns();
     if (!netns) return netns.status();
     return CurvesNet::start(net::ReceiveMode::kBusyPoll, netns.value());
-  });
+  };
+  addCurve<CurvesNet>(ctx, "net_veth", veth);
+  addCellStep<CurvesNet>(ctx, "net_veth", veth);
 #endif
   (void)ctx;
 }

@@ -12,6 +12,7 @@ a least-squares line through the Sink times.
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,21 +22,24 @@ def load(path):
     with open(path) as f:
         doc = json.load(f)
     echo, sink, thr, errors = {}, {}, {}, []
+    step = {}  # path -> list of (cell_ns, over_ns, step_ns), one per repetition
     for b in doc.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration":
             continue
         name = b.get("run_name", b["name"])
-        parts = [p for p in name.split("/") if p != "real_time"]
+        parts = [p for p in name.split("/") if p not in ("real_time", "manual_time")]
         if b.get("error_occurred"):
             errors.append(f"{name}: {b.get('error_message', 'error')}")
             continue
         if parts[0] in ("Echo", "Sink") and len(parts) >= 3:
             table = echo if parts[0] == "Echo" else sink
             table.setdefault(parts[1], {})[int(parts[2])] = b["real_time"]
+        elif parts[0] == "CellStep" and len(parts) >= 2:
+            step.setdefault(parts[1], []).append((b.get("cell_ns", 0), b.get("over_ns", 0), b.get("step_ns", 0)))
         elif parts[0] == "Throughput" and len(parts) >= 2:
             threads = b.get("threads", 1)
             thr.setdefault(parts[1], {})[threads] = b.get("items_per_second", 0.0)
-    return echo, sink, thr, errors
+    return echo, sink, thr, step, errors
 
 
 def fit(points):
@@ -64,7 +68,7 @@ def gnuplot(script):
 
 def main():
     src, out = sys.argv[1], sys.argv[2]
-    echo, sink, thr, errors = load(src)
+    echo, sink, thr, step, errors = load(src)
     os.makedirs(out, exist_ok=True)
     md = ["# lrpc_bench curves\n",
           "Echo: the bytes go to the server and come back (round trip). Sink: they go one way "
@@ -129,6 +133,23 @@ set key top left
 plot {plots}
 """)
 
+        if step:
+            md.append("## The single-cell step, ns (CellStep: 24-byte against 32-byte echoes, paired)\n")
+            md.append("A 24-byte echo is one cell each way over the network (32-byte header, 8-byte fixed "
+                      "frame, 24 bytes); 32 bytes is one cell too many. Each repetition alternates bursts "
+                      "of the two on one session and takes medians over its rounds; cells: the median "
+                      "over the repetitions [min-max]. floor_udp_busy sends the same sizes as raw "
+                      "datagrams: what the 8 extra bytes cost by themselves.\n")
+            md.append("| path | 24 B (cell) | 32 B (over) | step | step [min-max] |")
+            md.append("|---|---|---|---|---|")
+            for path, reps in sorted(step.items()):
+                c = statistics.median(r[0] for r in reps)
+                o = statistics.median(r[1] for r in reps)
+                st = [r[2] for r in reps]
+                md.append(f"| {path} | {c:,.0f} | {o:,.0f} | {statistics.median(st):+,.0f} ({statistics.median(st) / c * 100:+.1f}%) "
+                          f"| [{min(st):+,.0f} to {max(st):+,.0f}] |")
+            md.append("")
+
         if thr:
             md.append("## Throughput against client threads, calls/s (Null)\n")
             md.append("| path | 1 thread | 2 threads |")
@@ -153,7 +174,7 @@ plot {plots}
 
     if errors:
         md.append("Failed: " + "; ".join(errors) + "\n")
-    if not (echo or sink or thr):
+    if not (echo or sink or thr or step):
         md.append("No curves in this run (the lrpc layers they need are not in this build).\n")
     with open(os.path.join(out, "curves.md"), "w") as f:
         f.write("\n".join(md))

@@ -12,7 +12,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -47,13 +46,6 @@ using Clock = std::chrono::steady_clock;
 // the other path's server needs its spin budget (about 28 us) to go to sleep.
 constexpr auto kWarmUp = std::chrono::microseconds(300);
 constexpr int kBurstCalls = 256;
-
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // One burst on `client`: the warm-up, then kBurstCalls timed calls; ns per call, or a
 // negative value when a call failed or returned a wrong result.
@@ -112,9 +104,9 @@ void addPair(BenchContext& ctx, const std::string& a, const std::string& b, Make
         bNs.push_back(tb);
         state.SetIterationTime((ta + tb) * paired::kBurstCalls * 1e-9);
       }
-      state.counters["ratio"] = paired::median(ratios);
-      state.counters["a_ns"] = paired::median(aNs);
-      state.counters["b_ns"] = paired::median(bNs);
+      state.counters["ratio"] = medianOf(ratios);
+      state.counters["a_ns"] = medianOf(aNs);
+      state.counters["b_ns"] = medianOf(bNs);
     })->UseManualTime();
   }
 }
