@@ -16,7 +16,8 @@
 //                     the only copy
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
 //
-// Each cell is bytes moved / wall time over enough calls to fill a time budget. Each curve
+// Each cell is bytes moved / wall time over enough calls to fill a time budget. The same-host
+// ratios at 1 MiB are also measured paired with memcpy, in alternating rounds (pairedAtMiB). Each curve
 // gets r_max and n1/2 from a least-squares fit of t(n) = t0 + n / r_max over its sizes
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
@@ -317,7 +318,19 @@ class CurvesImpl final : public Curves::Server {
     sum_ += data.empty() ? 0 : data[data.size() / 2];  // touch it, like a real consumer would
     return {};
   }
-  Status sinkInPlace(std::span<const uint8_t> data) override { return sink(data); }
+  // Reads every byte where it lies: copy "E" delivered the bytes into the server's memory by
+  // reading all of them, so the in-place path pays for one full read too (without the write).
+  Status sinkInPlace(std::span<const uint8_t> data) override {
+    uint64_t acc = 0;
+    size_t words = data.size() / sizeof(uint64_t);
+    for (size_t i = 0; i < words; ++i) {
+      uint64_t w;
+      std::memcpy(&w, data.data() + i * sizeof w, sizeof w);
+      acc += w;
+    }
+    sum_ += acc;
+    return {};
+  }
 
  private:
   uint64_t sum_ = 0;
@@ -353,20 +366,25 @@ Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& clien
   return c;
 }
 
-// Sink through a SharedBuffer: one byte changes per call, as a producer writing in place
-// would have written the whole payload there instead of into private memory.
+// One sink through a SharedBuffer: the caller produces the payload in the shared segment
+// (a memset standing for whatever writes its output there) instead of in private memory and
+// copying it; so the lines are dirty in the caller's cache when the server copies them out,
+// as they would be after a real producer. Writing only a byte per call would let the server
+// read its own cached copy of the last call's bytes instead.
+bool sharedSink(Curves::Client& client, size_t size, uint8_t fill) {
+  Result<SharedBuffer> buf = SharedBuffer::allocate(*client.binding(), Curves::kSink, size, bulkDeadline());
+  if (!buf.isOk()) return false;
+  std::memset(buf->bytes().data(), fill, size);
+  Curves::SinkArgsFrame frame{{0, static_cast<uint32_t>(size)}};
+  std::memcpy(buf->args(), &frame, sizeof frame);
+  return buf->invoke().isOk();
+}
+
 Curve runSharedCurve(const Config& cfg, Curves::Client& client) {
   Curve c{"lrpc_sink_shared", {}, {}};
   uint8_t n = 0;
   for (size_t size : sizes(cfg)) {
-    Point p = measure(size, 1.0, cfg.budgetMs, [&] {
-      Result<SharedBuffer> buf = SharedBuffer::allocate(*client.binding(), Curves::kSink, size, bulkDeadline());
-      if (!buf.isOk()) return false;
-      buf->bytes()[0] = static_cast<std::byte>(++n);
-      Curves::SinkArgsFrame frame{{0, static_cast<uint32_t>(size)}};
-      std::memcpy(buf->args(), &frame, sizeof frame);
-      return buf->invoke().isOk();
-    });
+    Point p = measure(size, 1.0, cfg.budgetMs, [&] { return sharedSink(client, size, ++n); });
     c.points.push_back(p);
     if (!p.ok) {
       c.note = "a call failed at " + human(static_cast<double>(size));
@@ -374,6 +392,52 @@ Curve runSharedCurve(const Config& cfg, Curves::Client& client) {
     }
   }
   return c;
+}
+
+// A same-host ratio at 1 MiB against memcpy, paired: rounds alternate a burst of memcpy with
+// a burst of the lrpc call (the order alternates too), each burst timed on its own, and the
+// ratio is the median over the rounds of bandwidth(lrpc) / bandwidth(memcpy). The curves
+// measure memcpy and each lrpc curve seconds apart, and on this VM a 1 MiB memcpy moves
+// between 11 and 18 GB/s from one minute to the next.
+struct PairedRatio {
+  std::string name;
+  double median = 0, lo = 0, hi = 0;
+  bool ok = false;
+};
+
+PairedRatio pairedAtMiB(const std::string& name, const std::function<bool()>& call) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  constexpr int kRounds = 21, kBurst = 8;
+  std::vector<char> from(kMiB, 1), to(kMiB, 2);
+  auto copy = [&] {
+    std::memcpy(to.data(), from.data(), kMiB);
+    from[kMiB / 2] = to[kMiB / 3];  // a data dependency, so the copy cannot be dropped
+    return true;
+  };
+  auto burst = [&](const std::function<bool()>& one) -> double {
+    if (!one()) return -1;  // warm-up: the adaptive server may be asleep after the other burst
+    auto t0 = Clock::now();
+    for (int i = 0; i < kBurst; ++i) {
+      if (!one()) return -1;
+    }
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  PairedRatio r{name};
+  std::vector<double> ratios;
+  for (int round = 0; round < kRounds; ++round) {
+    bool copyFirst = round % 2 == 0;
+    double a = burst(copyFirst ? std::function<bool()>(copy) : call);
+    double b = a < 0 ? -1 : burst(copyFirst ? call : std::function<bool()>(copy));
+    if (a < 0 || b < 0) return r;
+    double copySeconds = copyFirst ? a : b, callSeconds = copyFirst ? b : a;
+    ratios.push_back(copySeconds / callSeconds);  // bandwidth ratio: same bytes each side
+  }
+  std::sort(ratios.begin(), ratios.end());
+  r.median = ratios[ratios.size() / 2];
+  r.lo = ratios.front();
+  r.hi = ratios.back();
+  r.ok = true;
+  return r;
 }
 
 int serveLocal(int readyFd, int argc, char** argv) {
@@ -392,7 +456,7 @@ int serveLocal(int readyFd, int argc, char** argv) {
   return 0;
 }
 
-std::vector<Curve> localCurves(const Config& cfg) {
+std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* paired) {
   std::string dir = "/tmp/lrpc-bulk-bench-" + std::to_string(::getpid());
   ServerSpec spec;
   spec.kind = "bulk_local";
@@ -415,6 +479,13 @@ std::vector<Curve> localCurves(const Config& cfg) {
     if (mode == TransferMode::kAdaptive) out.push_back(runCurve("lrpc_sink_inplace", cfg, c, Op::kSinkInPlace));
     out.push_back(runCurve("lrpc_echo" + suffix, cfg, c, Op::kEcho));
     if (mode == TransferMode::kAdaptive) out.push_back(runSharedCurve(cfg, c));
+    if (mode == TransferMode::kAdaptive && cfg.maxBytes >= (size_t{1} << 20)) {
+      std::vector<uint8_t> data(size_t{1} << 20, 0x5a);
+      paired->push_back(pairedAtMiB("lrpc_sink", [&] { return c.sink(data).isOk(); }));
+      paired->push_back(pairedAtMiB("lrpc_sink_inplace", [&] { return c.sinkInPlace(data).isOk(); }));
+      uint8_t n = 0;
+      paired->push_back(pairedAtMiB("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
+    }
   }
   server->reset();
   ::rmdir(dir.c_str());
@@ -483,7 +554,7 @@ Curve memcpyCurve(const Config& cfg) {
   return c;
 }
 
-void report(const std::vector<Curve>& curves, const Config& cfg) {
+void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& paired, const Config& cfg) {
   std::printf("\n| curve |");
   for (size_t s : sizes(cfg)) std::printf(" %s |", human(static_cast<double>(s)).c_str());
   std::printf(" r_max GB/s | n1/2 |\n|---|");
@@ -531,14 +602,23 @@ void report(const std::vector<Curve>& curves, const Config& cfg) {
     double a = at(r.what, mib), b = at(r.floor, mib);
     if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);
   }
+  for (const PairedRatio& r : paired) {
+    if (!r.ok) {
+      std::printf("1 MiB, paired: %s / memcpy: a call failed\n", r.name.c_str());
+      continue;
+    }
+    std::printf("1 MiB, paired: %s / memcpy = %.0f%% [%.0f-%.0f%%] (median of 21 alternating rounds of 8 calls and 8 copies)\n",
+                r.name.c_str(), 100 * r.median, 100 * r.lo, 100 * r.hi);
+  }
 }
 
 int clientMain(const Config& cfg) {
   if (Status s = pinToCpu(kClientCpu); !s) std::fprintf(stderr, "lrpc_bulk_bench: %s (unpinned)\n", s.toString().c_str());
   std::vector<Curve> curves;
+  std::vector<PairedRatio> paired;
   if (cfg.wants("memcpy")) curves.push_back(memcpyCurve(cfg));
   if (cfg.wants("local")) {
-    for (Curve& c : localCurves(cfg)) curves.push_back(std::move(c));
+    for (Curve& c : localCurves(cfg, &paired)) curves.push_back(std::move(c));
   }
   if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("net")) {
     Result<std::unique_ptr<NetnsPair>> ns = NetnsPair::create();
@@ -550,7 +630,7 @@ int clientMain(const Config& cfg) {
       if (cfg.wants("net")) curves.push_back(netCurve(cfg, **ns));
     }
   }
-  report(curves, cfg);
+  report(curves, paired, cfg);
   double load[3] = {0, 0, 0};
   if (::getloadavg(load, 3) == 3) std::printf("Load average at the end: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
   return 0;
