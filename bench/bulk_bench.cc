@@ -371,12 +371,24 @@ Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& clien
 // copying it; so the lines are dirty in the caller's cache when the server copies them out,
 // as they would be after a real producer. Writing only a byte per call would let the server
 // read its own cached copy of the last call's bytes instead.
+// From LocalCall::kStreamBytes on, the payload is handed over while it is produced
+// (SharedBuffer::start/ready, in the stubs' chunks), so the server's copy overlaps it.
 bool sharedSink(Curves::Client& client, size_t size, uint8_t fill) {
   Result<SharedBuffer> buf = SharedBuffer::allocate(*client.binding(), Curves::kSink, size, bulkDeadline());
   if (!buf.isOk()) return false;
-  std::memset(buf->bytes().data(), fill, size);
   Curves::SinkArgsFrame frame{{0, static_cast<uint32_t>(size)}};
   std::memcpy(buf->args(), &frame, sizeof frame);
+  std::byte* out = buf->bytes().data();
+  if (size >= LocalCall::kStreamBytes && buf->start()) {
+    for (size_t done = 0; done < size;) {
+      size_t c = std::min(LocalCall::kStreamChunk, size - done);
+      std::memset(out + done, fill, c);
+      done += c;
+      buf->ready(done);
+    }
+  } else {
+    std::memset(out, fill, size);
+  }
   return buf->invoke().isOk();
 }
 

@@ -112,6 +112,22 @@ class LocalCall {
     }
   }
 
+  // Publishes the call now, before the out-of-band argument tail is written, for a caller that
+  // produces the tail in place (SharedBuffer::start): the server copies each part out once
+  // readyTail() counts it final. False, and nothing done, for a tail inline in the A-stack
+  // (then invoke() publishes as usual) or a call already published or failed.
+  bool streamTail() noexcept {
+    if (argFlags_ != kTailOutOfBand || streaming_ || invoked_ || !status_.isOk()) return false;
+    startStream();
+    return true;
+  }
+  // After streamTail(): the first n bytes of the tail are final (n only grows).
+  void readyTail(size_t n) noexcept {
+    if (!streaming_ || invoked_) return;
+    // Release: the server reads these bytes once it sees them counted.
+    ctl_->argReady.store(static_cast<uint32_t>(n < argTail_ ? n : argTail_), std::memory_order_release);
+  }
+
   Status invoke() noexcept {
     if (!status_.isOk()) return status_;
     invoked_ = true;

@@ -9,6 +9,10 @@
 //   std::memcpy(buf->args(), &frame, sizeof frame);
 //   lrpc::Status s = buf->invoke();                   // then results() / resultTail(), as a LocalCall
 //
+// A payload produced in pieces can be handed over while it is produced: start() publishes the
+// call and ready(n) tells the server how much is final, so the server's copy overlaps the
+// production (see start()).
+//
 // Copies of an n-byte argument: through a generated stub, two (the stub copies the caller's
 // bytes into the segment; the server's dispatch copies them out, LRPC's copy "E"). Through a
 // SharedBuffer, one: the copy "E", which must stay (below). Results come back as in any
@@ -77,6 +81,20 @@ class SharedBuffer {
   std::span<std::byte> bytes() const noexcept { return bytes_; }
   // The fixed argument part (the generated FooArgsFrame), zeroed.
   std::byte* args() noexcept { return call_->args(); }
+  // Optional, for a payload produced piece by piece: publishes the call before the payload is
+  // written, so that the server's copy "E" of each piece overlaps the production of the next
+  // (as the generated stubs do for an argument of LocalCall::kStreamBytes or more). args()
+  // must be final before start(); then ready(n) after each piece (the first n bytes of bytes()
+  // are final; counts only grow), and invoke() to wait for the result (it marks every byte
+  // final). Bytes written after ready() counted them may or may not be seen. Without start(),
+  // the call is published by invoke() with the whole payload final. A payload inline in the
+  // A-stack (small) is not streamed: start() then returns false and ready() does nothing.
+  // Once started, the server waits for the count to move for at most 1 s at a time
+  // (astack_format.md, "Streaming"): a producer slower than that fails the call (kBadFrame),
+  // so produce first and invoke() when pieces may take that long.
+  bool start() noexcept { return !invoked_ && call_->streamTail(); }
+  void ready(size_t n) noexcept { call_->readyTail(n); }
+
   // Runs the call; at most once per SharedBuffer (the A-stack serves one call per allocate()).
   Status invoke() noexcept {
     if (invoked_) return Status(Errc::kInvalidArgument, "SharedBuffer invoked twice");

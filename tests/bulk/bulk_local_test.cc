@@ -186,6 +186,63 @@ TEST_P(BulkLocal, InPlaceArgumentRewrittenDuringTheCall) {
   EXPECT_EQ(r->hash, fnv1a(honest));
 }
 
+// SharedBuffer::start/ready: a payload produced piece by piece while the server copies out
+// what is final. The echo (copy "E" in pieces) and the in-place digest (waits for all of it)
+// both see exactly what was produced, at sizes that stream and one that is inline.
+TEST_P(BulkLocal, SharedBufferProducedWhileTheServerReads) {
+  for (size_t n : {size_t{100}, size_t{300'001}, size_t{5} << 20}) {
+    std::vector<uint8_t> want = pattern(n, static_cast<uint32_t>(n));
+    for (uint32_t procedure : {Everything::kData, Everything::kDigest}) {
+      Result<SharedBuffer> buf = SharedBuffer::allocate(*client_->binding(), procedure, n);
+      ASSERT_TRUE(buf.isOk()) << buf.status().toString();
+      Blobs::DataArgsFrame frame{{0, static_cast<uint32_t>(n)}};  // the same VarRef for digest
+      static_assert(sizeof(Blobs::DataArgsFrame) == sizeof(Blobs::DigestArgsFrame));
+      std::memcpy(buf->args(), &frame, sizeof frame);
+      EXPECT_EQ(buf->start(), n > 100) << n;  // 100 bytes lie inline in the A-stack
+      EXPECT_FALSE(buf->start());             // once only
+      constexpr size_t kPiece = 40'000;       // not a multiple of anything the server uses
+      for (size_t done = 0; done < n;) {
+        size_t c = std::min(kPiece, n - done);
+        std::memcpy(buf->bytes().data() + done, want.data() + done, c);
+        done += c;
+        buf->ready(done);
+      }
+      ASSERT_TRUE(buf->invoke().isOk()) << n;
+      if (procedure == Everything::kData) {
+        Blobs::DataResultsFrame results;
+        std::memcpy(&results, buf->results(), sizeof results);
+        std::span<const std::byte> tail = buf->resultTail();
+        ASSERT_TRUE(detail::varRefOk(results.d, tail.size(), 1));
+        ASSERT_EQ(results.d.length, n);
+        EXPECT_EQ(std::memcmp(tail.data() + results.d.offset, want.data(), n), 0) << n;
+      } else {
+        Blobs::DigestResults results;
+        std::memcpy(&results, buf->results(), sizeof results);
+        EXPECT_EQ(results.n, n);
+        EXPECT_EQ(results.hash, fnv1a(want)) << n;
+      }
+    }
+  }
+}
+
+// A streamed SharedBuffer dropped before invoke(): the server still completes the call (on
+// whatever the buffer holds), the A-stack comes back, and the next calls are right.
+TEST_P(BulkLocal, SharedBufferStartedButNeverInvoked) {
+  for (int i = 0; i < 4; ++i) {  // more than the procedure's two A-stacks
+    Result<SharedBuffer> buf = SharedBuffer::allocate(*client_->binding(), Everything::kData, 1 << 20);
+    ASSERT_TRUE(buf.isOk()) << buf.status().toString();
+    Blobs::DataArgsFrame frame{{0, 1 << 20}};
+    std::memcpy(buf->args(), &frame, sizeof frame);
+    ASSERT_TRUE(buf->start());
+    buf->ready(1000);
+  }
+  std::vector<uint8_t> again = pattern(700'000, 5);
+  Result<std::vector<uint8_t>> back = client_->data(again);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == again);
+  sharedEcho(*client_, 1 << 20, 6);
+}
+
 TEST_P(BulkLocal, SharedBufferRefusesWhatItCannotServe) {
   Result<SharedBuffer> fixed = SharedBuffer::allocate(*client_->binding(), Everything::kPing, 8);
   ASSERT_FALSE(fixed.isOk());
