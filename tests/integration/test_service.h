@@ -58,7 +58,9 @@ class TestService::Server {
  public:
   virtual ~Server() = default;
   virtual Status null() { return {}; }
-  virtual Result<int32_t> add(int32_t a, int32_t b) { return a + b; }
+  virtual Result<int32_t> add(int32_t a, int32_t b) {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps: a peer picks a and b
+  }
   virtual Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) {
     return std::vector<uint8_t>(data.begin(), data.end());
   }

@@ -17,7 +17,9 @@ class PaperImpl final : public Paper::Server {
     ++nulls;
     return {};
   }
-  lrpc::Result<int32_t> add(int32_t a, int32_t b) override { return a + b; }
+  lrpc::Result<int32_t> add(int32_t a, int32_t b) override {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps: a peer picks a and b
+  }
   lrpc::Status bigIn(const Bytes200& data) override {
     last = data;
     return {};

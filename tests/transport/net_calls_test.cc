@@ -26,7 +26,9 @@ using testing::Svc;
 class PaperImpl final : public paper::Paper::Server {
  public:
   Status null() override { return {}; }
-  Result<int32_t> add(int32_t a, int32_t b) override { return a + b; }
+  Result<int32_t> add(int32_t a, int32_t b) override {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps: a peer picks a and b
+  }
   Status bigIn(const paper::Bytes200& d) override {
     last_ = d.w0 + d.w24;
     return {};

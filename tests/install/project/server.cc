@@ -14,7 +14,9 @@ namespace {
 class Greeter final : public greeter::Greeter::Server {
  public:
   lrpc::Result<std::string> greet(std::string_view name) override { return "hello, " + std::string(name); }
-  lrpc::Result<int32_t> add(int32_t a, int32_t b) override { return a + b; }
+  lrpc::Result<int32_t> add(int32_t a, int32_t b) override {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps: a peer picks a and b
+  }
 };
 
 }  // namespace
