@@ -100,6 +100,16 @@ class MessageBuffer {
 
   // Sets the size, keeping the first min(old, n) bytes; new bytes are zero.
   Status resize(size_t n) noexcept {
+    size_t old = size_;
+    if (Status s = resizeForOverwrite(n); !s.isOk()) return s;
+    if (n > old) std::memset(data() + old, 0, n - old);
+    return {};
+  }
+
+  // The same, but new bytes are left as they are: for a caller that writes every one of them
+  // before anything reads them (reassembly: a message is delivered only once every fragment
+  // has been copied in). Saves a pass over a large buffer.
+  Status resizeForOverwrite(size_t n) noexcept {
     if (n > capacity_) {
       size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
       std::unique_ptr<std::byte[]> fresh(new (std::nothrow) std::byte[cap]);
@@ -108,7 +118,6 @@ class MessageBuffer {
       heap_ = std::move(fresh);
       capacity_ = cap;
     }
-    if (n > size_) std::memset(data() + size_, 0, n - size_);
     size_ = n;
     return {};
   }

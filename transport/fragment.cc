@@ -71,7 +71,8 @@ bool FragmentSender::onAck(const AckBody& ack) noexcept {
 }
 
 Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery) noexcept {
-  if (Status s = dest.resize(total); !s.isOk()) return s;
+  // Not zeroed: accept() copies every byte in before complete() lets anyone read them.
+  if (Status s = dest.resizeForOverwrite(total); !s.isOk()) return s;
   dest_ = &dest;
   total_ = total;
   fragmentBytes_ = fragmentBytes;
