@@ -14,7 +14,9 @@
 //   lrpc_sink_shared  Curves.sink through lrpc::SharedBuffer: the caller's bytes are already in
 //                     the shared segment (it produced them there), so the server's copy "E" is
 //                     the only copy
+//   udp_stream        the same with one 1472-byte datagram per send(): plain UDP, no offloads
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
+//   net_source        Curves.source(n) -> Data over it: the same bytes as results (issue 4)
 //
 // Each cell is bytes moved / wall time over enough calls to fill a time budget. The same-host
 // ratios at 1 MiB are also measured paired with memcpy, in alternating rounds (pairedAtMiB). Each curve
@@ -22,7 +24,7 @@
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
 //
-//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,local,net]
+//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,udp,local,net]
 //                   [--net-mode poll|block|adaptive]
 //
 // Run as "lrpc_bulk_bench --server KIND READY_FD ARGS..." it is one of its own servers (the
@@ -244,8 +246,10 @@ int serveUdpGsoSink(int readyFd) {
   }
 }
 
-Curve udpGsoStream(const Config& cfg, const NetnsPair& ns) {
-  Curve c{"udp_gso_stream", {}, {}};
+// gso: 64 segments of 1472 bytes per send (UDP_SEGMENT); else one 1472-byte datagram per send
+// (udp_stream: plain UDP, what a transport without offloads gets).
+Curve udpStream(const Config& cfg, const NetnsPair& ns, bool gso) {
+  Curve c{gso ? "udp_gso_stream" : "udp_stream", {}, {}};
   ServerSpec spec;
   spec.kind = "udp_gso_sink";
   spec.netns = ns.serverNs();
@@ -284,10 +288,15 @@ Curve udpGsoStream(const Config& cfg, const NetnsPair& ns) {
     Point p = measure(size, static_cast<double>(burst), cfg.budgetMs, [&] {
       for (size_t i = 0; i < burst; ++i) {
         for (size_t off = 0; off < size;) {
-          size_t n = std::min(size - off, net::gsoMaxBytes(net::kGsoSegmentBytes));
-          Result<size_t> sent = net::sendGso(s.get(), std::span<const std::byte>(msg.data() + off, n),
-                                             net::kGsoSegmentBytes);
-          if (!sent) return false;
+          size_t n = std::min(size - off, gso ? net::gsoMaxBytes(net::kGsoSegmentBytes) : net::kGsoSegmentBytes);
+          if (gso) {
+            Result<size_t> sent = net::sendGso(s.get(), std::span<const std::byte>(msg.data() + off, n),
+                                               net::kGsoSegmentBytes);
+            if (!sent) return false;
+          } else if (::send(s.get(), msg.data() + off, n, 0) != static_cast<ssize_t>(n)) {
+            if (errno != ENOBUFS && errno != EAGAIN) return false;
+            continue;  // the send queue is full: offer it again, as a stream would
+          }
           off += n;
           sentTotal += n;
         }
@@ -331,9 +340,15 @@ class CurvesImpl final : public Curves::Server {
     sum_ += acc;
     return {};
   }
+  // The bytes are produced afresh for every call (a fill), as a server reading them from
+  // somewhere would write them.
+  Result<std::vector<uint8_t>> source(uint32_t bytes) override {
+    return std::vector<uint8_t>(bytes, static_cast<uint8_t>(++calls_));
+  }
 
  private:
   uint64_t sum_ = 0;
+  uint32_t calls_ = 0;
 };
 
 CallOptions bulkDeadline() {
@@ -343,7 +358,7 @@ CallOptions bulkDeadline() {
 }
 
 // Which Curves method a curve calls.
-enum class Op { kSink, kSinkInPlace, kEcho };
+enum class Op { kSink, kSinkInPlace, kEcho, kSource };
 
 Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& client, Op op) {
   Curve c{name, {}, {}};
@@ -353,6 +368,10 @@ Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& clien
     Point p = measure(size, op == Op::kEcho ? 2.0 : 1.0, cfg.budgetMs, [&] {
       if (op == Op::kEcho) {
         Result<std::vector<uint8_t>> r = client.echo(in);
+        return r.isOk() && r->size() == size;
+      }
+      if (op == Op::kSource) {
+        Result<std::vector<uint8_t>> r = client.source(static_cast<uint32_t>(size));
         return r.isOk() && r->size() == size;
       }
       return (op == Op::kSink ? client.sink(in) : client.sinkInPlace(in)).isOk();
@@ -528,27 +547,32 @@ int serveNet(int readyFd, int argc, char** argv) {
   return 0;
 }
 
-Curve netCurve(const Config& cfg, const NetnsPair& ns) {
+// net_sink (1 MiB arguments) and net_source (1 MiB results) over one session.
+std::vector<Curve> netCurves(const Config& cfg, const NetnsPair& ns) {
+  auto failed = [](const Status& s) { return std::vector<Curve>{{"net_sink", s.toString(), {}}}; };
   ServerSpec spec;
   spec.kind = "bulk_net";
   spec.args = {std::string(NetnsPair::kServerAddr) + ":0", cfg.netMode};
   spec.netns = ns.serverNs();
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-  if (!server) return {"net_sink", server.status().toString(), {}};
+  if (!server) return failed(server.status());
   Result<net::ReceiveMode> mode = net::parseReceiveMode(cfg.netMode);
-  if (!mode) return {"net_sink", mode.status().toString(), {}};
+  if (!mode) return failed(mode.status());
   net::ClientOptions options;
   options.mode = *mode;
   Result<Curves::Client> client = Status(Errc::kInvalidArgument);
   {
     Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
-    if (!in) return {"net_sink", in.status().toString(), {}};
+    if (!in) return failed(in.status());
     client = net::connect<Curves>(
         "udp://" + std::string(NetnsPair::kServerAddr) + ":" + (*server)->readyInfo() + "/bulk", options);
   }
-  if (!client) return {"net_sink", client.status().toString(), {}};
+  if (!client) return failed(client.status());
   Curves::Client c = client->withOptions(bulkDeadline());
-  return runCurve("net_sink", cfg, c, Op::kSink);
+  std::vector<Curve> out;
+  out.push_back(runCurve("net_sink", cfg, c, Op::kSink));
+  out.push_back(runCurve("net_source", cfg, c, Op::kSource));
+  return out;
 }
 
 // ---- memcpy ----
@@ -610,7 +634,9 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
   };
   for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_inplace", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"},
                   Ratio{"lrpc_echo", "memcpy"},
-                  Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}}) {
+                  Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
+                  Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},
+                  Ratio{"net_source", "udp_stream"}}) {
     double a = at(r.what, mib), b = at(r.floor, mib);
     if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);
   }
@@ -632,14 +658,17 @@ int clientMain(const Config& cfg) {
   if (cfg.wants("local")) {
     for (Curve& c : localCurves(cfg, &paired)) curves.push_back(std::move(c));
   }
-  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("net")) {
+  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("udp") || cfg.wants("net")) {
     Result<std::unique_ptr<NetnsPair>> ns = NetnsPair::create();
     if (!ns) {
       curves.push_back({"network", ns.status().toString(), {}});
     } else {
       if (cfg.wants("tcp")) curves.push_back(tcpStream(cfg, **ns));
-      if (cfg.wants("gso")) curves.push_back(udpGsoStream(cfg, **ns));
-      if (cfg.wants("net")) curves.push_back(netCurve(cfg, **ns));
+      if (cfg.wants("gso")) curves.push_back(udpStream(cfg, **ns, true));
+      if (cfg.wants("udp")) curves.push_back(udpStream(cfg, **ns, false));
+      if (cfg.wants("net")) {
+        for (Curve& c : netCurves(cfg, **ns)) curves.push_back(std::move(c));
+      }
     }
   }
   report(curves, paired, cfg);

@@ -13,4 +13,6 @@ interface Curves {
   sink @1 (data :Data) -> ();
   # The same, read by the server in place ($Lrpc.inPlace: no copy "E"), for bulk bandwidth.
   sinkInPlace @2 (data :Data $Lrpc.inPlace) -> ();
+  # `bytes` bytes come back: one-way transfer of results, for bulk bandwidth the other way.
+  source @3 (bytes :UInt32) -> (data :Data);
 }
