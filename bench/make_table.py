@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns lrpc_bench's Google Benchmark JSON into the Table IV-style markdown of bench/README.md.
 
-Usage: make_table.py RESULTS.json TABLE.md
+Usage: make_table.py RESULTS.json TABLE.md [--interleaved]
 
 Cells are the median real time per call over the repetitions, with [min-max]; ratios divide
 medians. Columns whose benchmarks are absent from the JSON (a path not built yet, or filtered
@@ -64,7 +64,6 @@ def load(path):
         doc = json.load(f)
     runs = {}    # (call, path) -> list of per-repetition dicts
     errors = {}  # (call, path) -> message
-    order = []   # keys in the order their repetitions ran
     for b in doc.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration":
             continue
@@ -77,12 +76,7 @@ def load(path):
             errors[key] = b.get("error_message", "error")
             continue
         runs.setdefault(key, []).append(b)
-        if not order or order[-1] != key:
-            order.append(key)
-    ctx = dict(doc.get("context", {}))
-    # Repetitions run in random order (run.sh) show up as a key met again after another.
-    ctx["interleaved"] = len(order) > len(set(order))
-    return ctx, runs, errors
+    return doc.get("context", {}), runs, errors
 
 
 def summary(values):
@@ -92,6 +86,9 @@ def summary(values):
 
 
 def main():
+    # --interleaved: run.sh ran the repetitions in random order (Google Benchmark's JSON lists
+    # them grouped by benchmark either way, so the table cannot tell by itself).
+    interleaved = "--interleaved" in sys.argv[3:]
     src, dst = sys.argv[1], sys.argv[2]
     ctx, runs, errors = load(src)
     paths = {p for (_, p) in list(runs) + list(errors)}
@@ -116,7 +113,7 @@ def main():
     reps = max((len(v) for v in runs.values()), default=0)
     out = []
     out.append("# lrpc_bench: the paper's Table IV on this machine\n")
-    order = ", the repetitions of all cells run in random order" if ctx["interleaved"] else ""
+    order = ", the repetitions of all cells run in random order" if interleaved else ""
     cells_are = (f"median of {reps} repetitions [min-max]{order}" if reps > 1
                  else "one repetition (a --quick run)")
     load_avg = ", ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))

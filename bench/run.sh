@@ -64,7 +64,9 @@ tmp=$results/lrpc_bench.json.tmp
 echo "run.sh: the table: $bin ${args[*]} $*" >&2
 "$bin" "$table_filter" "${args[@]}" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
 mv "$tmp" "$results/lrpc_bench.json"
-python3 "$here/make_table.py" "$results/lrpc_bench.json" "$results/table.md"
+table_flags=()
+[ $quick = 1 ] || table_flags=(--interleaved)
+python3 "$here/make_table.py" "$results/lrpc_bench.json" "$results/table.md" "${table_flags[@]}"
 # Other work on the machine makes every column noisy (spinning ones most): say how busy it was.
 echo "Load average (1, 5, 15 min) at the end of the table run: $(cut -d' ' -f1-3 /proc/loadavg)." >> "$results/table.md"
 
