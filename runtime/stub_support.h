@@ -109,6 +109,26 @@ class MessageBuffer {
   // The same, but new bytes are left as they are: for a caller that writes every one of them
   // before anything reads them (reassembly: a message is delivered only once every fragment
   // has been copied in). Saves a pass over a large buffer.
+  // Heap storage handed between buffers (CallChannel::lend and recycle): a large message then
+  // reuses pages already faulted in instead of a fresh allocation per call.
+  bool onHeap() const noexcept { return heap_ != nullptr; }
+  size_t capacity() const noexcept { return capacity_; }
+  // Gives up the heap storage (if any); the buffer is empty and inline again.
+  std::unique_ptr<std::byte[]> releaseHeap(size_t* capacity) noexcept {
+    *capacity = heap_ ? capacity_ : 0;
+    size_ = 0;
+    capacity_ = kInline;
+    return std::move(heap_);
+  }
+  // Takes `storage` of `capacity` bytes as its heap, keeping its bytes, when that is more room
+  // than it has (else `storage` is freed).
+  void adoptHeap(std::unique_ptr<std::byte[]> storage, size_t capacity) noexcept {
+    if (!storage || capacity <= capacity_) return;
+    std::memcpy(storage.get(), data(), size_);
+    heap_ = std::move(storage);
+    capacity_ = capacity;
+  }
+
   Status resizeForOverwrite(size_t n) noexcept {
     if (n > capacity_) {
       size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
@@ -138,6 +158,13 @@ class CallChannel {
   virtual Status call(const InterfaceDescriptor& iface, uint32_t procedure,
                       std::span<const std::byte> request, MessageBuffer& reply,
                       const CallOptions& options) noexcept = 0;
+  // Optional buffer reuse between calls: lend() gives an empty `buffer` storage of at least
+  // `bytes` if the channel kept some, recycle() takes a finished call's storage back.
+  virtual void lend(MessageBuffer& buffer, size_t bytes) noexcept {
+    (void)buffer;
+    (void)bytes;
+  }
+  virtual void recycle(MessageBuffer& buffer) noexcept { (void)buffer; }
 };
 
 class LocalBinding;  // runtime: a same-host binding's A-stacks and control channel
@@ -182,8 +209,21 @@ class RemoteCall {
 
   const Status& status() const noexcept { return status_; }
   std::byte* args() noexcept { return request_.data(); }
+  ~RemoteCall() {
+    if (binding_.channel == nullptr) return;
+    binding_.channel->recycle(request_);
+    binding_.channel->recycle(reply_);
+  }
+  RemoteCall(const RemoteCall&) = delete;
+  RemoteCall& operator=(const RemoteCall&) = delete;
+
   Result<std::span<std::byte>> argTail(size_t n) noexcept {
     if (n > UINT32_MAX - desc_->argsSize) return Status(Errc::kInvalidArgument, "argument too large");
+    // A large argument takes storage the channel kept from an earlier call, if any, before
+    // the resize below would allocate (and fault in) fresh pages.
+    if (desc_->argsSize + n > request_.capacity() && binding_.channel != nullptr) {
+      binding_.channel->lend(request_, desc_->argsSize + n);
+    }
     if (Status s = request_.resize(desc_->argsSize + n); !s.isOk()) return s;
     return std::span<std::byte>(request_.data() + desc_->argsSize, n);
   }

@@ -253,6 +253,38 @@ void UdpChannel::lead(Pending& self) {
   onTimers(Clock::now());
 }
 
+void UdpChannel::lend(MessageBuffer& buffer, size_t bytes) noexcept {
+  std::lock_guard lock(spareMu_);
+  // The smallest kept buffer that is large enough.
+  auto best = spares_.end();
+  for (auto it = spares_.begin(); it != spares_.end(); ++it) {
+    if (it->capacity >= bytes && (best == spares_.end() || it->capacity < best->capacity)) best = it;
+  }
+  if (best == spares_.end()) return;
+  buffer.adoptHeap(std::move(best->storage), best->capacity);
+  spares_.erase(best);
+}
+
+void UdpChannel::recycle(MessageBuffer& buffer) noexcept {
+  constexpr size_t kKeepAtLeast = 64 * 1024;  // smaller ones come cheap from malloc
+  constexpr size_t kKept = 2;                 // a request and a reply
+  if (!buffer.onHeap() || buffer.capacity() < kKeepAtLeast || buffer.capacity() > options_.keepBufferBytes) return;
+  size_t capacity = 0;
+  std::unique_ptr<std::byte[]> storage = buffer.releaseHeap(&capacity);
+  std::lock_guard lock(spareMu_);
+  if (spares_.size() < kKept) {
+    try {
+      spares_.push_back(Spare{std::move(storage), capacity});
+    } catch (...) {
+    }
+    return;
+  }
+  // Full: keep the larger ones.
+  auto smallest = std::min_element(spares_.begin(), spares_.end(),
+                                   [](const Spare& a, const Spare& b) { return a.capacity < b.capacity; });
+  if (smallest->capacity < capacity) *smallest = Spare{std::move(storage), capacity};
+}
+
 void UdpChannel::finish(Pending& p, Status s) noexcept {
   if (p.done) return;
   p.done = true;
@@ -407,6 +439,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       finish(*p, Status(Errc::kResourceExhausted, "reply larger than maxMessageBytes"));
       return;
     }
+    if (h.total > p->reply->capacity()) lend(*p->reply, h.total);  // a kept buffer, if large enough
     if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply, ackEvery(options_.fragmentWindow));
         !s.isOk()) {
       finish(*p, std::move(s));

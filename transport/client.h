@@ -38,6 +38,10 @@ struct ClientOptions {
   size_t maxDatagram = kDefaultMaxDatagram;
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest reply accepted
   uint32_t fragmentWindow = 1024;                     // fragments in flight per message (<= kAckBits)
+  // Message buffers of finished calls kept for the next large request or reply (each
+  // between 64 KiB and this size, at most two): a stream of large calls then reuses pages
+  // already faulted in. 0 keeps none.
+  size_t keepBufferBytes = 16u << 20;
 };
 
 class UdpChannel final : public CallChannel {
@@ -52,6 +56,8 @@ class UdpChannel final : public CallChannel {
 
   Status call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
               MessageBuffer& reply, const CallOptions& options) noexcept override;
+  void lend(MessageBuffer& buffer, size_t bytes) noexcept override;
+  void recycle(MessageBuffer& buffer) noexcept override;
 
   const char* endpointKind() const noexcept { return endpoint_->kind(); }
   uint32_t session() const noexcept { return session_; }
@@ -95,6 +101,13 @@ class UdpChannel final : public CallChannel {
   Stats stats_;                  // GUARDED_BY(mu_)
   std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
   FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
+
+  struct Spare {
+    std::unique_ptr<std::byte[]> storage;
+    size_t capacity = 0;
+  };
+  std::mutex spareMu_;         // after mu_ when both are held
+  std::vector<Spare> spares_;  // GUARDED_BY(spareMu_): lend() and recycle()
 };
 
 // The URI form: "udp://host:port/name". Opens an endpoint (io_uring or emulated), connects
