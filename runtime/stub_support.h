@@ -109,6 +109,19 @@ class MessageBuffer {
   // The same, but new bytes are left as they are: for a caller that writes every one of them
   // before anything reads them (reassembly: a message is delivered only once every fragment
   // has been copied in). Saves a pass over a large buffer.
+  Status resizeForOverwrite(size_t n) noexcept {
+    if (n > capacity_) {
+      size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
+      std::unique_ptr<std::byte[]> fresh(new (std::nothrow) std::byte[cap]);
+      if (!fresh) return Status(Errc::kResourceExhausted, "message buffer allocation failed");
+      std::memcpy(fresh.get(), data(), size_);
+      heap_ = std::move(fresh);
+      capacity_ = cap;
+    }
+    size_ = n;
+    return {};
+  }
+
   // Heap storage handed between buffers (CallChannel::lend and recycle): a large message then
   // reuses pages already faulted in instead of a fresh allocation per call.
   bool onHeap() const noexcept { return heap_ != nullptr; }
@@ -129,19 +142,6 @@ class MessageBuffer {
     capacity_ = capacity;
   }
 
-  Status resizeForOverwrite(size_t n) noexcept {
-    if (n > capacity_) {
-      size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
-      std::unique_ptr<std::byte[]> fresh(new (std::nothrow) std::byte[cap]);
-      if (!fresh) return Status(Errc::kResourceExhausted, "message buffer allocation failed");
-      std::memcpy(fresh.get(), data(), size_);
-      heap_ = std::move(fresh);
-      capacity_ = cap;
-    }
-    size_ = n;
-    return {};
-  }
-
  private:
   alignas(16) std::byte inline_[kInline];
   std::unique_ptr<std::byte[]> heap_;
@@ -158,8 +158,9 @@ class CallChannel {
   virtual Status call(const InterfaceDescriptor& iface, uint32_t procedure,
                       std::span<const std::byte> request, MessageBuffer& reply,
                       const CallOptions& options) noexcept = 0;
-  // Optional buffer reuse between calls: lend() gives an empty `buffer` storage of at least
-  // `bytes` if the channel kept some, recycle() takes a finished call's storage back.
+  // Optional buffer reuse between calls: lend() gives `buffer` kept storage of at least
+  // `bytes` (its bytes so far move along) if the channel has some, recycle() takes a finished
+  // call's storage back. By default nothing is kept.
   virtual void lend(MessageBuffer& buffer, size_t bytes) noexcept {
     (void)buffer;
     (void)bytes;
@@ -207,8 +208,7 @@ class RemoteCall {
     status_ = request_.resize(desc_->argsSize);
   }
 
-  const Status& status() const noexcept { return status_; }
-  std::byte* args() noexcept { return request_.data(); }
+  // Hands its buffers back to the channel for the next large call (CallChannel::recycle).
   ~RemoteCall() {
     if (binding_.channel == nullptr) return;
     binding_.channel->recycle(request_);
@@ -216,6 +216,9 @@ class RemoteCall {
   }
   RemoteCall(const RemoteCall&) = delete;
   RemoteCall& operator=(const RemoteCall&) = delete;
+
+  const Status& status() const noexcept { return status_; }
+  std::byte* args() noexcept { return request_.data(); }
 
   Result<std::span<std::byte>> argTail(size_t n) noexcept {
     if (n > UINT32_MAX - desc_->argsSize) return Status(Errc::kInvalidArgument, "argument too large");
