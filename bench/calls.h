@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -101,6 +102,23 @@ inline double medianOf(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// One timed burst: `once()` untimed until `warmUp` has passed (at least once), then `calls`
+// times timed. ns per call, or -1 as soon as `once()` returns false. For the paired cells,
+// which alternate bursts of two things and compare them round by round.
+template <class F>
+double timedBurst(F&& once, std::chrono::nanoseconds warmUp, int calls) {
+  using Clock = std::chrono::steady_clock;
+  auto until = Clock::now() + warmUp;
+  do {
+    if (!once()) return -1;
+  } while (Clock::now() < until);
+  auto t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) {
+    if (!once()) return -1;
+  }
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / calls;
+}
+
 // The arguments the loops send, and what the last BigInOut returned.
 struct CallInputs {
   Blob200 in{};
@@ -131,17 +149,18 @@ inline bool bigInOutOnce(C& client, CallInputs& io) {
   return true;
 }
 
-// Runs `loop(once)` with `once` the call's body, so that each loop is compiled per call kind
-// (the switch stays outside it). `loop` returns false as soon as `once()` does.
+// Returns `loop(once)` with `once` the call's body, so that each loop is compiled per call
+// kind (the switch stays outside it); `once()` is false when the call failed or came back
+// wrong. `loop` returns what the caller wants (ok or not, a time).
 template <class C, class Loop>
-inline bool withCall(C& client, Call call, CallInputs& io, Loop&& loop) {
+inline auto withCall(C& client, Call call, CallInputs& io, Loop&& loop) -> decltype(loop([] { return true; })) {
   switch (call) {
     case Call::kNull: return loop([&] { return client.null(); });
     case Call::kAdd: return loop([&] { return addOnce(client, io); });
     case Call::kBigIn: return loop([&] { return bigInOnce(client, io); });
     case Call::kBigInOut: return loop([&] { return bigInOutOnce(client, io); });
   }
-  return false;
+  return {};
 }
 
 template <class C>

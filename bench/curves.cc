@@ -109,14 +109,8 @@ void addCellStep(BenchContext& ctx, const std::string& path, Make make) {
     std::vector<double> cellNs, overNs, stepNs;
     bool cellFirst = true;
     auto burst = [&](std::vector<uint8_t>& data) -> double {
-      for (int i = 0; i < 4; ++i) {  // warm-up: the other size's buffers and branches
-        if (!echoOnce(client, data, back)) return -1;
-      }
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kBurst; ++i) {
-        if (!echoOnce(client, data, back)) return -1;
-      }
-      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kBurst;
+      // The warm-up takes in the other size's buffers and branches (a few calls).
+      return timedBurst([&] { return echoOnce(client, data, back); }, std::chrono::microseconds(30), kBurst);
     };
     for (auto _ : state) {
       double a = cellFirst ? burst(cell) : burst(over);

@@ -40,24 +40,16 @@ class PairSession final : public Session {
 
 namespace paired {
 
-using Clock = std::chrono::steady_clock;
-
 // Untimed calls at the start of a burst: the first wakes this path's sleeping server, and
 // the other path's server needs its spin budget (about 28 us) to go to sleep.
 constexpr auto kWarmUp = std::chrono::microseconds(300);
 constexpr int kBurstCalls = 256;
 
-// One burst on `client`: the warm-up, then kBurstCalls timed calls; ns per call, or a
+// One burst on `client` (timedBurst, the loop compiled per call kind): ns per call, or a
 // negative value when a call failed or returned a wrong result.
 template <class C>
 double burst(C& client, Call call, CallInputs& io) {
-  auto until = Clock::now() + kWarmUp;
-  do {
-    if (!oneCall(client, call, io)) return -1;
-  } while (Clock::now() < until);
-  auto t0 = Clock::now();
-  if (!callLoop(client, call, io, kBurstCalls)) return -1;
-  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kBurstCalls;
+  return withCall(client, call, io, [](auto once) { return timedBurst(once, kWarmUp, kBurstCalls); });
 }
 
 }  // namespace paired
