@@ -73,7 +73,7 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
 }
 
 UdpChannel::UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options)
-    : endpoint_(std::move(endpoint)), server_(server), options_(options) {}
+    : endpoint_(std::move(endpoint)), server_(server), options_(options), shelf_(options.keepBufferBytes) {}
 
 UdpChannel::~UdpChannel() {
   // Tell the server it may drop the session now rather than when it ages out. Best effort.
@@ -253,37 +253,9 @@ void UdpChannel::lead(Pending& self) {
   onTimers(Clock::now());
 }
 
-void UdpChannel::lend(MessageBuffer& buffer, size_t bytes) noexcept {
-  std::lock_guard lock(spareMu_);
-  // The smallest kept buffer that is large enough.
-  auto best = spares_.end();
-  for (auto it = spares_.begin(); it != spares_.end(); ++it) {
-    if (it->capacity >= bytes && (best == spares_.end() || it->capacity < best->capacity)) best = it;
-  }
-  if (best == spares_.end()) return;
-  buffer.adoptHeap(std::move(best->storage), best->capacity);
-  spares_.erase(best);
-}
+void UdpChannel::lend(MessageBuffer& buffer, size_t bytes) noexcept { shelf_.lend(buffer, bytes); }
 
-void UdpChannel::recycle(MessageBuffer& buffer) noexcept {
-  constexpr size_t kKeepAtLeast = 64 * 1024;  // smaller ones come cheap from malloc
-  constexpr size_t kKept = 2;                 // a request and a reply
-  if (!buffer.onHeap() || buffer.capacity() < kKeepAtLeast || buffer.capacity() > options_.keepBufferBytes) return;
-  size_t capacity = 0;
-  std::unique_ptr<std::byte[]> storage = buffer.releaseHeap(&capacity);
-  std::lock_guard lock(spareMu_);
-  if (spares_.size() < kKept) {
-    try {
-      spares_.push_back(Spare{std::move(storage), capacity});
-    } catch (...) {
-    }
-    return;
-  }
-  // Full: keep the larger ones.
-  auto smallest = std::min_element(spares_.begin(), spares_.end(),
-                                   [](const Spare& a, const Spare& b) { return a.capacity < b.capacity; });
-  if (smallest->capacity < capacity) *smallest = Spare{std::move(storage), capacity};
-}
+void UdpChannel::recycle(MessageBuffer& buffer) noexcept { shelf_.put(buffer); }
 
 void UdpChannel::finish(Pending& p, Status s) noexcept {
   if (p.done) return;

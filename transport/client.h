@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/stub_support.h"
+#include "transport/buffer_shelf.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
 #include "transport/fragment_batch.h"
@@ -39,8 +40,8 @@ struct ClientOptions {
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest reply accepted
   uint32_t fragmentWindow = 1024;                     // fragments in flight per message (<= kAckBits)
   // Message buffers of finished calls kept for the next large request or reply (each
-  // between 64 KiB and this size, at most two): a stream of large calls then reuses pages
-  // already faulted in. 0 keeps none.
+  // between 64 KiB and one that holds a payload of this size, at most two): a stream of large
+  // calls then reuses pages already faulted in. 0 keeps none.
   size_t keepBufferBytes = 16u << 20;
 };
 
@@ -102,12 +103,7 @@ class UdpChannel final : public CallChannel {
   std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
   FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
 
-  struct Spare {
-    std::unique_ptr<std::byte[]> storage;
-    size_t capacity = 0;
-  };
-  std::mutex spareMu_;         // after mu_ when both are held
-  std::vector<Spare> spares_;  // GUARDED_BY(spareMu_): lend() and recycle()
+  BufferShelf shelf_;  // lend() and recycle(); its lock is taken after mu_ when both are held
 };
 
 // The URI form: "udp://host:port/name". Opens an endpoint (io_uring or emulated), connects
