@@ -31,30 +31,41 @@ class UdpServer::Sink final : public DatagramSink {
 
 // The ServerCall the generated dispatch sees: arguments straight from the datagram (or the
 // reassembled request), results into the server's scratch buffers.
+// The results go straight into the slot's cached reply: the fixed part once the handler is
+// done (it writes it in `fixed`), the tail where the reply will carry it, so a large result is
+// not copied a second time on its way out.
 class UdpServer::Call final : public ServerCall {
  public:
-  Call(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed, MessageBuffer& resultTail)
-      : ServerCall(args, tail, fixed.data()), tail_(resultTail) {}
+  Call(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed, MessageBuffer& reply,
+       BufferShelf& shelf)
+      : ServerCall(args, tail, fixed.data()), fixedBytes_(fixed.size()), reply_(reply), shelf_(shelf) {}
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
     if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
-    if (Status s = tail_.resize(n); !s.isOk()) return s;
+    size_t total = fixedBytes_ + n;
+    if (total > reply_.capacity()) shelf_.lend(reply_, total);
+    (void)reply_.resize(0);  // every byte of the new reply starts zeroed, as a fresh tail does
+    if (Status s = reply_.resize(total); !s.isOk()) return s;
     reserved_ = true;
-    return tail_.span();
+    return reply_.span().subspan(fixedBytes_);
   }
   // The datagram or reassembled request is ours alone, and stays put while the handler runs
   // (it runs on the polling thread, before the buffer goes back to the free queue).
   bool argTailPrivate() const noexcept override { return true; }
+  bool reserved() const noexcept { return reserved_; }
 
  private:
-  MessageBuffer& tail_;
+  size_t fixedBytes_;
+  MessageBuffer& reply_;
+  BufferShelf& shelf_;
   bool reserved_ = false;
 };
 
 UdpServer::UdpServer(ServerOptions options)
     : options_(options),
       // Session ids start somewhere hard to guess (the cookie is what protects a session).
-      nextSession_(static_cast<uint32_t>(detail::randomCookie() >> 40) + 1) {}
+      nextSession_(static_cast<uint32_t>(detail::randomCookie() >> 40) + 1),
+      replyShelf_(options.keepBufferBytes) {}
 
 UdpServer::~UdpServer() { stop(); }
 
@@ -317,18 +328,14 @@ void UdpServer::execute(Session& s, Slot& slot, std::span<const std::byte> frame
     } else if (Status st2 = fixed_.resize(pd.resultsSize); !st2.isOk()) {  // zeroed
       result = st2;
     } else {
-      (void)tail_.resize(0);
-      Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed_, tail_);
+      Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed_, slot.reply, replyShelf_);
       executed_.fetch_add(1, std::memory_order_relaxed);
       result = iface.dispatch(s.service->server, slot.procedure, call);
-      if (result.isOk()) {
-        if (Status st3 = slot.reply.resize(fixed_.size() + tail_.size()); !st3.isOk()) {
-          result = st3;
-        } else {
-          if (fixed_.size() > 0) std::memcpy(slot.reply.data(), fixed_.data(), fixed_.size());
-          if (tail_.size() > 0) std::memcpy(slot.reply.data() + fixed_.size(), tail_.data(), tail_.size());
-        }
+      if (result.isOk() && !call.reserved()) {
+        (void)slot.reply.resize(0);  // no tail: the reply is the fixed part alone
+        result = slot.reply.resize(fixed_.size());
       }
+      if (result.isOk() && fixed_.size() > 0) std::memcpy(slot.reply.data(), fixed_.data(), fixed_.size());
     }
   }
   if (!result.isOk()) {
@@ -369,9 +376,10 @@ void UdpServer::onAck(Session& s, const Packet& p) noexcept {
   auto ack = decodeAck(p.payload);
   if (!ack) return;
   if (ack->complete) {
-    // The client has the whole reply: stop sending it and drop a large cached copy.
+    // The client has the whole reply: stop sending it, and give a large cached copy's memory
+    // to the shelf (or back to the system) rather than keep it in this slot until reused.
     slot.state = SlotState::kDelivered;
-    if (slot.reply.size() > MessageBuffer::kInline) (void)slot.reply.resize(0);
+    if (slot.reply.onHeap()) replyShelf_.put(slot.reply);
     return;
   }
   const bool timedOut = (p.header.flags & kFlagResend) != 0;

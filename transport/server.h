@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/stub_support.h"
+#include "transport/buffer_shelf.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
 #include "transport/fragment_batch.h"
@@ -34,6 +35,9 @@ struct ServerOptions {
   uint32_t fragmentWindow = 1024;  // reply fragments in flight (<= kAckBits)
   uint32_t maxSessions = 4096;   // beyond this the least recently used session is dropped
   uint32_t receiveBuffers = 512;
+  // Reply buffers of delivered calls kept for the next large reply (at most two, each holding
+  // a payload of at most this size; see BufferShelf). 0 keeps none.
+  size_t keepBufferBytes = 16u << 20;
 };
 
 class UdpServer {
@@ -119,7 +123,7 @@ class UdpServer {
   uint32_t nextSession_ = 1;
   uint64_t tick_ = 0;
   MessageBuffer fixed_;  // result fixed part of the call being dispatched
-  MessageBuffer tail_;   // its result tail
+  BufferShelf replyShelf_;
   std::vector<uint32_t> scratch_;
   FragmentBatch batch_;
   // The last large request's buffer, for the next one (in any slot or session): a client

@@ -105,6 +105,7 @@ TEST_P(BulkNet, SixtyFourMiBEchoContentChecked) {
 }
 
 // The client keeps the buffers of finished large calls for the next ones (ClientOptions::
+// keepBufferBytes), and the server those of delivered large replies (ServerOptions::
 // keepBufferBytes): larger, smaller and odd sizes one after the other, from two threads at
 // once, each echo must come back as exactly what was sent, never with an earlier call's bytes.
 TEST(BulkNetBuffers, KeptBuffersCarryNothingOver) {
