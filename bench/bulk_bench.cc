@@ -14,6 +14,9 @@
 //   lrpc_sink_shared  Curves.sink through lrpc::SharedBuffer: the caller's bytes are already in
 //                     the shared segment (it produced them there), so the server's copy "E" is
 //                     the only copy
+//   lrpc_sink_zerocopy Curves.sinkInPlace through lrpc::SharedBuffer: no copy at all, the server
+//                     reads the bytes where the caller produced them (not streamed: an in-place
+//                     handler gets the whole span, so it starts once the last byte is ready)
 //   udp_stream        the same with one 1472-byte datagram per send(): plain UDP, no offloads
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
 //   net_source        Curves.source(n) -> Data over it: the same bytes as results (issue 4)
@@ -392,9 +395,11 @@ Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& clien
 // read its own cached copy of the last call's bytes instead.
 // From LocalCall::kStreamBytes on, the payload is handed over while it is produced
 // (SharedBuffer::start/ready, in the stubs' chunks), so the server's copy overlaps it.
-bool sharedSink(Curves::Client& client, size_t size, uint8_t fill) {
-  Result<SharedBuffer> buf = SharedBuffer::allocate(*client.binding(), Curves::kSink, size, bulkDeadline());
+// With Curves::kSinkInPlace as `procedure`, nothing is copied at all (lrpc_sink_zerocopy).
+bool sharedSink(Curves::Client& client, size_t size, uint8_t fill, uint32_t procedure = Curves::kSink) {
+  Result<SharedBuffer> buf = SharedBuffer::allocate(*client.binding(), procedure, size, bulkDeadline());
   if (!buf.isOk()) return false;
+  static_assert(sizeof(Curves::SinkArgsFrame) == sizeof(Curves::SinkInPlaceArgsFrame));
   Curves::SinkArgsFrame frame{{0, static_cast<uint32_t>(size)}};
   std::memcpy(buf->args(), &frame, sizeof frame);
   std::byte* out = buf->bytes().data();
@@ -411,11 +416,11 @@ bool sharedSink(Curves::Client& client, size_t size, uint8_t fill) {
   return buf->invoke().isOk();
 }
 
-Curve runSharedCurve(const Config& cfg, Curves::Client& client) {
-  Curve c{"lrpc_sink_shared", {}, {}};
+Curve runSharedCurve(const Config& cfg, Curves::Client& client, uint32_t procedure, const char* name) {
+  Curve c{name, {}, {}};
   uint8_t n = 0;
   for (size_t size : sizes(cfg)) {
-    Point p = measure(size, 1.0, cfg.budgetMs, [&] { return sharedSink(client, size, ++n); });
+    Point p = measure(size, 1.0, cfg.budgetMs, [&] { return sharedSink(client, size, ++n, procedure); });
     c.points.push_back(p);
     if (!p.ok) {
       c.note = "a call failed at " + human(static_cast<double>(size));
@@ -509,13 +514,18 @@ std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* pair
     out.push_back(runCurve("lrpc_sink" + suffix, cfg, c, Op::kSink));
     if (mode == TransferMode::kAdaptive) out.push_back(runCurve("lrpc_sink_inplace", cfg, c, Op::kSinkInPlace));
     out.push_back(runCurve("lrpc_echo" + suffix, cfg, c, Op::kEcho));
-    if (mode == TransferMode::kAdaptive) out.push_back(runSharedCurve(cfg, c));
+    if (mode == TransferMode::kAdaptive) {
+      out.push_back(runSharedCurve(cfg, c, Curves::kSink, "lrpc_sink_shared"));
+      out.push_back(runSharedCurve(cfg, c, Curves::kSinkInPlace, "lrpc_sink_zerocopy"));
+    }
     if (mode == TransferMode::kAdaptive && cfg.maxBytes >= (size_t{1} << 20)) {
       std::vector<uint8_t> data(size_t{1} << 20, 0x5a);
       paired->push_back(pairedAtMiB("lrpc_sink", [&] { return c.sink(data).isOk(); }));
       paired->push_back(pairedAtMiB("lrpc_sink_inplace", [&] { return c.sinkInPlace(data).isOk(); }));
       uint8_t n = 0;
       paired->push_back(pairedAtMiB("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
+      paired->push_back(pairedAtMiB("lrpc_sink_zerocopy",
+                                    [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }));
     }
   }
   server->reset();
@@ -633,6 +643,7 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
     const char* floor;
   };
   for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_inplace", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"},
+                  Ratio{"lrpc_sink_zerocopy", "memcpy"},
                   Ratio{"lrpc_echo", "memcpy"},
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
                   Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},
