@@ -75,7 +75,8 @@ struct EndpointOptions {
   // Receive offload (UDP_GRO, io_uring endpoint only): the kernel hands over a run of
   // same-size datagrams from one peer (a window of fragments) in one completion, up to
   // 64 KiB, which the endpoint cuts back into datagrams. Every receive buffer then holds
-  // 64 KiB, so the free queue is capped at kGroBuffers of them.
+  // 64 KiB, so the free queue is capped at kGroBuffers of them. The socket option is on only
+  // while large datagrams arrive: it makes each small one a little dearer.
   bool gro = true;
   bool emulated = false;            // skip io_uring (as LRPC_NO_IO_URING=1 does)
   // io_uring endpoint: receive through a multishot recvmsg into the registered segment

@@ -25,9 +25,9 @@ bool gsoSupported(int fd) noexcept {
   return ::getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &len) == 0;
 }
 
-bool enableGro(int fd) noexcept {
-  int one = 1;
-  return ::setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
+bool enableGro(int fd, bool on) noexcept {
+  int value = on ? 1 : 0;
+  return ::setsockopt(fd, SOL_UDP, UDP_GRO, &value, sizeof value) == 0;
 }
 
 size_t groSegmentSize(const cmsghdr& cm) noexcept {

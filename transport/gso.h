@@ -44,9 +44,9 @@ size_t groSegmentSize(const cmsghdr& cm) noexcept;
 
 // True when this kernel accepts UDP_SEGMENT on a UDP socket (probed once per call; cheap).
 bool gsoSupported(int fd) noexcept;
-// Turns on UDP_GRO on a UDP socket; false when the kernel lacks it (then every recvmsg
-// returns one datagram, which receiveGro reports with segment == bytes).
-bool enableGro(int fd) noexcept;
+// Turns UDP_GRO on (or off) on a UDP socket; false when the kernel lacks it (then every
+// recvmsg returns one datagram, which receiveGro reports with segment == bytes).
+bool enableGro(int fd, bool on = true) noexcept;
 
 // Sends `payload` as datagrams of `segment` bytes (the last one shorter) with one sendmsg on
 // a connected socket. payload.size() <= gsoMaxBytes(segment). Returns the bytes sent; a full

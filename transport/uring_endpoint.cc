@@ -105,8 +105,9 @@ Status UringEndpoint::setUp() {
   }
 
   // With UDP_GRO one completion carries up to 64 KiB of same-size datagrams: the bulk path
-  // then costs the kernel one receive per run instead of one per fragment.
-  gro_ = options_.gro && enableGro(fd_.get());
+  // then costs the kernel one receive per run instead of one per fragment. Probed here, but
+  // switched on only while large datagrams arrive (adaptGro).
+  gro_ = options_.gro && enableGro(fd_.get(), true) && enableGro(fd_.get(), false);
   recvMsg_.msg_controllen = gro_ ? kGroControlBytes : 0;
   // Each buffer holds the recvmsg_out header, the source address, the control message and
   // the datagram (or run) plus one byte (so an oversized one arrives truncated and is
@@ -314,8 +315,22 @@ Result<size_t> UringEndpoint::pollGro(DatagramSink& sink, int flags) noexcept {
   return deliver(sink, fromSockaddr(from), {groPollBuffer_.data(), got->bytes}, got->segment);
 }
 
+void UringEndpoint::adaptGro(size_t bytes) noexcept {
+  if (bytes >= kBulkDatagram) {
+    smallRun_ = 0;
+    if (!groOn_ && ++bulkRun_ >= kGroOnAfter) groOn_ = enableGro(fd_.get(), true);
+    return;
+  }
+  bulkRun_ = 0;
+  if (groOn_ && ++smallRun_ >= kGroOffAfter) {
+    groOn_ = !enableGro(fd_.get(), false);
+    smallRun_ = 0;
+  }
+}
+
 size_t UringEndpoint::deliver(DatagramSink& sink, NetAddress from, std::span<const std::byte> payload,
                               size_t segment) noexcept {
+  if (gro_) adaptGro(payload.size());
   if (segment == 0 || segment > options_.maxDatagram) return 0;  // oversized: dropped
   // Each datagram is handled where the kernel put it: the buffer is the receive queue entry
   // until it goes back on the free queue.

@@ -71,6 +71,8 @@ class UringEndpoint final : public Endpoint {
   ~UringEndpoint() override;
 
   const char* kind() const noexcept override { return "io_uring"; }
+  // Whether UDP_GRO is switched on now (for tests: it follows the traffic, see gro_).
+  bool groActive() const noexcept { return groOn_; }
   NetAddress localAddress() const noexcept override { return local_; }
   Status send(std::span<const OutDatagram> batch) noexcept override;
   Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
@@ -106,7 +108,18 @@ class UringEndpoint final : public Endpoint {
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;
   msghdr recvMsg_{};  // template for the multishot recvmsg
-  bool gro_ = false;  // UDP_GRO is on: a completion may hold a run of datagrams
+  // UDP_GRO works on this socket: receives take room and a control message for a run of
+  // datagrams. The option itself is on only while large datagrams arrive (groOn_): with it on,
+  // every small datagram costs the kernel a little more, about 2% of a blocking Null round
+  // trip over the veth pair here (1.12x against 1.10x the raw UDP floor, paired).
+  bool gro_ = false;
+  void adaptGro(size_t bytes) noexcept;  // per completion, from deliver()
+  static constexpr size_t kBulkDatagram = 1024;  // fragments are about 1.4 KiB
+  static constexpr uint32_t kGroOnAfter = 4;     // large datagrams in a row to turn it on
+  static constexpr uint32_t kGroOffAfter = 256;  // small ones in a row to turn it off
+  bool groOn_ = false;
+  uint32_t bulkRun_ = 0;
+  uint32_t smallRun_ = 0;
   // Busy-poll reads the socket itself while no multishot receive is armed (see receive()).
   SocketReceiver pollReceiver_;
   // The same with UDP_GRO on: one recvmsg may return a coalesced run, cut up by deliver().

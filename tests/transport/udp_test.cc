@@ -19,6 +19,7 @@
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"
+#include "transport/uring_endpoint.h"
 
 namespace lrpc::net {
 namespace {
@@ -309,6 +310,59 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
     EXPECT_EQ(sink.oversized, 0u);
     ::close(fd);
   }
+}
+
+// UDP_GRO costs small datagrams a little in the kernel, so the io_uring endpoint turns it on
+// only after a few large datagrams in a row and off again after a long run of small ones;
+// every datagram arrives intact either way.
+TEST(UdpEndpoint, ReceiveOffloadFollowsTheTraffic) {
+  struct Collect final : DatagramSink {
+    std::vector<std::vector<std::byte>> got;
+    void onDatagram(const Datagram& d) noexcept override { got.emplace_back(d.bytes.begin(), d.bytes.end()); }
+  };
+  EndpointOptions eo;
+  eo.bindAddress = "127.0.0.1:0";
+  auto opened = UringEndpoint::open(eo);
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  auto* ep = static_cast<UringEndpoint*>(opened->get());
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to = loopbackTo(ep->localAddress().port);
+  uint32_t next = 0;
+  Collect sink;
+  // Sends `count` datagrams of `bytes` (each numbered, the rest a pattern of its number) and
+  // checks that exactly those arrive.
+  auto exchange = [&](int count, size_t bytes) {
+    std::vector<std::vector<std::byte>> sent;
+    for (int i = 0; i < count; ++i, ++next) {
+      std::vector<std::byte> d(bytes, std::byte(next * 7 + 1));
+      std::memcpy(d.data(), &next, sizeof next);
+      ASSERT_EQ(::sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+                static_cast<ssize_t>(d.size()));
+      sent.push_back(std::move(d));
+    }
+    sink.got.clear();
+    for (int turn = 0; turn < 400 && sink.got.size() < sent.size(); ++turn) {
+      auto n = ep->receive(sink, ReceiveMode::kBusyPoll, std::chrono::milliseconds(20));
+      ASSERT_TRUE(n.isOk()) << n.status().toString();
+    }
+    ASSERT_EQ(sink.got, sent) << count << " datagrams of " << bytes << " bytes";
+  };
+  exchange(3, 1400);
+  EXPECT_FALSE(ep->groActive()) << "on after three large datagrams";
+  exchange(2, 1400);
+  EXPECT_TRUE(ep->groActive()) << "still off after five large datagrams in a row";
+  exchange(40, 1400);
+  EXPECT_TRUE(ep->groActive());
+  exchange(100, 8);
+  exchange(1, 1400);  // a large one ends the small run
+  exchange(255, 8);
+  EXPECT_TRUE(ep->groActive()) << "off before 256 small datagrams in a row";
+  exchange(1, 8);
+  EXPECT_FALSE(ep->groActive()) << "still on after 256 small datagrams in a row";
+  exchange(3, 1400);
+  EXPECT_FALSE(ep->groActive());
+  ::close(fd);
 }
 
 // A sleeping receive keeps its timeout whatever the one before it was (the io_uring endpoint
