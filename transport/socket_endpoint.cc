@@ -88,7 +88,8 @@ Result<size_t> SocketReceiver::drain(int fd, DatagramSink& sink) noexcept {
   return delivered;
 }
 
-Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink, int flags) noexcept {
+Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink, int flags, size_t* bytes) noexcept {
+  if (bytes != nullptr) *bytes = 0;
   sockaddr_in name{};
   socklen_t nameLen = sizeof name;
   // MSG_TRUNC: the datagram's real length, so an oversized one is seen and dropped.
@@ -100,6 +101,7 @@ Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink, int flags) no
     if (err == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
     return Status::fromErrno(err, "recvfrom");
   }
+  if (bytes != nullptr) *bytes = static_cast<size_t>(len);
   if (static_cast<size_t>(len) > maxDatagram_ || nameLen != sizeof name) return size_t{0};
   sink.onDatagram(Datagram{fromSockaddr(name), {buffers_.data(), static_cast<size_t>(len)}});
   return size_t{1};

@@ -25,8 +25,9 @@ class SocketReceiver {
   // The same for at most one datagram with one recvfrom: the cheapest look at the socket,
   // for a thread that spins on it (the batch's msghdr and iovec copies cost more than a
   // single cell's whole receive). `flags` 0 instead of MSG_DONTWAIT sleeps in the socket
-  // (bounded by its SO_RCVTIMEO; 0 when that passes).
-  Result<size_t> pollOne(int fd, DatagramSink& sink, int flags = MSG_DONTWAIT) noexcept;
+  // (bounded by its SO_RCVTIMEO; 0 when that passes). `bytes`, when given, is set to the
+  // length of the datagram read (0 if none), delivered or dropped.
+  Result<size_t> pollOne(int fd, DatagramSink& sink, int flags = MSG_DONTWAIT, size_t* bytes = nullptr) noexcept;
 
  private:
   static constexpr unsigned kBatch = 16;

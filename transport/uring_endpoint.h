@@ -118,6 +118,7 @@ class UringEndpoint final : public Endpoint {
   static constexpr uint32_t kGroOnAfter = 4;     // large datagrams in a row to turn it on
   static constexpr uint32_t kGroOffAfter = 256;  // small ones in a row to turn it off
   bool groOn_ = false;
+  bool groDraining_ = false;  // off, but a coalesced run may still be queued
   uint32_t bulkRun_ = 0;
   uint32_t smallRun_ = 0;
   // Busy-poll reads the socket itself while no multishot receive is armed (see receive()).
