@@ -35,9 +35,10 @@ struct ServerOptions {
   uint32_t fragmentWindow = 1024;  // reply fragments in flight (<= kAckBits)
   uint32_t maxSessions = 4096;   // beyond this the least recently used session is dropped
   uint32_t receiveBuffers = 512;
-  // Reply buffers of delivered calls kept for the next large reply (at most two, each holding
-  // a payload of at most this size; see BufferShelf). 0 keeps none.
-  size_t keepBufferBytes = 16u << 20;
+  // Reply buffers of delivered calls kept for the next large reply (at most two per server,
+  // each holding a payload of at most this size; see BufferShelf and ClientOptions). 0 keeps
+  // none.
+  size_t keepBufferBytes = 64u << 20;
 };
 
 class UdpServer {
