@@ -30,10 +30,9 @@ class UdpServer::Sink final : public DatagramSink {
 };
 
 // The ServerCall the generated dispatch sees: arguments straight from the datagram (or the
-// reassembled request), results into the server's scratch buffers.
-// The results go straight into the slot's cached reply: the fixed part once the handler is
-// done (it writes it in `fixed`), the tail where the reply will carry it, so a large result is
-// not copied a second time on its way out.
+// reassembled request); the fixed results into the server's `fixed` buffer, copied to the
+// head of the slot's cached reply once the handler is done, and the result tail straight into
+// that reply, where it will leave from, so a large result is not copied a second time.
 class UdpServer::Call final : public ServerCall {
  public:
   Call(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed, MessageBuffer& reply,

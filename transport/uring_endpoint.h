@@ -113,7 +113,7 @@ class UringEndpoint final : public Endpoint {
   // every small datagram costs the kernel a little more, about 2% of a blocking Null round
   // trip over the veth pair here (1.12x against 1.10x the raw UDP floor, paired).
   bool gro_ = false;
-  void adaptGro(size_t bytes) noexcept;  // per completion, from deliver()
+  void adaptGro(size_t bytes) noexcept;  // per datagram or run read (deliver, readSocket)
   static constexpr size_t kBulkDatagram = 1024;  // fragments are about 1.4 KiB
   static constexpr uint32_t kGroOnAfter = 4;     // large datagrams in a row to turn it on
   static constexpr uint32_t kGroOffAfter = 256;  // small ones in a row to turn it off
