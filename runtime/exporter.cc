@@ -110,7 +110,7 @@ struct Connection {
   // Runs calls on the slot's A-stack; `last` is the sequence seen before the client was told
   // the thread exists (so its first call is not mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
-  void serveOne(ServerSlot* slot, AStackControl* ctl);
+  uint32_t serveOne(ServerSlot* slot, AStackControl* ctl);
   void stopThreads();
 };
 
@@ -237,7 +237,8 @@ AStackControl* Connection::control(uint32_t i) const {
   return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
 }
 
-void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
+// Returns how many bytes from the return block on the call wrote (results, tail or error text).
+uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
@@ -286,7 +287,7 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     detail::storeOnce(ret->resultTail, resultTail);
     detail::storeOnce(ret->resultFlags, resultFlags);
     detail::storeOnce(ret->status, uint8_t{0});
-    return;
+    return pl.resultTailOff - pl.returnOff + (resultFlags == 0 ? resultTail : 0);
   }
   slot->errors.store(slot->errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (detail::logOn(LogTopic::kErrors)) {
@@ -301,6 +302,7 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
   detail::storeOnce(ret->resultTail, len);
   detail::storeOnce(ret->resultFlags, uint8_t{0});
   detail::storeOnce(ret->status, static_cast<uint8_t>(s.code()));
+  return kControlBytes + len;
 }
 
 void Connection::serve(ServerSlot* slot, uint32_t last) {
@@ -310,8 +312,9 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
     uint32_t seq = 0;
     if (detail::waitForCall(ctl->callWord, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
     last = seq;
-    serveOne(slot, ctl);
+    uint32_t written = serveOne(slot, ctl);
     detail::ring(ret->returnWord, seq);
+    detail::demoteAfterFirstLine(ret, written);
   }
 }
 

@@ -138,6 +138,7 @@ class LocalCall {
       ctl_->argReady.store(argTail_, std::memory_order_release);
     } else {
       seq = publish(argFlags_);
+      detail::demoteAfterFirstLine(ctl_, kControlBytes + proc_->layout.argTailOff + (argFlags_ == 0 ? argTail_ : 0));
     }
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/astack.h"
@@ -45,6 +46,29 @@ inline void cpuRelax() noexcept {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
+#endif
+}
+
+// Lines past this many bytes are not demoted: a bulk copy runs faster with its lines left
+// where they are (a throwaway two-thread test of 1 MiB copies: 17-25% of memcpy with cldemote,
+// 40-60% without).
+inline constexpr size_t kDemoteMaxBytes = 1024;
+
+// After a doorbell: hints that the lines of [block + 64, block + n), written by this side for
+// the peer, move from this core's private caches to the shared last-level cache, so that the
+// peer's reads hit there instead of snooping ours. `block` (the call or return block) opens a
+// cache line; that first line is left alone, as the peer's spinning read fetches it at once
+// anyway. In a throwaway two-process spin ping-pong on this VM, a 200-byte call took 10-15%
+// less with its three further lines demoted, and demoting the doorbell's line changed nothing.
+// CLDEMOTE lies in the reserved-NOP opcode space: a CPU without it executes a NOP.
+inline void demoteAfterFirstLine(const void* block, size_t n) noexcept {
+#if defined(__x86_64__)
+  const auto* p = static_cast<const std::byte*>(block);
+  if (n > kDemoteMaxBytes) n = kDemoteMaxBytes;
+  for (size_t off = kCacheLine; off < n; off += kCacheLine) asm volatile("cldemote (%0)" : : "r"(p + off) : "memory");
+#else
+  (void)block;
+  (void)n;
 #endif
 }
 
