@@ -184,12 +184,14 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, st
   p.procedure = static_cast<uint16_t>(procedure);
   p.request = request;
   p.reply = &reply;
-  auto now = Clock::now();
-  if (options.timeout.count() > 0) p.deadline = now + std::chrono::duration_cast<Clock::duration>(options.timeout);
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(options.timeout);
   {
     std::unique_lock lock(mu_);
     // The window: seq s may go out only when s - window has finished, so its slot is free.
     // Callers beyond the window wait here (U-Net AM holds the sender back the same way).
+    if (dead_.isOk() && slots_[nextSeq_ % window_] != nullptr && timeout.count() > 0) {
+      p.deadline = Clock::now() + timeout;
+    }
     while (dead_.isOk() && slots_[nextSeq_ % window_] != nullptr) {
       cv_.wait_for(lock, std::chrono::milliseconds(50));
       if (Clock::now() >= p.deadline) {
@@ -200,12 +202,18 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, st
     p.seq = nextSeq_++;
     if (nextSeq_ == 0) nextSeq_ = 1;  // TODO(robustness): re-handshake before 2^32 calls
     slots_[p.seq % window_] = &p;
+    ++live_;
     ++stats_.calls;
     p.fragmented = request.size() > fragmentBytes_;
     if (p.fragmented) p.sender.reset(request, fragmentBytes_, options_.fragmentWindow);
     p.rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
-    p.nextRetransmit = now + p.rto;
+    // The clock is read once the request is out, not before: the timers run only under mu_,
+    // which we hold, and a small call then reaches the wire one clock read sooner. A deadline
+    // starts counting there (unless the window was full: then when the call began to wait).
     sendRequest(p, false);
+    auto now = Clock::now();
+    if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = now + timeout;
+    p.nextRetransmit = now + p.rto;
   }
   // Wait for the reply: poll the endpoint ourselves when nobody else does.
   std::unique_lock lock(mu_);
@@ -250,7 +258,9 @@ void UdpChannel::lead(Pending& self) {
     }
     return;
   }
-  onTimers(Clock::now());
+  // With every call finished (the common case: ours just was), there is no timer to run and
+  // no clock to read on the way back to the caller.
+  if (live_ > 0) onTimers(Clock::now());
 }
 
 void UdpChannel::lend(MessageBuffer& buffer, size_t bytes) noexcept { shelf_.lend(buffer, bytes); }
@@ -260,6 +270,7 @@ void UdpChannel::recycle(MessageBuffer& buffer) noexcept { shelf_.put(buffer); }
 void UdpChannel::finish(Pending& p, Status s) noexcept {
   if (p.done) return;
   p.done = true;
+  --live_;
   p.status = std::move(s);
   p.reassembly.clear();
   cv_.notify_all();

@@ -99,6 +99,7 @@ class UdpChannel final : public CallChannel {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a call finished, a window slot freed, or leadership free
   std::vector<Pending*> slots_;  // GUARDED_BY(mu_): index seq % window_
+  size_t live_ = 0;              // GUARDED_BY(mu_): calls in slots_ not finished yet
   uint32_t nextSeq_ = 1;         // GUARDED_BY(mu_)
   Status dead_;                  // GUARDED_BY(mu_): set once the session is known lost
   Stats stats_;                  // GUARDED_BY(mu_)
