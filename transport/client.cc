@@ -189,10 +189,8 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, st
     std::unique_lock lock(mu_);
     // The window: seq s may go out only when s - window has finished, so its slot is free.
     // Callers beyond the window wait here (U-Net AM holds the sender back the same way).
-    if (dead_.isOk() && slots_[nextSeq_ % window_] != nullptr && timeout.count() > 0) {
-      p.deadline = Clock::now() + timeout;
-    }
     while (dead_.isOk() && slots_[nextSeq_ % window_] != nullptr) {
+      if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = Clock::now() + timeout;
       cv_.wait_for(lock, std::chrono::milliseconds(50));
       if (Clock::now() >= p.deadline) {
         return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
