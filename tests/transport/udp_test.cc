@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/fd.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -129,8 +130,9 @@ TEST_P(Udp, HostileDatagramsAreDropped) {
   ASSERT_TRUE(b.isOk());
   ASSERT_TRUE(testing::callToken(**b, 1).isOk());
   uint64_t before = server_->executed();
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(fd, 0);
+  lrpc::OwnedFd sock(::socket(AF_INET, SOCK_DGRAM, 0));
+  ASSERT_TRUE(sock.valid());
+  const int fd = sock.get();
   sockaddr_in to = loopbackTo(port_);
   auto sendRaw = [&](const std::vector<std::byte>& d) {
     (void)::sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
@@ -152,7 +154,6 @@ TEST_P(Udp, HostileDatagramsAreDropped) {
       sendRaw(d);
     }
   }
-  ::close(fd);
   // The server handled all of that before this call (one socket, in order).
   auto r = testing::callToken(**b, 2);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
@@ -275,8 +276,9 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
     EndpointOptions eo = kind.options();
     auto ep = openUdpEndpoint(eo);
     ASSERT_TRUE(ep.isOk()) << ep.status().toString();
-    int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    ASSERT_GE(fd, 0);
+    lrpc::OwnedFd sock(::socket(AF_INET, SOCK_DGRAM, 0));
+    ASSERT_TRUE(sock.valid());
+    const int fd = sock.get();
     sockaddr_in to = loopbackTo((*ep)->localAddress().port);
     auto sendRaw = [&](const void* p, size_t n) {
       ASSERT_EQ(::sendto(fd, p, n, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), static_cast<ssize_t>(n));
@@ -308,7 +310,6 @@ TEST(UdpEndpoint, EveryModeInTurnDeliversEachDatagramOnce) {
     }
     EXPECT_TRUE(sink.got.empty());
     EXPECT_EQ(sink.oversized, 0u);
-    ::close(fd);
   }
 }
 
@@ -325,8 +326,9 @@ TEST(UdpEndpoint, ReceiveOffloadFollowsTheTraffic) {
   auto opened = UringEndpoint::open(eo);
   ASSERT_TRUE(opened.isOk()) << opened.status().toString();
   auto* ep = static_cast<UringEndpoint*>(opened->get());
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(fd, 0);
+  lrpc::OwnedFd sock(::socket(AF_INET, SOCK_DGRAM, 0));
+  ASSERT_TRUE(sock.valid());
+  const int fd = sock.get();
   sockaddr_in to = loopbackTo(ep->localAddress().port);
   uint32_t next = 0;
   Collect sink;
@@ -362,7 +364,6 @@ TEST(UdpEndpoint, ReceiveOffloadFollowsTheTraffic) {
   EXPECT_FALSE(ep->groActive()) << "still on after 256 small datagrams in a row";
   exchange(3, 1400);
   EXPECT_FALSE(ep->groActive());
-  ::close(fd);
 }
 
 // A sleeping receive keeps its timeout whatever the one before it was (the io_uring endpoint
@@ -395,8 +396,9 @@ TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
         EXPECT_LT(took, timeout + milliseconds(100)) << kind.name;
       }
       // A datagram sent while the receiver sleeps with a long timeout wakes it.
-      int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-      ASSERT_GE(fd, 0);
+      lrpc::OwnedFd sock(::socket(AF_INET, SOCK_DGRAM, 0));
+      ASSERT_TRUE(sock.valid());
+      const int fd = sock.get();
       sockaddr_in to = loopbackTo((*ep)->localAddress().port);
       std::thread sender([&] {
         std::this_thread::sleep_for(milliseconds(30));
@@ -411,7 +413,6 @@ TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
       }
       auto took = std::chrono::steady_clock::now() - start;
       sender.join();
-      ::close(fd);
       EXPECT_EQ(sink.got.load(), before + 1) << kind.name;
       EXPECT_LT(took, std::chrono::seconds(2)) << kind.name;
     }
@@ -422,8 +423,9 @@ TEST(UdpEndpoint, SleepingReceiveKeepsItsTimeoutAndWakesForADatagram) {
 // from an unconnected one: a single cell (the io_uring endpoint copies it into one piece
 // and sends it with sendto) and the sizes just above a cell (sendmsg from the pieces).
 TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  ASSERT_GE(fd, 0);
+  lrpc::OwnedFd sock(::socket(AF_INET, SOCK_DGRAM, 0));
+  ASSERT_TRUE(sock.valid());
+  const int fd = sock.get();
   sockaddr_in at{};
   at.sin_family = AF_INET;
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -459,7 +461,6 @@ TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
       }
     }
   }
-  ::close(fd);
 }
 
 TEST(UdpEnv, NoIoUringEnvForcesEmulated) {
