@@ -14,10 +14,29 @@ namespace detail {
 
 void AStackPool::init(uint32_t first, uint32_t count) {
   first_ = first;
-  next_ = std::make_unique<std::atomic<uint32_t>[]>(count);
-  // Index 0 on top: a single-threaded caller always reuses the same, warm A-stack.
-  for (uint32_t i = 0; i < count; ++i) next_[i].store(i + 1 < count ? i + 2 : 0, std::memory_order_relaxed);
-  head_.store(count > 0 ? 1 : 0, std::memory_order_release);
+  count_ = count;
+  state_ = std::make_unique<std::atomic<uint64_t>[]>(count);
+  // The first A-stack returned last: a single-threaded caller always reuses the same, warm one.
+  for (uint32_t i = 0; i < count; ++i) state_[i].store(count - i, std::memory_order_relaxed);
+  clock_.store(count, std::memory_order_relaxed);
+  top_.store(0, std::memory_order_release);
+}
+
+uint32_t AStackPool::popScan() noexcept {
+  for (;;) {
+    uint32_t best = kEmpty;
+    uint64_t bestStamp = 0;
+    for (uint32_t i = 0; i < count_; ++i) {
+      uint64_t stamp = state_[i].load(std::memory_order_relaxed);
+      if (stamp > bestStamp) {
+        bestStamp = stamp;
+        best = i;
+      }
+    }
+    if (best == kEmpty) return kEmpty;
+    if (claim(best)) return first_ + best;
+    // Another thread took it between the scan and the claim: scan again.
+  }
 }
 
 }  // namespace detail

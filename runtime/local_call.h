@@ -1,6 +1,6 @@
 // The same-host "Call" (the concept is documented on RemoteCall in stub_support.h): one call
 // through an A-stack of a LocalBinding. The fast path is inline here: pop an A-stack (one
-// CAS), let the stub write the arguments, write the call block, ring the call doorbell, spin
+// exchange), let the stub write the arguments, write the call block, ring the call doorbell, spin
 // briefly on the return doorbell, read the status from the return block. No lock, no allocation,
 // no system call unless a side sleeps. Slow paths (no free A-stack, first use of an A-stack,
 // sleeping, out-of-band tails, errors) are out of line in LocalBinding.

@@ -31,6 +31,17 @@ TEST(AStackPoolTest, LifoAndEmpty) {
   EXPECT_EQ(pool.pop(), c);
 }
 
+// Past the A-stack returned last, the rest come back newest first too.
+TEST(AStackPoolTest, LifoBeyondTheTop) {
+  detail::AStackPool pool;
+  pool.init(10, 4);
+  for (uint32_t want = 10; want < 14; ++want) EXPECT_EQ(pool.pop(), want);
+  EXPECT_EQ(pool.pop(), detail::AStackPool::kEmpty);
+  for (uint32_t i : {12u, 10u, 13u, 11u}) pool.push(i);
+  for (uint32_t want : {11u, 13u, 10u, 12u}) EXPECT_EQ(pool.pop(), want);
+  EXPECT_EQ(pool.pop(), detail::AStackPool::kEmpty);
+}
+
 TEST(AStackPoolTest, ThreadsNeverShareAnAStack) {
   constexpr uint32_t kCount = 3;
   detail::AStackPool pool;
