@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/raw_syscalls.h"
 #include "transport/udp_socket.h"
 
 // Older libc headers lack the offload constants; the values are the kernel's ABI.
@@ -59,7 +60,7 @@ Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segmen
     std::memcpy(CMSG_DATA(cm), &size, sizeof size);
   }
   for (;;) {
-    ssize_t n = ::sendmsg(fd, &msg, 0);
+    ssize_t n = sys::sendmsg(fd, &msg, 0);
     if (n >= 0) return static_cast<size_t>(n);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == ENOBUFS) return Status(Errc::kResourceExhausted, "send buffer full");
@@ -79,7 +80,7 @@ Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in*
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = ::recvmsg(fd, &msg, flags);
+    n = sys::recvmsg(fd, &msg, flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == EAGAIN) return Status(Errc::kDeadlineExceeded, "nothing queued");

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/raw_syscalls.h"
+
 namespace lrpc::net {
 
 using Clock = std::chrono::steady_clock;
@@ -41,7 +43,7 @@ Status SocketEndpoint::send(std::span<const OutDatagram> batch) noexcept {
       m.msg_iov = const_cast<iovec*>(batch[i].iov);
       m.msg_iovlen = batch[i].iovCount;
     }
-    int sent = ::sendmmsg(fd_.get(), msgs, n, 0);
+    int sent = sys::sendmmsg(fd_.get(), msgs, n, 0);
     if (sent < 0) {
       int err = errno;
       if (err == EINTR) continue;
@@ -67,7 +69,7 @@ Result<size_t> SocketReceiver::drain(int fd, DatagramSink& sink) noexcept {
     msgs[i].msg_hdr.msg_name = &names[i];
     msgs[i].msg_hdr.msg_namelen = sizeof names[i];
   }
-  int got = ::recvmmsg(fd, msgs, kBatch, MSG_DONTWAIT, nullptr);
+  int got = sys::recvmmsg(fd, msgs, kBatch, MSG_DONTWAIT);
   if (got < 0) {
     int err = errno;
     if (err == EAGAIN || err == EINTR) return size_t{0};
@@ -93,7 +95,7 @@ Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink, int flags, si
   sockaddr_in name{};
   socklen_t nameLen = sizeof name;
   // MSG_TRUNC: the datagram's real length, so an oversized one is seen and dropped.
-  ssize_t len = ::recvfrom(fd, buffers_.data(), slotBytes_, flags | MSG_TRUNC, reinterpret_cast<sockaddr*>(&name),
+  ssize_t len = sys::recvfrom(fd, buffers_.data(), slotBytes_, flags | MSG_TRUNC, reinterpret_cast<sockaddr*>(&name),
                            &nameLen);
   if (len < 0) {
     int err = errno;

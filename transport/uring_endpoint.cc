@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "transport/log.h"
+#include "transport/raw_syscalls.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -186,7 +187,7 @@ Status UringEndpoint::sendOne(const OutDatagram& d) noexcept {
     }
   }
   for (;;) {
-    ssize_t rc = bytes > sizeof cell ? ::sendmsg(fd_.get(), &msg, 0) : ::sendto(fd_.get(), cell, bytes, 0, toAddr, toLen);
+    ssize_t rc = bytes > sizeof cell ? sys::sendmsg(fd_.get(), &msg, 0) : sys::sendto(fd_.get(), cell, bytes, 0, toAddr, toLen);
     if (rc >= 0) return {};
     if (errno == EINTR) continue;
     if (errno == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
