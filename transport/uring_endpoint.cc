@@ -161,6 +161,11 @@ Status UringEndpoint::arm() noexcept {
   return {};
 }
 
+namespace {
+// Gathering copies the pieces once more, which pays for itself while they are small.
+constexpr size_t kGatherBytes = 512;
+}  // namespace
+
 Status UringEndpoint::sendOne(const OutDatagram& d) noexcept {
   size_t bytes = 0;
   for (uint32_t i = 0; i < d.iovCount; ++i) bytes += d.iov[i].iov_len;
@@ -168,10 +173,10 @@ Status UringEndpoint::sendOne(const OutDatagram& d) noexcept {
   if (!options_.connect) to = toSockaddr(d.to);
   const auto* toAddr = options_.connect ? nullptr : reinterpret_cast<const sockaddr*>(&to);
   const socklen_t toLen = options_.connect ? 0 : sizeof to;
-  // The single-cell path: a datagram of one cell (Null, Add and their replies) is gathered
-  // into one piece and leaves with sendto, which skips sendmsg's copies of the msghdr and
-  // its iovecs; larger ones go with sendmsg straight from their pieces.
-  alignas(64) std::byte cell[kCellBytes];
+  // A small datagram (every single-cell one, and up to kGatherBytes) is gathered into one
+  // piece and leaves with sendto, which skips sendmsg's copies of the msghdr and its iovecs;
+  // larger ones go with sendmsg straight from their pieces.
+  alignas(64) std::byte cell[kGatherBytes];
   msghdr msg{};
   if (bytes > sizeof cell) {
     msg.msg_name = const_cast<sockaddr*>(toAddr);
