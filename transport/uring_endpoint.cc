@@ -176,23 +176,24 @@ Status UringEndpoint::sendOne(const OutDatagram& d) noexcept {
   // A small datagram (every single-cell one, and up to kGatherBytes) is gathered into one
   // piece and leaves with sendto, which skips sendmsg's copies of the msghdr and its iovecs;
   // larger ones go with sendmsg straight from their pieces.
-  alignas(64) std::byte cell[kGatherBytes];
+  alignas(64) std::byte gathered[kGatherBytes];
+  const bool gather = bytes <= sizeof gathered;
   msghdr msg{};
-  if (bytes > sizeof cell) {
+  if (gather) {
+    size_t at = 0;
+    for (uint32_t i = 0; i < d.iovCount; ++i) {
+      // An empty piece may have a null base, which memcpy may not be given even for 0 bytes.
+      if (d.iov[i].iov_len != 0) std::memcpy(gathered + at, d.iov[i].iov_base, d.iov[i].iov_len);
+      at += d.iov[i].iov_len;
+    }
+  } else {
     msg.msg_name = const_cast<sockaddr*>(toAddr);
     msg.msg_namelen = toLen;
     msg.msg_iov = const_cast<iovec*>(d.iov);
     msg.msg_iovlen = d.iovCount;
-  } else {
-    size_t at = 0;
-    for (uint32_t i = 0; i < d.iovCount; ++i) {
-      // An empty piece may have a null base, which memcpy may not be given even for 0 bytes.
-      if (d.iov[i].iov_len != 0) std::memcpy(cell + at, d.iov[i].iov_base, d.iov[i].iov_len);
-      at += d.iov[i].iov_len;
-    }
   }
   for (;;) {
-    ssize_t rc = bytes > sizeof cell ? sys::sendmsg(fd_.get(), &msg, 0) : sys::sendto(fd_.get(), cell, bytes, 0, toAddr, toLen);
+    ssize_t rc = gather ? sys::sendto(fd_.get(), gathered, bytes, 0, toAddr, toLen) : sys::sendmsg(fd_.get(), &msg, 0);
     if (rc >= 0) return {};
     if (errno == EINTR) continue;
     if (errno == ECONNREFUSED) return Status(Errc::kPeerDied, "peer port unreachable");
