@@ -17,7 +17,7 @@ namespace lrpc::net::sys {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define LRPC_SOCKET_WRAPPERS 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define LRPC_SOCKET_WRAPPERS 1
 #endif
 #endif
