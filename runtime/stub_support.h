@@ -192,7 +192,8 @@ class Binding {
 // in this order, on a RemoteCall or a LocalCall:
 //   status()        why the call could not start (no A-stack, dead peer), else ok
 //   args()          the fixed argument part, argsSize bytes, zeroed
-//   argTail(n)      reserve n contiguous tail bytes (at most once per call)
+//   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
+//                   contents are unspecified: generated code writes every byte, gaps included
 //   invoke()        transfer control and wait for the result or an error
 //   results()       the fixed result part, resultsSize bytes (valid after an ok invoke)
 //   resultTail()    the result tail as the server wrote it (bounded, but unchecked content)
@@ -227,7 +228,7 @@ class RemoteCall {
     if (desc_->argsSize + n > request_.capacity() && binding_.channel != nullptr) {
       binding_.channel->lend(request_, desc_->argsSize + n);
     }
-    if (Status s = request_.resize(desc_->argsSize + n); !s.isOk()) return s;
+    if (Status s = request_.resizeForOverwrite(desc_->argsSize + n); !s.isOk()) return s;
     return std::span<std::byte>(request_.data() + desc_->argsSize, n);
   }
   // Copies one value of the argument tail into place (see LocalCall::copyTail).
@@ -266,7 +267,8 @@ class ServerCall {
   // path does not clear it): generated code writes every field.
   std::byte* results() noexcept { return results_; }
   // Reserves n contiguous bytes of result tail (at most once per call): inline in the
-  // A-stack or message when it fits, else in an out-of-band segment.
+  // A-stack or message when it fits, else in an out-of-band segment. Their old contents are
+  // unspecified: generated code writes every byte, the alignment gaps included.
   virtual Result<std::span<std::byte>> resultTail(size_t n) noexcept = 0;
   // Waits until the first `end` bytes of the argument tail are final: a same-host client may
   // still be writing a large tail while the handler's copy-out runs (LocalCall::copyTail).

@@ -285,11 +285,18 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
     out += I + "auto reserved_ = " + spec.reserveTail + "(static_cast<size_t>(tailBytes_));\n";
     out += I + "if (!reserved_.isOk()) return reserved_.status();\n";
     out += I + "std::byte* t_ = reserved_->data();\n";
+    std::string end;  // where the previous value ends; empty before the first
     for (const auto& f : fields) {
       if (!isVariable(f.type.kind)) continue;
       const std::string v = valueOf(f);
       const std::string at = f.name + "At_";
       Type e = elemOf(f.type);
+      // A reserved tail is not zeroed (a large one would be written twice): the alignment
+      // gap before each value is, so no stale byte of a reused buffer goes out.
+      if (!end.empty()) {
+        out += I + "if (" + at + " != " + end + ") std::memset(t_ + " + end + ", 0, " + at + " - (" + end + "));\n";
+      }
+      end = at + " + " + f.name + "Bytes_";
       if (f.type.kind == Kind::kList && isVariable(e.kind)) {
         out += I + "{\n";
         out += I + "  uint64_t at_ = " + at + " + uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";

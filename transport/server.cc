@@ -42,11 +42,11 @@ class UdpServer::Call final : public ServerCall {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
     if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
     size_t total = fixedBytes_ + n;
-    // Emptied first: every byte of the new reply starts zeroed, as a fresh tail does, and a
-    // lent buffer then takes over no stale bytes.
+    // Emptied first, so that a lent buffer takes over no bytes; not zeroed: the generated
+    // code writes the whole tail, and execute() the fixed part.
     (void)reply_.resize(0);
     if (total > reply_.capacity()) shelf_.lend(reply_, total);
-    if (Status s = reply_.resize(total); !s.isOk()) return s;
+    if (Status s = reply_.resizeForOverwrite(total); !s.isOk()) return s;
     reserved_ = true;
     return reply_.span().subspan(fixedBytes_);
   }

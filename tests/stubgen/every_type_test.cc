@@ -3,6 +3,7 @@
 // interface on its own and through Everything (multiple inheritance, flattened PDL).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -182,6 +183,30 @@ TEST(EveryType, TextAndData) {
   std::memcpy(&d, req.data() + 16, sizeof d);
   EXPECT_EQ(d.offset, 8u);
   EXPECT_EQ(d.length, 2u);
+}
+
+// Tails are reserved without zeroing (a large value would be written twice), in storage an
+// earlier call may have left full of bytes (the double lends and reserves kStale bytes): the
+// alignment gap between two values must still go out as zeros, both ways.
+TEST(EveryType, TailGapsAreZeroedInReusedStorage) {
+  Harness<Blobs> h;
+  std::vector<std::byte> reply;
+  h.bound.channel->tamperReply = [&](MessageBuffer& r) { reply.assign(r.data(), r.data() + r.size()); };
+  const std::vector<uint8_t> d(600, 7);  // past the inline room, so the tail is lent storage
+  auto m = h.client.mixed(3, "abc", true, d, 100);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->t, "abc");
+  EXPECT_EQ(m->d, d);
+  const ProcedureDescriptor& pd = Blobs::kDescriptor.procedures[Blobs::kMixed];
+  const auto& req = h.bound.channel->lastRequest;
+  ASSERT_EQ(req.size(), pd.argsSize + 8 + d.size());
+  ASSERT_EQ(reply.size(), pd.resultsSize + 8 + d.size());
+  for (size_t i = 3; i < 8; ++i) {
+    EXPECT_EQ(req[pd.argsSize + i], std::byte{0}) << "request gap byte " << i;
+    EXPECT_EQ(reply[pd.resultsSize + i], std::byte{0}) << "reply gap byte " << i;
+  }
+  EXPECT_EQ(std::count(req.begin(), req.end(), kStale), 0);
+  EXPECT_EQ(std::count(reply.begin(), reply.end(), kStale), 0);
 }
 
 TEST(EveryType, MaxBytesIsEnforcedOnBothSides) {

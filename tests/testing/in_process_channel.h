@@ -17,6 +17,9 @@
 
 namespace lrpc::testing {
 
+// What the double's reused storage holds before the generated code writes it (see lend()).
+inline constexpr std::byte kStale{0xEE};
+
 // A ServerCall over caller-owned argument bytes, with private result storage. Results are
 // kept apart from the result tail so that reserving the tail never moves results().
 class BufferServerCall final : public ServerCall {
@@ -32,7 +35,8 @@ class BufferServerCall final : public ServerCall {
     if (n > maxResultTail_) return Status(Errc::kResourceExhausted, "result tail too large");
     tailTaken_ = true;
     try {
-      tail.resize(n);
+      // Stale bytes, as a reused reply buffer holds: the generated code must write them all.
+      tail.assign(n, kStale);
     } catch (const std::bad_alloc&) {
       return Status(Errc::kResourceExhausted, "result tail allocation failed");
     }
@@ -74,6 +78,15 @@ class InProcessChannel final : public CallChannel {
     } catch (const std::bad_alloc&) {
       return Status(Errc::kResourceExhausted, "in-process channel out of memory");
     }
+  }
+
+  // Storage as a channel that keeps buffers between calls lends it: full of an earlier
+  // call's bytes (kStale), which the generated code must overwrite, gaps included.
+  void lend(MessageBuffer& buffer, size_t bytes) noexcept override {
+    std::unique_ptr<std::byte[]> storage(new (std::nothrow) std::byte[bytes]);
+    if (!storage) return;
+    std::memset(storage.get(), static_cast<int>(kStale), bytes);
+    buffer.adoptHeap(std::move(storage), bytes);
   }
 
   int calls = 0;

@@ -333,6 +333,7 @@ template <class Call>
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
   if (textBytes_ != 0) call_.copyTail(t_ + textAt_, text.data(), textBytes_);
+  if (tagsAt_ != textAt_ + textBytes_) std::memset(t_ + textAt_ + textBytes_, 0, tagsAt_ - (textAt_ + textBytes_));
   {
     uint64_t at_ = tagsAt_ + uint64_t{sizeof(::lrpc::VarRef)} * tags.size();
     for (size_t i_ = 0; i_ < tags.size(); ++i_) {
