@@ -149,15 +149,74 @@ class MessageBuffer {
   size_t capacity_ = kInline;
 };
 
+// A request on its way out: `bytes`, except that [borrowAt, borrowAt + borrowed.size()) is
+// read from `borrowed`, one large argument value where the caller keeps it (RemoteCall
+// borrows it instead of copying it; the kernel's copy into the datagrams is then the only one).
+// Everything it names stays valid and unchanged until CallChannel::call returns.
+class OutMessage {
+ public:
+  // At most three pieces: before the borrowed range, in it, after it.
+  struct Pieces {
+    std::span<const std::byte> at[3];
+    uint32_t count = 0;
+  };
+
+  // Implicit: a plain frame is a message that borrows nothing.
+  OutMessage(std::span<const std::byte> bytes) noexcept : bytes_(bytes) {}
+  // `borrowed` must lie inside `bytes`' extent: borrowAt + borrowed.size() <= bytes.size().
+  OutMessage(std::span<const std::byte> bytes, size_t borrowAt, std::span<const std::byte> borrowed) noexcept
+      : bytes_(bytes), borrowAt_(borrowAt), borrowed_(borrowed) {}
+
+  size_t size() const noexcept { return bytes_.size(); }
+  bool borrows() const noexcept { return !borrowed_.empty(); }
+  // The message's bytes in one span, for one that borrows nothing.
+  std::span<const std::byte> plain() const noexcept { return bytes_; }
+  // The bytes [offset, offset + n) (clipped to size()) as pieces in order.
+  Pieces pieces(size_t offset, size_t n) const noexcept {
+    Pieces p;
+    if (offset >= size() || n == 0) return p;
+    const size_t end = offset + (n < size() - offset ? n : size() - offset);
+    if (borrowed_.empty()) {
+      p.at[p.count++] = bytes_.subspan(offset, end - offset);
+      return p;
+    }
+    const size_t from = borrowAt_, to = borrowAt_ + borrowed_.size();
+    if (offset < from) p.at[p.count++] = bytes_.subspan(offset, (end < from ? end : from) - offset);
+    if (offset < to && end > from) {
+      size_t a = offset > from ? offset : from, b = end < to ? end : to;
+      p.at[p.count++] = borrowed_.subspan(a - from, b - a);
+    }
+    if (end > to) {
+      size_t a = offset > to ? offset : to;
+      p.at[p.count++] = bytes_.subspan(a, end - a);
+    }
+    return p;
+  }
+  // Copies the bytes [offset, offset + n) (clipped) to `out`; returns how many.
+  size_t copy(size_t offset, size_t n, std::byte* out) const noexcept {
+    size_t done = 0;
+    Pieces p = pieces(offset, n);
+    for (uint32_t i = 0; i < p.count; ++i) {
+      std::memcpy(out + done, p.at[i].data(), p.at[i].size());
+      done += p.at[i].size();
+    }
+    return done;
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  size_t borrowAt_ = 0;
+  std::span<const std::byte> borrowed_;
+};
+
 // A message-passing path for calls: the network transport, or an in-process channel in
 // tests. `request` is the argument frame (fixed part then tail); on success `reply` holds the
 // result frame (fixed part then tail). Errors, including a handler's, come back as the Status.
 class CallChannel {
  public:
   virtual ~CallChannel() = default;
-  virtual Status call(const InterfaceDescriptor& iface, uint32_t procedure,
-                      std::span<const std::byte> request, MessageBuffer& reply,
-                      const CallOptions& options) noexcept = 0;
+  virtual Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
+                      MessageBuffer& reply, const CallOptions& options) noexcept = 0;
   // Optional buffer reuse between calls: lend() gives `buffer` kept storage of at least
   // `bytes` (its bytes so far move along) if the channel has some, recycle() takes a finished
   // call's storage back. By default nothing is kept.
@@ -231,10 +290,23 @@ class RemoteCall {
     if (Status s = request_.resizeForOverwrite(desc_->argsSize + n); !s.isOk()) return s;
     return std::span<std::byte>(request_.data() + desc_->argsSize, n);
   }
-  // Copies one value of the argument tail into place (see LocalCall::copyTail).
-  void copyTail(std::byte* dst, const void* src, size_t n) noexcept { std::memcpy(dst, src, n); }
+  // Copies one value of the argument tail into place, or, for the first value of at least
+  // kBorrowBytes, notes where it is: the channel then sends it from the caller's memory
+  // (OutMessage), and a megabyte argument is not copied once more before its first datagram
+  // leaves. One per call: a datagram (at most 64 KiB) then spans at most two pieces.
+  static constexpr size_t kBorrowBytes = size_t{64} << 10;
+  void copyTail(std::byte* dst, const void* src, size_t n) noexcept {
+    if (n >= kBorrowBytes && borrowed_.empty()) {
+      borrowAt_ = static_cast<size_t>(dst - request_.data());
+      borrowed_ = {static_cast<const std::byte*>(src), n};
+      return;
+    }
+    std::memcpy(dst, src, n);
+  }
   Status invoke() noexcept {
-    Status s = binding_.channel->call(*binding_.iface, procedure_, request_.span(), reply_, options_);
+    const OutMessage request = borrowed_.empty() ? OutMessage(request_.span())
+                                                 : OutMessage(request_.span(), borrowAt_, borrowed_);
+    Status s = binding_.channel->call(*binding_.iface, procedure_, request, reply_, options_);
     if (!s.isOk()) return s;
     if (reply_.size() < desc_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
     return s;
@@ -250,8 +322,10 @@ class RemoteCall {
   CallOptions options_;
   const ProcedureDescriptor* desc_ = nullptr;
   Status status_;
-  MessageBuffer request_;
+  MessageBuffer request_;  // the frame; the borrowed range in it is left unwritten
   MessageBuffer reply_;
+  size_t borrowAt_ = 0;
+  std::span<const std::byte> borrowed_;  // the caller's value (copyTail)
 };
 
 // What the server side hands a generated dispatch function for one call. The argument

@@ -688,7 +688,7 @@ FileText emitFile(const FileModel& f) {
     c += "class RejectingChannel final : public ::lrpc::CallChannel {\n";
     c += " public:\n";
     c += "  explicit RejectingChannel(std::string why) : why_(std::move(why)) {}\n";
-    c += "  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, std::span<const std::byte>,\n";
+    c += "  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, const ::lrpc::OutMessage&,\n";
     c += "                      ::lrpc::MessageBuffer&, const ::lrpc::CallOptions&) noexcept override {\n";
     c += "    return ::lrpc::Status(::lrpc::Errc::kBindingRejected, why_);\n";
     c += "  }\n\n";

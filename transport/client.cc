@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 struct UdpChannel::Pending {
   uint32_t seq = 0;
   uint16_t procedure = 0;
-  std::span<const std::byte> request;
+  OutMessage request{std::span<const std::byte>()};
   MessageBuffer* reply = nullptr;
   bool done = false;
   Status status;
@@ -175,7 +175,7 @@ UdpChannel::Stats UdpChannel::stats() const {
   return stats_;
 }
 
-Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
+Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
                         MessageBuffer& reply, const CallOptions& options) noexcept {
   (void)iface;
   if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
@@ -202,7 +202,8 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, st
     slots_[p.seq % window_] = &p;
     ++live_;
     ++stats_.calls;
-    p.fragmented = request.size() > fragmentBytes_;
+    // A request that borrows (RemoteCall::kBorrowBytes or more) never fits one datagram.
+    p.fragmented = request.size() > fragmentBytes_ || request.borrows();
     if (p.fragmented) p.sender.reset(request, fragmentBytes_, options_.fragmentWindow);
     p.rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
     // The clock is read once the request is out, not before: the timers run only under mu_,
@@ -286,7 +287,8 @@ void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
   h.total = static_cast<uint32_t>(p.request.size());
   if (!p.fragmented) {
     if (kHeaderBytes + p.request.size() <= kCellBytes) h.flags |= kFlagSingleCell;
-    OutDatagram d{server_, {{&h, sizeof h}, {const_cast<std::byte*>(p.request.data()), p.request.size()}}, 2};
+    std::span<const std::byte> body = p.request.plain();  // it borrows nothing (call())
+    OutDatagram d{server_, {{&h, sizeof h}, {const_cast<std::byte*>(body.data()), body.size()}}, 2};
     Status s = endpoint_->send({&d, 1});
     if (s.code() == Errc::kPeerDied) finish(p, Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
     return;

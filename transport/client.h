@@ -57,8 +57,8 @@ class UdpChannel final : public CallChannel {
                                                   const ClientOptions& options = {});
   ~UdpChannel() override;
 
-  Status call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
-              MessageBuffer& reply, const CallOptions& options) noexcept override;
+  Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
+              const CallOptions& options) noexcept override;
   void lend(MessageBuffer& buffer, size_t bytes) noexcept override;
   void recycle(MessageBuffer& buffer) noexcept override;
 

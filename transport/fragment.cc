@@ -6,7 +6,10 @@
 
 namespace lrpc::net {
 
-void FragmentSender::reset(std::span<const std::byte> message, size_t fragmentBytes, uint32_t window) {
+// A fragment shorter than a borrowed range can hold at most one of its two edges.
+static_assert(RemoteCall::kBorrowBytes > kMaxDatagramLimit - kHeaderBytes);
+
+void FragmentSender::reset(const OutMessage& message, size_t fragmentBytes, uint32_t window) {
   message_ = message;
   fragmentBytes_ = fragmentBytes;
   window_ = std::max<uint32_t>(1, std::min(window, kAckBits));
@@ -17,9 +20,8 @@ void FragmentSender::reset(std::span<const std::byte> message, size_t fragmentBy
   fastResent_.reset(acked_.count());
 }
 
-std::span<const std::byte> FragmentSender::fragment(uint32_t i) const noexcept {
-  size_t off = size_t{i} * fragmentBytes_;
-  return message_.subspan(off, std::min(fragmentBytes_, message_.size() - off));
+OutMessage::Pieces FragmentSender::fragment(uint32_t i) const noexcept {
+  return message_.pieces(size_t{i} * fragmentBytes_, fragmentBytes_);
 }
 
 void FragmentSender::takeNew(std::vector<uint32_t>& out) {

@@ -54,14 +54,16 @@ class FragmentSet {
 class FragmentSender {
  public:
   // `message` must outlive the sender (it is the caller's request or the cached reply).
-  void reset(std::span<const std::byte> message, size_t fragmentBytes, uint32_t window);
+  void reset(const OutMessage& message, size_t fragmentBytes, uint32_t window);
   uint32_t count() const noexcept { return acked_.count(); }
   bool complete() const noexcept { return acked_.size() == acked_.count(); }
   // Every fragment inside the window has been sent: nothing more goes out until an ack.
   bool windowFull() const noexcept {
     return next_ >= acked_.count() || uint64_t{next_} >= uint64_t{base_} + window_;
   }
-  std::span<const std::byte> fragment(uint32_t i) const noexcept;
+  // Fragment i's bytes: one piece, or two where it straddles an edge of the borrowed range
+  // (never three: the range is longer than any fragment, see kBorrowBytes in fragment.cc).
+  OutMessage::Pieces fragment(uint32_t i) const noexcept;
 
   // Appends the fragments that may go out now (never sent, inside the window).
   void takeNew(std::vector<uint32_t>& out);
@@ -79,7 +81,7 @@ class FragmentSender {
   bool onAck(const AckBody& ack) noexcept;
 
  private:
-  std::span<const std::byte> message_;
+  OutMessage message_{std::span<const std::byte>()};
   size_t fragmentBytes_ = 0;
   uint32_t window_ = 0;
   uint32_t base_ = 0;  // lowest unacknowledged fragment

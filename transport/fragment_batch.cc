@@ -1,5 +1,7 @@
 #include "transport/fragment_batch.h"
 
+#include <iterator>
+
 namespace lrpc::net {
 
 Status FragmentBatch::send(Endpoint& endpoint, NetAddress to, const PacketHeader& header,
@@ -13,10 +15,15 @@ Status FragmentBatch::send(Endpoint& endpoint, NetAddress to, const PacketHeader
     return Status(Errc::kResourceExhausted, "fragment batch");
   }
   for (size_t i = 0; i < frags.size(); ++i) {
-    std::span<const std::byte> bytes = sender.fragment(frags[i]);
     headers_[i] = header;
     headers_[i].fragment = frags[i];
-    out_[i] = OutDatagram{to, {{&headers_[i], sizeof header}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}, 2};
+    OutDatagram& d = out_[i];
+    d = OutDatagram{to, {{&headers_[i], sizeof header}}, 1};
+    // One piece, or two at an edge of a borrowed argument (FragmentSender::fragment).
+    OutMessage::Pieces bytes = sender.fragment(frags[i]);
+    for (uint32_t k = 0; k < bytes.count && d.iovCount < std::size(d.iov); ++k) {
+      d.iov[d.iovCount++] = {const_cast<std::byte*>(bytes.at[k].data()), bytes.at[k].size()};
+    }
   }
   // The sender waits for an ack after this batch: ask for one, in case the receiver's own
   // ack interval is longer than our window.

@@ -361,7 +361,7 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
   h.flags |= kFlagFragment;
   if (!slot.fragmentedReply) {
     slot.fragmentedReply = true;
-    slot.sender.reset(slot.reply.span(), s.fragmentBytes, options_.fragmentWindow);
+    slot.sender.reset(std::as_const(slot.reply).span(), s.fragmentBytes, options_.fragmentWindow);
     resend = Resend::kNone;
   }
   scratch_.clear();

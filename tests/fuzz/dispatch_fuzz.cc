@@ -22,7 +22,7 @@ using lrpc::testing::Everything;
 class ReplayChannel final : public lrpc::CallChannel {
  public:
   explicit ReplayChannel(std::span<const std::byte> reply) : reply_(reply) {}
-  lrpc::Status call(const lrpc::InterfaceDescriptor&, uint32_t, std::span<const std::byte>, lrpc::MessageBuffer& reply,
+  lrpc::Status call(const lrpc::InterfaceDescriptor&, uint32_t, const lrpc::OutMessage&, lrpc::MessageBuffer& reply,
                     const lrpc::CallOptions&) noexcept override {
     if (lrpc::Status s = reply.resize(reply_.size()); !s.isOk()) return s;
     if (!reply_.empty()) std::memcpy(reply.data(), reply_.data(), reply_.size());

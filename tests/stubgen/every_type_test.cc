@@ -209,6 +209,33 @@ TEST(EveryType, TailGapsAreZeroedInReusedStorage) {
   EXPECT_EQ(std::count(reply.begin(), reply.end(), kStale), 0);
 }
 
+// A large argument is not copied into the request: the channel sends it from the caller's
+// memory (RemoteCall::kBorrowBytes). Only the first such value of a call is borrowed; the
+// server sees the same frame either way.
+TEST(EveryType, LargeArgumentsAreBorrowedNotCopied) {
+  Harness<Blobs> h;
+  std::vector<uint8_t> big(RemoteCall::kBorrowBytes + 5);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7 + 1);
+  auto r = h.client.data(big);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_TRUE(h.bound.channel->lastBorrowed);
+  EXPECT_EQ(*r, big);
+  // Below the threshold it is copied as before.
+  std::vector<uint8_t> small(RemoteCall::kBorrowBytes - 1, 3);
+  r = h.client.data(small);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_FALSE(h.bound.channel->lastBorrowed);
+  EXPECT_EQ(*r, small);
+  // Two large values: the first (the Text) is borrowed, the Data copied; both arrive intact.
+  std::string text(RemoteCall::kBorrowBytes + 3, 'q');
+  auto m = h.client.mixed(1, text, false, big, 2);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_TRUE(h.bound.channel->lastBorrowed);
+  EXPECT_EQ(m->t, text);
+  EXPECT_EQ(m->d, big);
+  EXPECT_EQ(m->count, 1u + text.size() + big.size() + 2u);
+}
+
 TEST(EveryType, MaxBytesIsEnforcedOnBothSides) {
   Harness<Blobs> h;
   auto ok = h.client.limited(std::string(16, 'x'));

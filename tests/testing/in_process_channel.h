@@ -56,14 +56,16 @@ class InProcessChannel final : public CallChannel {
  public:
   explicit InProcessChannel(void* server) noexcept : server_(server) {}
 
-  Status call(const InterfaceDescriptor& iface, uint32_t procedure, std::span<const std::byte> request,
-              MessageBuffer& reply, const CallOptions&) noexcept override {
+  Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
+              const CallOptions&) noexcept override {
     ++calls;
     if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "procedure out of range");
     const ProcedureDescriptor& d = iface.procedures[procedure];
     try {
       // The server gets its own copy, as a network receive would give it.
-      lastRequest.assign(request.begin(), request.end());
+      lastRequest.resize(request.size());
+      request.copy(0, request.size(), lastRequest.data());
+      lastBorrowed = request.borrows();
       if (tamperRequest) tamperRequest(lastRequest);
       if (lastRequest.size() < d.argsSize) return Status(Errc::kBadFrame, "request shorter than its fixed part");
       std::span<const std::byte> in(lastRequest);
@@ -90,6 +92,7 @@ class InProcessChannel final : public CallChannel {
   }
 
   int calls = 0;
+  bool lastBorrowed = false;  // the last request sent a value from the caller's memory
   std::vector<std::byte> lastRequest;                          // after tamperRequest
   std::function<void(std::vector<std::byte>&)> tamperRequest;  // may change or resize the request
   std::function<void(MessageBuffer&)> tamperReply;              // may change or resize the reply

@@ -14,6 +14,13 @@
 namespace lrpc::net {
 namespace {
 
+// A fragment's pieces in one buffer, as the datagram carries them.
+std::vector<std::byte> bytesOf(const OutMessage::Pieces& p) {
+  std::vector<std::byte> out;
+  for (uint32_t i = 0; i < p.count; ++i) out.insert(out.end(), p.at[i].begin(), p.at[i].end());
+  return out;
+}
+
 std::vector<std::byte> packet(PacketHeader h, std::span<const std::byte> payload) {
   std::vector<std::byte> out(sizeof h + payload.size());
   std::memcpy(out.data(), &h, sizeof h);
@@ -149,7 +156,7 @@ TEST(Fragments, TransferUnderLossAndReorder) {
   std::vector<std::byte> msg(100000);
   for (auto& b : msg) b = std::byte(rng());
   FragmentSender sender;
-  sender.reset(msg, 1000, 16);
+  sender.reset(std::span<const std::byte>(msg), 1000, 16);
   MessageBuffer dest;
   Reassembly reasm;
   ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), 1000, dest).isOk());
@@ -167,7 +174,7 @@ TEST(Fragments, TransferUnderLossAndReorder) {
       PacketHeader h = request(static_cast<uint32_t>(msg.size()));
       h.flags = kFlagFragment;
       h.fragment = f;
-      ASSERT_TRUE(reasm.accept(h, sender.fragment(f)).isOk());
+      ASSERT_TRUE(reasm.accept(h, bytesOf(sender.fragment(f))).isOk());
     }
     sender.onAck(reasm.ack());
   }
@@ -175,6 +182,59 @@ TEST(Fragments, TransferUnderLossAndReorder) {
   EXPECT_TRUE(sender.complete());
   EXPECT_EQ(std::memcmp(dest.data(), msg.data(), msg.size()), 0);
   EXPECT_LT(sent, 100u * 2);  // selective: far from resending everything every time
+}
+
+// A request that borrows a large argument (RemoteCall::copyTail) goes out as the frame's
+// bytes with the borrowed range read from the caller's memory: each fragment is one piece or,
+// at an edge of the range, two, and the receiver reassembles exactly the message the frame
+// would hold with the value copied in. The frame's own bytes in the range are never sent.
+TEST(Fragments, BorrowedRangeIsSentFromTheCallersMemory) {
+  std::mt19937 rng(5);
+  const size_t kFrag = 1000;
+  std::vector<std::byte> frame(40 + 70000 + 13, std::byte{0xEE});  // 0xEE: never sent
+  std::vector<std::byte> value(70000);
+  for (auto& b : value) b = std::byte(rng() | 1);
+  for (size_t i = 0; i < 40; ++i) frame[i] = std::byte(i);
+  for (size_t i = 0; i < 13; ++i) frame[40 + value.size() + i] = std::byte(100 + i);
+  const OutMessage message(frame, 40, value);
+  std::vector<std::byte> expected(frame);
+  std::memcpy(expected.data() + 40, value.data(), value.size());
+
+  std::vector<std::byte> flat(message.size());
+  ASSERT_EQ(message.copy(0, message.size(), flat.data()), message.size());
+  EXPECT_EQ(flat, expected);
+  EXPECT_EQ(message.pieces(message.size(), 5).count, 0u);
+  EXPECT_EQ(message.pieces(30, 0).count, 0u);
+  OutMessage::Pieces all = message.pieces(0, SIZE_MAX);
+  ASSERT_EQ(all.count, 3u);
+  EXPECT_EQ(all.at[1].data(), value.data());
+
+  FragmentSender sender;
+  sender.reset(message, kFrag, 16);
+  MessageBuffer dest;
+  Reassembly reasm;
+  ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(message.size()), kFrag, dest).isOk());
+  std::vector<uint32_t> out;
+  for (int round = 0; round < 1000 && !reasm.complete(); ++round) {
+    out.clear();
+    if (round % 5 == 4) sender.takeMissing(out);
+    sender.takeHoles(out);
+    sender.takeNew(out);
+    for (uint32_t f : out) {
+      OutMessage::Pieces p = sender.fragment(f);
+      ASSERT_GE(p.count, 1u);
+      ASSERT_LE(p.count, 2u);  // a datagram has room for the header and two pieces
+      if (rng() % 8 == 0) continue;  // lost: resent from the caller's memory again
+      PacketHeader h = request(static_cast<uint32_t>(message.size()));
+      h.flags = kFlagFragment;
+      h.fragment = f;
+      ASSERT_TRUE(reasm.accept(h, bytesOf(p)).isOk());
+    }
+    sender.onAck(reasm.ack());
+  }
+  ASSERT_TRUE(reasm.complete());
+  ASSERT_EQ(dest.size(), expected.size());
+  EXPECT_EQ(std::memcmp(dest.data(), expected.data(), expected.size()), 0);
 }
 
 TEST(Fragments, ReassemblyRejectsWrongGeometry) {
@@ -206,7 +266,7 @@ TEST(Fragments, ReassemblyRejectsWrongGeometry) {
 TEST(Fragments, AckForUnsentFragmentsIsIgnored) {
   std::vector<std::byte> msg(10000);
   FragmentSender s;
-  s.reset(msg, 1000, 4);
+  s.reset(std::span<const std::byte>(msg), 1000, 4);
   std::vector<uint32_t> out;
   s.takeNew(out);
   ASSERT_EQ(out.size(), 4u);
@@ -227,7 +287,7 @@ TEST(Fragments, AckBitmapSpansTheLargestWindow) {
   std::vector<std::byte> msg(kFrag * 3000);
   for (size_t i = 0; i < msg.size(); ++i) msg[i] = std::byte(i * 7);
   FragmentSender sender;
-  sender.reset(msg, kFrag, kAckBits);
+  sender.reset(std::span<const std::byte>(msg), kFrag, kAckBits);
   MessageBuffer dest;
   Reassembly reasm;
   ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), kFrag, dest).isOk());
@@ -238,7 +298,7 @@ TEST(Fragments, AckBitmapSpansTheLargestWindow) {
     PacketHeader h = request(static_cast<uint32_t>(msg.size()));
     h.flags = kFlagFragment;
     h.fragment = f;
-    ASSERT_TRUE(reasm.accept(h, sender.fragment(f)).isOk());
+    ASSERT_TRUE(reasm.accept(h, bytesOf(sender.fragment(f))).isOk());
   };
   for (uint32_t f : out) {
     if (f != 0) deliver(f);
@@ -267,7 +327,7 @@ TEST(Fragments, AckBitmapSpansTheLargestWindow) {
 TEST(Fragments, TimeoutResendIsBounded) {
   std::vector<std::byte> msg(100 * 2000);
   FragmentSender sender;
-  sender.reset(msg, 100, 1024);
+  sender.reset(std::span<const std::byte>(msg), 100, 1024);
   std::vector<uint32_t> out;
   sender.takeNew(out);
   ASSERT_EQ(out.size(), 1024u);
@@ -328,7 +388,7 @@ TEST(Fragments, FullWindowAsksForAnAckNow) {
   std::unique_ptr<Endpoint> to = net->open();
   std::vector<std::byte> msg(100 * 40);
   FragmentSender sender;
-  sender.reset(msg, 100, 16);
+  sender.reset(std::span<const std::byte>(msg), 100, 16);
   std::vector<uint32_t> frags;
   sender.takeNew(frags);
   ASSERT_EQ(frags.size(), 16u);
@@ -345,7 +405,7 @@ TEST(Fragments, FullWindowAsksForAnAckNow) {
   Reassembly r;
   ASSERT_TRUE(r.begin(static_cast<uint32_t>(msg.size()), 100, dest, ackEvery(1024)).isOk());  // acks every 256
   for (size_t i = 0; i < seen.size(); ++i) {
-    ASSERT_TRUE(r.accept(seen[i], sender.fragment(seen[i].fragment)).isOk());
+    ASSERT_TRUE(r.accept(seen[i], bytesOf(sender.fragment(seen[i].fragment))).isOk());
     EXPECT_EQ(r.ackDue(), i + 1 == seen.size()) << i;
   }
   r.acked();
@@ -354,13 +414,13 @@ TEST(Fragments, FullWindowAsksForAnAckNow) {
   // A message that ends inside the window asks too (the sender waits for the ack that
   // completes it); a sender that has not sent its window yet is not full.
   FragmentSender wide;
-  wide.reset(msg, 100, 64);
+  wide.reset(std::span<const std::byte>(msg), 100, 64);
   std::vector<uint32_t> some;
   wide.takeNew(some);
   EXPECT_TRUE(wide.windowFull());  // 40 fragments, all sent: the message ends here
   FragmentSender roomy;
   std::vector<std::byte> big(100 * 200);
-  roomy.reset(big, 100, 64);
+  roomy.reset(std::span<const std::byte>(big), 100, 64);
   EXPECT_FALSE(roomy.windowFull());
 }
 

@@ -13,7 +13,7 @@ namespace {
 class RejectingChannel final : public ::lrpc::CallChannel {
  public:
   explicit RejectingChannel(std::string why) : why_(std::move(why)) {}
-  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, std::span<const std::byte>,
+  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, const ::lrpc::OutMessage&,
                       ::lrpc::MessageBuffer&, const ::lrpc::CallOptions&) noexcept override {
     return ::lrpc::Status(::lrpc::Errc::kBindingRejected, why_);
   }
