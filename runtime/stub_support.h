@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -328,6 +329,31 @@ class RemoteCall {
   std::span<const std::byte> borrowed_;  // the caller's value (copyTail)
 };
 
+// A handler's result value whose storage the server path took over instead of copying it
+// (ServerCall::moveResultTail): the reply's bytes in that range are read from here.
+class KeptResult {
+ public:
+  virtual ~KeptResult() = default;
+  std::span<const std::byte> bytes() const noexcept { return bytes_; }
+
+ protected:
+  std::span<const std::byte> bytes_;
+};
+
+namespace detail {
+// Owns a moved-in std::string or std::vector and names its bytes.
+template <class C>
+class KeptValue final : public KeptResult {
+ public:
+  explicit KeptValue(C&& value) noexcept : value_(std::move(value)) {
+    bytes_ = std::as_bytes(std::span(value_.data(), value_.size()));
+  }
+
+ private:
+  C value_;
+};
+}  // namespace detail
+
 // What the server side hands a generated dispatch function for one call. The argument
 // spans may alias memory the client can still write: copy before checking or using.
 class ServerCall {
@@ -344,6 +370,24 @@ class ServerCall {
   // A-stack or message when it fits, else in an out-of-band segment. Their old contents are
   // unspecified: generated code writes every byte, the alignment gaps included.
   virtual Result<std::span<std::byte>> resultTail(size_t n) noexcept = 0;
+  // Writes one result value (a std::string or std::vector from the handler's results) to
+  // `dst` in the reserved tail. On a path that sends the reply from memory it keeps (the
+  // network), the first value of at least kKeepBytes is instead moved out of the results and
+  // kept: its bytes then leave from the handler's own storage, not from a copy. Either way
+  // the reply carries the same bytes; a moved-from value is left empty.
+  static constexpr size_t kKeepBytes = RemoteCall::kBorrowBytes;
+  template <class C>
+  void moveResultTail(std::byte* dst, C& value) noexcept {
+    const size_t n = value.size() * sizeof(typename C::value_type);
+    if (n >= kKeepBytes && keepsResults()) {
+      std::unique_ptr<KeptResult> kept(new (std::nothrow) detail::KeptValue<C>(std::move(value)));
+      if (kept) {
+        keepResult(dst, std::move(kept));
+        return;
+      }
+    }
+    if (n != 0) std::memcpy(dst, value.data(), n);
+  }
   // Waits until the first `end` bytes of the argument tail are final: a same-host client may
   // still be writing a large tail while the handler's copy-out runs (LocalCall::copyTail).
   // Generated code calls it before it reads each value; an error (the client went away, or
@@ -361,6 +405,14 @@ class ServerCall {
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
       : args_(args), argTail_(argTail), results_(results) {}
   ~ServerCall() = default;
+
+  // Whether this path takes the next large result value over (moveResultTail); if so,
+  // keepResult gets it with where its bytes belong in the reserved tail.
+  virtual bool keepsResults() const noexcept { return false; }
+  virtual void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept {
+    (void)dst;
+    (void)kept;
+  }
 
   std::span<const std::byte> args_;
   std::span<const std::byte> argTail_;

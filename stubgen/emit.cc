@@ -218,6 +218,7 @@ struct WriteSpec {
   std::string reserveTail;  // "call_.argTail" / "call_.resultTail"
   bool fixedFirst;          // client: args() before argTail(); server: tail first
   std::string copyTail;     // copies one value into the tail: "call_.copyTail" (may stream) / "std::memcpy"
+  bool moveTail = false;    // results: "call_.moveResultTail(dst, value)", which may take the value over
 };
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
@@ -312,6 +313,8 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
         out += I + "for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
         out += I + "  t_[" + at + " + i_] = std::byte{static_cast<uint8_t>(" + v + "[i_] ? 1 : 0)};\n";
         out += I + "}\n";
+      } else if (spec.moveTail) {
+        out += I + "if (" + f.name + "Bytes_ != 0) call_.moveResultTail(t_ + " + at + ", " + v + ");\n";
       } else {
         out += I + "if (" + f.name + "Bytes_ != 0) " + spec.copyTail + "(t_ + " + at + ", " + v + ".data(), " +
                f.name + "Bytes_);\n";
@@ -600,9 +603,10 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   }
   out += "  if (!result_->isOk()) return result_->status();\n";
   const bool single = m.results.size() == 1;
-  out += single ? "  const auto& value_ = result_->value();\n" : "  const auto& out_ = result_->value();\n";
+  // Not const: a large value may be moved out (ServerCall::moveResultTail).
+  out += single ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
-                 "call_.resultTail", false, "std::memcpy"};
+                 "call_.resultTail", false, "std::memcpy", true};
   emitWrite(m.results, [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2,
             out);
   out += "  return ::lrpc::Status::ok();\n}\n\n";

@@ -55,11 +55,26 @@ class UdpServer::Call final : public ServerCall {
   bool argTailPrivate() const noexcept override { return true; }
   bool reserved() const noexcept { return reserved_; }
 
+  // One large result value is kept, not copied: the reply is cached in the slot until the
+  // client has it all, and its fragments are sent from the value's own storage (OutMessage).
+  // One at most, so that a fragment spans at most two pieces.
+  bool keepsResults() const noexcept override { return kept_ == nullptr; }
+  void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept override {
+    keptAt_ = static_cast<size_t>(dst - reply_.data());
+    kept_ = std::move(kept);
+  }
+  std::unique_ptr<KeptResult> takeKept(size_t* at) noexcept {
+    *at = keptAt_;
+    return std::move(kept_);
+  }
+
  private:
   size_t fixedBytes_;
   MessageBuffer& reply_;
   BufferShelf& shelf_;
   bool reserved_ = false;
+  std::unique_ptr<KeptResult> kept_;
+  size_t keptAt_ = 0;
 };
 
 UdpServer::UdpServer(ServerOptions options)
@@ -268,6 +283,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.procedure = h.procedure;
     slot.status = 0;
     slot.fragmentedReply = false;
+    slot.kept.reset();
     slot.reassembly.clear();
     slot.request.reset();  // abandoned mid-reassembly (the client gave up on it)
     if (!fragment) {
@@ -332,6 +348,7 @@ void UdpServer::execute(Session& s, Slot& slot, std::span<const std::byte> frame
       Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed_, slot.reply, replyShelf_);
       executed_.fetch_add(1, std::memory_order_relaxed);
       result = iface.dispatch(s.service->server, slot.procedure, call);
+      if (result.isOk()) slot.kept = call.takeKept(&slot.keptAt);
       if (result.isOk() && !call.reserved()) {
         (void)slot.reply.resize(0);  // no tail: the reply is the fixed part alone
         result = slot.reply.resize(fixed_.size());
@@ -341,6 +358,7 @@ void UdpServer::execute(Session& s, Slot& slot, std::span<const std::byte> frame
   }
   if (!result.isOk()) {
     slot.status = static_cast<uint8_t>(result.code());
+    slot.kept.reset();  // the reply is the error text alone
     const std::string& text = result.detail();
     size_t n = std::min(text.size(), kMaxErrorText);
     if (slot.reply.resize(n).isOk() && n > 0) std::memcpy(slot.reply.data(), text.data(), n);
@@ -353,7 +371,7 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
   h.procedure = slot.procedure;
   h.status = slot.status;
   h.total = static_cast<uint32_t>(slot.reply.size());
-  if (slot.reply.size() <= s.fragmentBytes) {
+  if (slot.reply.size() <= s.fragmentBytes && !slot.kept) {  // a kept value never fits one datagram
     if (kHeaderBytes + slot.reply.size() <= kCellBytes) h.flags |= kFlagSingleCell;
     sendHeaderOnly(s.peer, h, slot.reply.span());
     return;
@@ -361,7 +379,9 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
   h.flags |= kFlagFragment;
   if (!slot.fragmentedReply) {
     slot.fragmentedReply = true;
-    slot.sender.reset(std::as_const(slot.reply).span(), s.fragmentBytes, options_.fragmentWindow);
+    const std::span<const std::byte> reply = std::as_const(slot.reply).span();
+    slot.sender.reset(slot.kept ? OutMessage(reply, slot.keptAt, slot.kept->bytes()) : OutMessage(reply),
+                      s.fragmentBytes, options_.fragmentWindow);
     resend = Resend::kNone;
   }
   scratch_.clear();
@@ -381,6 +401,7 @@ void UdpServer::onAck(Session& s, const Packet& p) noexcept {
     // to the shelf (or back to the system) rather than keep it in this slot until reused.
     slot.state = SlotState::kDelivered;
     if (slot.reply.onHeap()) replyShelf_.put(slot.reply);
+    slot.kept.reset();
     return;
   }
   const bool timedOut = (p.header.flags & kFlagResend) != 0;

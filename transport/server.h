@@ -88,6 +88,8 @@ class UdpServer {
     std::unique_ptr<MessageBuffer> request;  // reassembly of a fragmented request
     Reassembly reassembly;
     MessageBuffer reply;                     // the cached reply payload (results or error text)
+    std::unique_ptr<KeptResult> kept;        // a large result value, sent in place of reply[keptAt, ...)
+    size_t keptAt = 0;
     FragmentSender sender;
   };
   struct Session {

@@ -143,6 +143,46 @@ TEST(BulkNetBuffers, KeptBuffersCarryNothingOver) {
   });
 }
 
+// A large argument leaves from the caller's memory (RemoteCall::copyTail borrows it) and a
+// large result from the handler's own vector or string (ServerCall::moveResultTail keeps it);
+// one value per message, the next large one is copied. Blobs.mixed carries a Text and a Data
+// each way, at offsets where fragments straddle the edges of the borrowed or kept range, with
+// 5% loss so that resends read those ranges again: every byte must come back as sent.
+TEST(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
+  testing::NetnsPair pair;
+  if (Status s = pair.create(); !s.isOk()) {
+    if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
+    FAIL() << s.toString();
+  }
+  ASSERT_TRUE(pair.addLoss(5)) << "nft loss rule refused";
+  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
+                               [](const std::string& b) { return serveEvery(b, false); });
+  ASSERT_NE(server.port(), 0);
+  std::string target = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
+  testing::runIn(pair.nsPath(false), [&] {
+    ConnectOptions co;
+    co.remote.maxRetries = 40;
+    Result<Everything::Client> client = lrpc::connect<Everything>(target, co);
+    ASSERT_TRUE(client.isOk()) << client.status().toString();
+    struct Sizes {
+      size_t text, data;
+    };
+    for (Sizes z : {Sizes{3, 65'536}, Sizes{65'537, 1'000'001}, Sizes{200'003, 70'001}, Sizes{65'535, 65'535},
+                    Sizes{0, 1'440 * 50 + 7}}) {
+      std::vector<uint8_t> textBytes = pattern(z.text, 5 + static_cast<uint32_t>(z.text));
+      std::string text(z.text, 'x');
+      for (size_t i = 0; i < z.text; ++i) text[i] = static_cast<char>('a' + textBytes[i] % 26);
+      std::vector<uint8_t> data = pattern(z.data, 9 + static_cast<uint32_t>(z.data));
+      auto m = client->mixed(7, text, true, data, 11);
+      ASSERT_TRUE(m.isOk()) << z.text << "/" << z.data << ": " << m.status().toString();
+      EXPECT_EQ(m->count, 7u + z.text + z.data + 11u);
+      EXPECT_TRUE(m->t == text) << z.text << "/" << z.data;
+      EXPECT_TRUE(m->d == data) << z.text << "/" << z.data;
+      EXPECT_TRUE(m->flag);
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Faults, BulkNet,
                          ::testing::Values(Case{"clean", 0, false}, Case{"loss5", 5, false}, Case{"loss20", 20, false},
                                            Case{"fewBuffers", 0, true}, Case{"fewBuffersLoss5", 5, true}),

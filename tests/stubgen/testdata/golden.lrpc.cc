@@ -40,7 +40,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Named.name");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& value_ = result_->value();
+  auto& value_ = result_->value();
   const uint64_t nameBytes_ = value_.size();
   const uint64_t nameAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = nameAt_ + nameBytes_;
@@ -50,7 +50,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  if (nameBytes_ != 0) std::memcpy(t_ + nameAt_, value_.data(), nameBytes_);
+  if (nameBytes_ != 0) call_.moveResultTail(t_ + nameAt_, value_);
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef nameRef_{static_cast<uint32_t>(nameAt_), static_cast<uint32_t>(nameBytes_)};
   std::memcpy(fixed_ + 0, &nameRef_, sizeof nameRef_);
@@ -65,7 +65,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Sensor.read");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& value_ = result_->value();
+  auto& value_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &value_, sizeof value_);
   return ::lrpc::Status::ok();
@@ -86,7 +86,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Sensor.history");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& out_ = result_->value();
+  auto& out_ = result_->value();
   const uint64_t readingsBytes_ = uint64_t{sizeof(::golden::v1::Reading)} * out_.readings.size();
   const uint64_t readingsAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = readingsAt_ + readingsBytes_;
@@ -96,7 +96,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  if (readingsBytes_ != 0) std::memcpy(t_ + readingsAt_, out_.readings.data(), readingsBytes_);
+  if (readingsBytes_ != 0) call_.moveResultTail(t_ + readingsAt_, out_.readings);
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef readingsRef_{static_cast<uint32_t>(readingsAt_), static_cast<uint32_t>(readingsBytes_)};
   std::memcpy(fixed_ + 0, &readingsRef_, sizeof readingsRef_);
@@ -179,7 +179,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Sensor.upload");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& out_ = result_->value();
+  auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.stored, sizeof out_.stored);
   const uint8_t okByte_ = out_.ok ? 1 : 0;
@@ -209,7 +209,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Sensor.append");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& value_ = result_->value();
+  auto& value_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &value_, sizeof value_);
   return ::lrpc::Status::ok();

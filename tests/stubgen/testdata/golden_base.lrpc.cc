@@ -40,7 +40,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Named.name");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& value_ = result_->value();
+  auto& value_ = result_->value();
   const uint64_t nameBytes_ = value_.size();
   const uint64_t nameAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = nameAt_ + nameBytes_;
@@ -50,7 +50,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  if (nameBytes_ != 0) std::memcpy(t_ + nameAt_, value_.data(), nameBytes_);
+  if (nameBytes_ != 0) call_.moveResultTail(t_ + nameAt_, value_);
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef nameRef_{static_cast<uint32_t>(nameAt_), static_cast<uint32_t>(nameBytes_)};
   std::memcpy(fixed_ + 0, &nameRef_, sizeof nameRef_);

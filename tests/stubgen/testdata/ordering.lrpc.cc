@@ -47,7 +47,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Base.pair");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& out_ = result_->value();
+  auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.q, sizeof out_.q);
   std::memcpy(fixed_ + 16, &out_.r, sizeof out_.r);
@@ -69,7 +69,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Base.pair");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& out_ = result_->value();
+  auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.q, sizeof out_.q);
   std::memcpy(fixed_ + 16, &out_.r, sizeof out_.r);
@@ -91,7 +91,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
     return ::lrpc::detail::handlerThrew("Derived.own");
   }
   if (!result_->isOk()) return result_->status();
-  const auto& out_ = result_->value();
+  auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.p, sizeof out_.p);
   std::memcpy(fixed_ + 8, &out_.k, sizeof out_.k);
