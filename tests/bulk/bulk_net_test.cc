@@ -104,16 +104,23 @@ TEST_P(BulkNet, SixtyFourMiBEchoContentChecked) {
   });
 }
 
+// Two namespaces for one test (skipped where namespaces are refused).
+class BulkNetBuffers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (Status s = pair.create(); !s.isOk()) {
+      if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
+      FAIL() << s.toString();
+    }
+  }
+  testing::NetnsPair pair;
+};
+
 // The client keeps the buffers of finished large calls for the next ones (ClientOptions::
 // keepBufferBytes), and the server those of delivered large replies (ServerOptions::
 // keepBufferBytes): larger, smaller and odd sizes one after the other, from two threads at
 // once, each echo must come back as exactly what was sent, never with an earlier call's bytes.
-TEST(BulkNetBuffers, KeptBuffersCarryNothingOver) {
-  testing::NetnsPair pair;
-  if (Status s = pair.create(); !s.isOk()) {
-    if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
-    FAIL() << s.toString();
-  }
+TEST_F(BulkNetBuffers, KeptBuffersCarryNothingOver) {
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
                                [](const std::string& b) { return serveEvery(b, false); });
   ASSERT_NE(server.port(), 0);
@@ -148,12 +155,7 @@ TEST(BulkNetBuffers, KeptBuffersCarryNothingOver) {
 // one value per message, the next large one is copied. Blobs.mixed carries a Text and a Data
 // each way, at offsets where fragments straddle the edges of the borrowed or kept range, with
 // 5% loss so that resends read those ranges again: every byte must come back as sent.
-TEST(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
-  testing::NetnsPair pair;
-  if (Status s = pair.create(); !s.isOk()) {
-    if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
-    FAIL() << s.toString();
-  }
+TEST_F(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
   ASSERT_TRUE(pair.addLoss(5)) << "nft loss rule refused";
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
                                [](const std::string& b) { return serveEvery(b, false); });
