@@ -305,8 +305,7 @@ class RemoteCall {
     std::memcpy(dst, src, n);
   }
   Status invoke() noexcept {
-    const OutMessage request = borrowed_.empty() ? OutMessage(request_.span())
-                                                 : OutMessage(request_.span(), borrowAt_, borrowed_);
+    const OutMessage request(request_.span(), borrowAt_, borrowed_);  // borrowed_ empty: borrows nothing
     Status s = binding_.channel->call(*binding_.iface, procedure_, request, reply_, options_);
     if (!s.isOk()) return s;
     if (reply_.size() < desc_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
