@@ -26,6 +26,7 @@ struct UdpChannel::Pending {
   Clock::time_point nextRetransmit;
   Clock::duration rto{};
   uint32_t retries = 0;
+  bool heard = false;  // new fragments or acks since onTimers last ran: restart the timer there
 };
 
 class UdpChannel::Sink final : public DatagramSink {
@@ -316,6 +317,16 @@ void UdpChannel::onTimers(Clock::time_point now) noexcept {
       finish(p, Status(Errc::kDeadlineExceeded, "no reply before the call's deadline"));
       continue;
     }
+    if (p.heard) {
+      // The peer is alive and the message moving: the timer restarts from its first timeout.
+      // Set here, once per poll, rather than per datagram: a clock read for each of the ~700
+      // fragments of a 1 MiB reply was 8% of the client's time.
+      p.heard = false;
+      p.retries = 0;
+      p.rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
+      p.nextRetransmit = now + p.rto;
+      continue;
+    }
     if (now < p.nextRetransmit) continue;
     if (++p.retries > options_.maxRetries) {
       finish(p, Status(Errc::kPeerDied, "no answer from " + server_.toString() + " after " +
@@ -363,11 +374,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     }
     auto ack = decodeAck(pk.payload);
     if (!ack) return;
-    if (p->sender.onAck(*ack)) {
-      p->retries = 0;
-      p->rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
-      p->nextRetransmit = Clock::now() + p->rto;
-    }
+    if (p->sender.onAck(*ack)) p->heard = true;
     if (p->sender.complete() || ack->complete) p->requestAcked = true;
     if (!p->requestAcked) {
       // New fragments the window now admits, plus holes the ack reveals.
@@ -435,11 +442,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     ++stats_.dropped;
     return;
   }
-  if (*acc == Reassembly::Accept::kNew) {
-    p->retries = 0;
-    p->rto = std::chrono::duration_cast<Clock::duration>(options_.initialRto);
-    p->nextRetransmit = Clock::now() + p->rto;
-  }
+  if (*acc == Reassembly::Accept::kNew) p->heard = true;
   if (p->reassembly.complete()) {
     AckBody ack = p->reassembly.ack();
     sendAck(p->seq, ack);
