@@ -177,6 +177,13 @@ class LocalCall {
 
   const std::byte* results() const noexcept { return frame_ + proc_->layout.resultsOff; }
   std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
+  // The tail lies in the A-stack or its out-of-band segment, which the server may still write:
+  // it is never apart, and a value is always copied out.
+  void resultTailApart() noexcept {}
+  void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+    const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
+    out.assign(p, p + ref.length);
+  }
 
  private:
   // Writes the call block and rings the call doorbell; returns the call's sequence number.

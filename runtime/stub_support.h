@@ -226,6 +226,20 @@ class CallChannel {
     (void)bytes;
   }
   virtual void recycle(MessageBuffer& buffer) noexcept { (void)buffer; }
+  // call(), for a procedure whose only variable-size result is a Data value, so that the
+  // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
+  // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. The caller then
+  // takes that vector as the value instead of copying the bytes out (RemoteCall::takeResultBytes).
+  // Worth it where the channel writes a large reply into place anyway (reassembly); by
+  // default nothing is apart.
+  virtual Status callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
+                           MessageBuffer& reply, size_t fixedBytes, std::vector<uint8_t>& tail, bool* apart,
+                           const CallOptions& options) noexcept {
+    (void)fixedBytes;
+    (void)tail;
+    *apart = false;
+    return call(iface, procedure, request, reply, options);
+  }
 };
 
 class LocalBinding;  // runtime: a same-host binding's A-stacks and control channel
@@ -254,9 +268,13 @@ class Binding {
 //   args()          the fixed argument part, argsSize bytes, zeroed
 //   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
 //                   contents are unspecified: generated code writes every byte, gaps included
+//   resultTailApart()  (before invoke, only where the sole variable-size result is Data) the
+//                   result tail may arrive apart from the frame, see takeResultBytes
 //   invoke()        transfer control and wait for the result or an error
 //   results()       the fixed result part, resultsSize bytes (valid after an ok invoke)
 //   resultTail()    the result tail as the server wrote it (bounded, but unchecked content)
+//   takeResultBytes(tail, ref, out)  sets `out` to the Data value `ref` names in `tail`
+//                   (resultTail(), ref checked against it): a copy, or the tail's own storage
 class RemoteCall {
  public:
   RemoteCall(const Binding& binding, uint32_t procedure, const CallOptions& options) noexcept
@@ -304,16 +322,33 @@ class RemoteCall {
     }
     std::memcpy(dst, src, n);
   }
+  void resultTailApart() noexcept { wantApart_ = true; }
   Status invoke() noexcept {
     const OutMessage request(request_.span(), borrowAt_, borrowed_);  // borrowed_ empty: borrows nothing
-    Status s = binding_.channel->call(*binding_.iface, procedure_, request, reply_, options_);
+    Status s = wantApart_ ? binding_.channel->callApart(*binding_.iface, procedure_, request, reply_,
+                                                        desc_->resultsSize, tailApart_, &apart_, options_)
+                          : binding_.channel->call(*binding_.iface, procedure_, request, reply_, options_);
     if (!s.isOk()) return s;
     if (reply_.size() < desc_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
+    if (apart_ && reply_.size() != desc_->resultsSize) return Status(Errc::kBadFrame, "reply tail in two places");
     return s;
   }
   const std::byte* results() const noexcept { return reply_.data(); }
   std::span<const std::byte> resultTail() const noexcept {
+    if (apart_) return std::as_bytes(std::span<const uint8_t>(tailApart_));
     return reply_.span().subspan(desc_->resultsSize);
+  }
+  // A tail that arrived apart and starts with the value becomes the value: no copy. Any
+  // padding after the value is cut off (shrinking never reallocates).
+  void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+    if (apart_ && ref.offset == 0 && ref.length <= tailApart_.size()) {
+      tailApart_.resize(ref.length);
+      out = std::move(tailApart_);
+      apart_ = false;
+      return;
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
+    out.assign(p, p + ref.length);
   }
 
  private:
@@ -326,6 +361,9 @@ class RemoteCall {
   MessageBuffer reply_;
   size_t borrowAt_ = 0;
   std::span<const std::byte> borrowed_;  // the caller's value (copyTail)
+  bool wantApart_ = false;
+  bool apart_ = false;               // the result tail is tailApart_, not the rest of reply_
+  std::vector<uint8_t> tailApart_;  // (CallChannel::callApart)
 };
 
 // A handler's result value whose storage the server path took over instead of copying it

@@ -393,12 +393,10 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
   if (f.type.kind == Kind::kText) {
     out += I + target + ".assign(reinterpret_cast<const char*>(" + src + "), " + ref + ".length);\n";
   } else if (f.type.kind == Kind::kData) {
-    // assign, not resize and memcpy: one pass over the bytes instead of zeroing them first,
-    // which for a large value costs as much as the copy.
-    out += I + "{\n";
-    out += I + "  const auto* p_ = reinterpret_cast<const uint8_t*>(" + src + ");\n";
-    out += I + "  " + target + ".assign(p_, p_ + " + ref + ".length);\n";
-    out += I + "}\n";
+    // Only the client's results get here (a server's Data arguments returned above): the
+    // Call copies the value out (assign: one pass, where resize and memcpy zero the bytes
+    // first), or hands over a tail that arrived apart (RemoteCall::resultTailApart).
+    out += I + "call_.takeResultBytes(tail_, " + ref + ", " + target + ");\n";
   } else if (listOfVar) {
     out += I + "{\n";
     out += I + "  const size_t n_ = " + ref + ".length / sizeof(::lrpc::VarRef);\n";
@@ -486,6 +484,14 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
   emitWrite(m.params, [](const Field& f) { return f.name; }, spec, 2, out);
+  size_t varResults = 0;
+  for (const auto& f : m.results) varResults += isVariable(f.type.kind) ? 1 : 0;
+  for (const auto& f : m.results) {
+    if (varResults == 1 && f.type.kind == Kind::kData) {
+      out += "  // The tail is that one Data value: it may arrive apart and become the value uncopied.\n";
+      out += "  call_.resultTailApart();\n";
+    }
+  }
   out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
   if (m.results.empty()) {
     out += "  return ::lrpc::Status::ok();\n}\n\n";

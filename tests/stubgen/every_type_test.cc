@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -234,6 +235,59 @@ TEST(EveryType, LargeArgumentsAreBorrowedNotCopied) {
   EXPECT_EQ(m->t, text);
   EXPECT_EQ(m->d, big);
   EXPECT_EQ(m->count, 1u + text.size() + big.size() + 2u);
+}
+
+// A Data result whose tail arrives apart from the frame (CallChannel::callApart, as the UDP
+// client reassembles a large reply) becomes the caller's vector as it is, not a copy of it.
+// Only a procedure whose sole variable-size result is Data asks for that, and the server's
+// VarRef is checked against the apart tail like any other.
+TEST(EveryType, DataResultArrivingApartIsNotCopied) {
+  Harness<Blobs> h;
+  InProcessChannel& ch = *h.bound.channel;
+  ch.apartFrom = 1;
+  for (size_t n : {size_t{1}, size_t{7}, size_t{1000}, size_t{1001}}) {
+    std::vector<uint8_t> d(n);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(i * 13 + 5);
+    auto r = h.client.data(d);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(*r, d) << n;
+    EXPECT_EQ(r->data(), ch.lastApart) << n << ": copied";
+  }
+  const int asked = ch.apartAsked;
+  auto m = h.client.mixed(1, "t", true, std::vector<uint8_t>(50, 4), 2);  // a Text and a Data
+  ASSERT_TRUE(m.isOk());
+  EXPECT_EQ(m->d, std::vector<uint8_t>(50, 4));
+  EXPECT_EQ(ch.apartAsked, asked) << "two variable-size results, yet asked for the tail apart";
+
+  std::vector<uint8_t> d(64);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>(i);
+  auto setRef = [&](uint32_t offset, uint32_t length) {
+    ch.tamperReply = [=](MessageBuffer& reply) {
+      VarRef ref{offset, length};
+      std::memcpy(reply.data(), &ref, sizeof ref);
+    };
+  };
+  // A value that does not start the tail is copied out of it.
+  setRef(8, 40);
+  auto r = h.client.data(d);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(*r, std::vector<uint8_t>(d.begin() + 8, d.begin() + 48));
+  EXPECT_NE(r->data(), ch.lastApart);
+  // A shorter value at the start takes the tail's storage, cut to its length.
+  setRef(0, 10);
+  r = h.client.data(d);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(*r, std::vector<uint8_t>(d.begin(), d.begin() + 10));
+  // A value past the apart tail is a bad frame, as ever.
+  setRef(0, 65);
+  r = h.client.data(d);
+  EXPECT_EQ(r.status().code(), Errc::kBadFrame);
+  // A channel that leaves tail bytes in the frame too is not trusted with either.
+  ch.tamperReply = nullptr;
+  ch.apartLeftover = 8;
+  r = h.client.data(d);
+  EXPECT_EQ(r.status().code(), Errc::kBadFrame);
+  EXPECT_NE(r.status().detail().find("two places"), std::string::npos) << r.status().toString();
 }
 
 TEST(EveryType, MaxBytesIsEnforcedOnBothSides) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -82,6 +83,28 @@ class InProcessChannel final : public CallChannel {
     }
   }
 
+  // callApart as a channel that reassembles large replies does it: a reply tail of at least
+  // `apartFrom` bytes comes back in `tail` (where noted in lastApart), the frame alone in
+  // `reply` (plus `apartLeftover` bytes of the tail, as a broken channel might leave them).
+  Status callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
+                   MessageBuffer& reply, size_t fixedBytes, std::vector<uint8_t>& tail, bool* apart,
+                   const CallOptions& options) noexcept override {
+    *apart = false;
+    ++apartAsked;
+    Status s = call(iface, procedure, request, reply, options);
+    if (!s.isOk() || reply.size() < fixedBytes || reply.size() - fixedBytes < apartFrom) return s;
+    try {
+      const auto* t = reinterpret_cast<const uint8_t*>(reply.data() + fixedBytes);
+      tail.assign(t, t + (reply.size() - fixedBytes));
+    } catch (const std::bad_alloc&) {
+      return Status(Errc::kResourceExhausted, "in-process channel out of memory");
+    }
+    if (Status r = reply.resize(fixedBytes + apartLeftover); !r.isOk()) return r;
+    lastApart = tail.data();
+    *apart = true;
+    return {};
+  }
+
   // Storage as a channel that keeps buffers between calls lends it: full of an earlier
   // call's bytes (kStale), which the generated code must overwrite, gaps included.
   void lend(MessageBuffer& buffer, size_t bytes) noexcept override {
@@ -92,6 +115,10 @@ class InProcessChannel final : public CallChannel {
   }
 
   int calls = 0;
+  int apartAsked = 0;                  // calls that came through callApart
+  size_t apartFrom = SIZE_MAX;         // SIZE_MAX: never apart
+  size_t apartLeftover = 0;
+  const uint8_t* lastApart = nullptr;  // the tail vector's storage of the last call apart
   bool lastBorrowed = false;  // the last request sent a value from the caller's memory
   std::vector<std::byte> lastRequest;                          // after tamperRequest
   std::function<void(std::vector<std::byte>&)> tamperRequest;  // may change or resize the request

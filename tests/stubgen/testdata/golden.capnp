@@ -24,4 +24,6 @@ interface Sensor extends(Base.Named) $Lrpc.astackBytes(2048) {
   upload @3 (blob :Data, delete :Bool) -> (stored :UInt32, ok :Bool);
   append @4 (chunk :Data $Lrpc.inPlace) -> (size :UInt64);
   # chunk is read where the client wrote it (no copy "E").
+  dump @5 (from :UInt32) -> (at :UInt64, blob :Data);
+  # The only variable-size result is Data: its tail may arrive apart (resultTailApart).
 }

@@ -215,6 +215,39 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchSensorDump(::golden::v1::Sensor::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 4) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.dump: argument frame shorter than 4 bytes");
+  }
+  ::golden::v1::Sensor::DumpArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  std::optional<::lrpc::Result<::golden::v1::Sensor::DumpResults>> result_;
+  try {
+    result_.emplace(server_.dump(frame_.from));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Sensor.dump");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& out_ = result_->value();
+  const uint64_t blobBytes_ = out_.blob.size();
+  const uint64_t blobAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = blobAt_ + blobBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Sensor.dump: handler's results total more than 4 GiB");
+  }
+  auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (blobBytes_ != 0) call_.moveResultTail(t_ + blobAt_, out_.blob);
+  std::byte* fixed_ = call_.results();
+  std::memcpy(fixed_ + 0, &out_.at, sizeof out_.at);
+  const ::lrpc::VarRef blobRef_{static_cast<uint32_t>(blobAt_), static_cast<uint32_t>(blobBytes_)};
+  std::memcpy(fixed_ + 8, &blobRef_, sizeof blobRef_);
+  return ::lrpc::Status::ok();
+}
+
 }  // namespace
 
 namespace golden::v1 {
@@ -222,7 +255,7 @@ namespace golden::v1 {
 const ::lrpc::InterfaceDescriptor Sensor::kDescriptor = {
     "golden.capnp:Sensor",
     0xf556fe113b327f5cull,
-    0x8dd5c4d5c4f7f451ull,  // FNV-1a 64 over method names, ordinals and types
+    0x602c1cf87ec7b93dull,  // FNV-1a 64 over method names, ordinals and types
     Sensor::kProcedures,
     Sensor::kProcedureCount,
     &Sensor::Server::dispatch,
@@ -243,6 +276,7 @@ Sensor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::C
       case kLabel: return dispatchSensorLabel(server, call);
       case kUpload: return dispatchSensorUpload(server, call);
       case kAppend: return dispatchSensorAppend(server, call);
+      case kDump: return dispatchSensorDump(server, call);
       default: break;
     }
   } catch (const std::bad_alloc&) {

@@ -82,6 +82,19 @@ struct Sensor {
   struct AppendResultsFrame {
     uint64_t size;
   };
+  // dump @5: frames
+  struct DumpArgsFrame {
+    uint32_t from;
+  };
+  struct DumpResultsFrame {
+    uint64_t at;
+    ::lrpc::VarRef blob;
+  };
+  // What dump returns.
+  struct DumpResults {
+    uint64_t at;
+    std::vector<uint8_t> blob;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kName = 0;
@@ -90,7 +103,8 @@ struct Sensor {
   static constexpr uint32_t kLabel = 3;
   static constexpr uint32_t kUpload = 4;
   static constexpr uint32_t kAppend = 5;
-  static constexpr uint32_t kProcedureCount = 6;
+  static constexpr uint32_t kDump = 6;
+  static constexpr uint32_t kProcedureCount = 7;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "name", 0, 8, 4, 5, 1500, true},
@@ -99,6 +113,7 @@ struct Sensor {
       {3, 2, "label", 16, 0, 4, 5, 2048, true},
       {4, 3, "upload", 12, 8, 4, 5, 2048, true},
       {5, 4, "append", 8, 8, 8, 5, 2048, true},
+      {6, 5, "dump", 4, 16, 8, 5, 2048, true},
   };
   static const ::lrpc::InterfaceDescriptor kDescriptor;
 
@@ -133,6 +148,13 @@ static_assert(offsetof(::golden::v1::Sensor::AppendArgsFrame, chunk) == 0);
 static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::AppendResultsFrame>);
 static_assert(sizeof(::golden::v1::Sensor::AppendResultsFrame) == 8 && alignof(::golden::v1::Sensor::AppendResultsFrame) == 8);
 static_assert(offsetof(::golden::v1::Sensor::AppendResultsFrame, size) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::DumpArgsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::DumpArgsFrame) == 4 && alignof(::golden::v1::Sensor::DumpArgsFrame) == 4);
+static_assert(offsetof(::golden::v1::Sensor::DumpArgsFrame, from) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::DumpResultsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::DumpResultsFrame) == 16 && alignof(::golden::v1::Sensor::DumpResultsFrame) == 8);
+static_assert(offsetof(::golden::v1::Sensor::DumpResultsFrame, at) == 0);
+static_assert(offsetof(::golden::v1::Sensor::DumpResultsFrame, blob) == 8);
 
 // Calls Sensor through a binding, same host or remote. Copies share the binding.
 class Sensor::Client {
@@ -204,6 +226,16 @@ class Sensor::Client {
     return appendVia(call_, chunk);
   }
 
+  // The only variable-size result is Data: its tail may arrive apart (resultTailApart).
+  ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
+      return dumpVia(call_, from);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
+    return dumpVia(call_, from);
+  }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
@@ -218,6 +250,8 @@ class Sensor::Client {
   static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_);
   template <class Call>
   static ::lrpc::Result<uint64_t> appendVia(Call& call_, std::span<const uint8_t> chunk);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpVia(Call& call_, uint32_t from);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -242,6 +276,9 @@ class Sensor::Server {
 
   // chunk is read where the client wrote it (no copy "E").
   virtual ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) = 0;
+
+  // The only variable-size result is Data: its tail may arrive apart (resultTailApart).
+  virtual ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) = 0;
 
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Sensor::Server*), writes the results.
@@ -399,6 +436,27 @@ template <class Call>
   uint64_t value_{};
   value_ = frame_.size;
   return value_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(Call& call_, uint32_t from) {
+  if (!call_.status().isOk()) return call_.status();
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &from, sizeof from);
+  // The tail is that one Data value: it may arrive apart and become the value uncopied.
+  call_.resultTailApart();
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::v1::Sensor::DumpResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::golden::v1::Sensor::DumpResults out_{};
+  out_.at = frame_.at;
+  if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.dump: result blob lies outside the tail, is misaligned or is over its size limit");
+  }
+  call_.takeResultBytes(tail_, frame_.blob, out_.blob);
+  return out_;
 }
 
 }  // namespace golden::v1
