@@ -15,6 +15,10 @@ struct UdpChannel::Pending {
   uint16_t procedure = 0;
   OutMessage request{std::span<const std::byte>()};
   MessageBuffer* reply = nullptr;
+  // callApart: a large reply's bytes from tailFrom on go to *tail, and *apart says so.
+  std::vector<uint8_t>* tail = nullptr;
+  size_t tailFrom = 0;
+  bool* apart = nullptr;
   bool done = false;
   Status status;
   bool fragmented = false;   // request needs more than one datagram
@@ -180,11 +184,30 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, co
                         MessageBuffer& reply, const CallOptions& options) noexcept {
   (void)iface;
   if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
-  if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "request larger than 4 GiB");
   Pending p;
   p.procedure = static_cast<uint16_t>(procedure);
-  p.request = request;
   p.reply = &reply;
+  return run(p, request, options);
+}
+
+Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
+                             MessageBuffer& reply, size_t fixedBytes, std::vector<uint8_t>& tail, bool* apart,
+                             const CallOptions& options) noexcept {
+  (void)iface;
+  *apart = false;
+  if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
+  Pending p;
+  p.procedure = static_cast<uint16_t>(procedure);
+  p.reply = &reply;
+  p.tail = &tail;
+  p.tailFrom = fixedBytes;
+  p.apart = apart;
+  return run(p, request, options);
+}
+
+Status UdpChannel::run(Pending& p, const OutMessage& request, const CallOptions& options) noexcept {
+  if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "request larger than 4 GiB");
+  p.request = request;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(options.timeout);
   {
     std::unique_lock lock(mu_);
@@ -429,8 +452,22 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       finish(*p, Status(Errc::kResourceExhausted, "reply larger than maxMessageBytes"));
       return;
     }
-    if (h.total > p->reply->capacity()) lend(*p->reply, h.total);  // a kept buffer, if large enough
-    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply, ackEvery(options_.fragmentWindow));
+    std::span<std::byte> apart;
+    if (p->tail != nullptr && h.status == 0 && h.total >= p->tailFrom + kApartBytes) {
+      // The tail is the caller's Data value (callApart): reassembled straight into the vector
+      // that becomes it, instead of here and then copied (a pass over a megabyte reply).
+      try {
+        p->tail->resize(h.total - p->tailFrom);
+      } catch (...) {
+        finish(*p, Status(Errc::kResourceExhausted, "reply tail allocation failed"));
+        return;
+      }
+      apart = std::as_writable_bytes(std::span<uint8_t>(*p->tail));
+      *p->apart = true;
+    } else if (h.total > p->reply->capacity()) {
+      lend(*p->reply, h.total);  // a kept buffer, if large enough
+    }
+    if (Status s = p->reassembly.begin(h.total, fragmentBytes_, *p->reply, ackEvery(options_.fragmentWindow), apart);
         !s.isOk()) {
       finish(*p, std::move(s));
       return;

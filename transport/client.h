@@ -59,6 +59,11 @@ class UdpChannel final : public CallChannel {
 
   Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
               const CallOptions& options) noexcept override;
+  // A reply of at least kApartBytes is reassembled with its tail straight in `tail`.
+  Status callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
+                   MessageBuffer& reply, size_t fixedBytes, std::vector<uint8_t>& tail, bool* apart,
+                   const CallOptions& options) noexcept override;
+  static constexpr size_t kApartBytes = RemoteCall::kBorrowBytes;
   void lend(MessageBuffer& buffer, size_t bytes) noexcept override;
   void recycle(MessageBuffer& buffer) noexcept override;
 
@@ -78,6 +83,8 @@ class UdpChannel final : public CallChannel {
   class Sink;
   UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options);
   Status handshake(std::string_view name, const InterfaceDescriptor& iface);
+  // call() and callApart(): `p` is set up with the reply's destinations.
+  Status run(Pending& p, const OutMessage& request, const CallOptions& options) noexcept;
   // Polls the endpoint once as the leader: delivers replies, runs timers.
   void lead(Pending& self);
   void onDatagram(const Datagram& d) noexcept;          // with mu_ held

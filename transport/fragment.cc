@@ -72,10 +72,13 @@ bool FragmentSender::onAck(const AckBody& ack) noexcept {
   return progress;
 }
 
-Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery) noexcept {
+Status Reassembly::begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery,
+                         std::span<std::byte> apart) noexcept {
+  if (apart.size() > total) return Status(Errc::kInvalidArgument, "reassembly: more bytes apart than in the message");
   // Not zeroed: accept() copies every byte in before complete() lets anyone read them.
-  if (Status s = dest.resizeForOverwrite(total); !s.isOk()) return s;
+  if (Status s = dest.resizeForOverwrite(total - apart.size()); !s.isOk()) return s;
   dest_ = &dest;
+  apart_ = apart;
   total_ = total;
   fragmentBytes_ = fragmentBytes;
   cumulative_ = 0;
@@ -107,7 +110,17 @@ Result<Reassembly::Accept> Reassembly::accept(const PacketHeader& h, std::span<c
     if (sinceDuplicateAck_ >= ackEvery_) duplicateDue_ = true;
     return Accept::kDuplicate;
   }
-  std::memcpy(dest_->data() + off, payload.data(), want);
+  if (apart_.empty()) {
+    std::memcpy(dest_->data() + off, payload.data(), want);
+  } else {
+    // A fragment may straddle the edge between the two places.
+    const size_t edge = size_t{total_} - apart_.size();
+    if (off < edge) std::memcpy(dest_->data() + off, payload.data(), std::min(want, edge - off));
+    if (off + want > edge) {
+      const size_t from = std::max(off, edge);
+      std::memcpy(apart_.data() + (from - edge), payload.data() + (from - off), off + want - from);
+    }
+  }
   while (cumulative_ < n && received_.contains(cumulative_)) ++cumulative_;
   return Accept::kNew;
 }

@@ -106,7 +106,10 @@ class Reassembly {
 
   // Sizes `dest` to `total` bytes (bounded by the caller) and expects fragments of
   // `fragmentBytes` (the last one shorter); an ack falls due every `ackEvery` fragments.
-  Status begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery = 16) noexcept;
+  // With `apart` (at most `total` bytes), the message's last apart.size() bytes go there
+  // instead, and `dest` holds only the bytes before them (CallChannel::callApart).
+  Status begin(uint32_t total, size_t fragmentBytes, MessageBuffer& dest, uint32_t ackEvery = 16,
+               std::span<std::byte> apart = {}) noexcept;
   bool active() const noexcept { return dest_ != nullptr; }
   // Checks the fragment against the message geometry and copies it into place.
   Result<Accept> accept(const PacketHeader& h, std::span<const std::byte> payload) noexcept;
@@ -119,10 +122,14 @@ class Reassembly {
   bool ackDue() const noexcept { return sinceAck_ >= ackEvery_ || duplicateDue_ || ackNow_; }
   // An ack was sent.
   void acked() noexcept;
-  void clear() noexcept { dest_ = nullptr; }
+  void clear() noexcept {
+    dest_ = nullptr;
+    apart_ = {};
+  }
 
  private:
   MessageBuffer* dest_ = nullptr;
+  std::span<std::byte> apart_;  // the message's last bytes, when they go elsewhere
   uint32_t total_ = 0;
   size_t fragmentBytes_ = 0;
   uint32_t cumulative_ = 0;

@@ -237,6 +237,51 @@ TEST(Fragments, BorrowedRangeIsSentFromTheCallersMemory) {
   EXPECT_EQ(std::memcmp(dest.data(), expected.data(), expected.size()), 0);
 }
 
+// With part of the message apart (CallChannel::callApart), the fragments before the edge
+// go to the frame buffer and those after it to the apart buffer; the one across the edge
+// is split between them.
+TEST(Fragments, ApartTailIsReassembledInItsOwnBuffer) {
+  std::mt19937 rng(9);
+  std::vector<std::byte> msg(10000);
+  for (auto& b : msg) b = std::byte(rng());
+  const size_t kEdge = 2700;  // inside fragment 2
+  FragmentSender sender;
+  sender.reset(std::span<const std::byte>(msg), 1000, 16);
+  MessageBuffer dest;
+  std::vector<std::byte> apart(msg.size() - kEdge, std::byte{0xEE});
+  Reassembly reasm;
+  ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), 1000, dest, 4, apart).isOk());
+  EXPECT_EQ(dest.size(), kEdge);
+  std::vector<uint32_t> out;
+  for (int round = 0; round < 1000 && !reasm.complete(); ++round) {
+    out.clear();
+    if (round % 5 == 4) sender.takeMissing(out);
+    sender.takeHoles(out);
+    sender.takeNew(out);
+    std::shuffle(out.begin(), out.end(), rng);
+    for (uint32_t f : out) {
+      if (rng() % 6 == 0) continue;  // lost
+      PacketHeader h = request(static_cast<uint32_t>(msg.size()));
+      h.flags = kFlagFragment;
+      h.fragment = f;
+      ASSERT_TRUE(reasm.accept(h, bytesOf(sender.fragment(f))).isOk());
+    }
+    sender.onAck(reasm.ack());
+  }
+  ASSERT_TRUE(reasm.complete());
+  ASSERT_EQ(dest.size(), kEdge);
+  EXPECT_EQ(std::memcmp(dest.data(), msg.data(), kEdge), 0);
+  EXPECT_TRUE(std::equal(apart.begin(), apart.end(), msg.begin() + kEdge));
+
+  // More apart than the whole message is refused; all of it apart is fine.
+  MessageBuffer other;
+  std::vector<std::byte> tooLong(msg.size() + 1);
+  EXPECT_EQ(reasm.begin(static_cast<uint32_t>(msg.size()), 1000, other, 4, tooLong).code(), Errc::kInvalidArgument);
+  std::vector<std::byte> all(msg.size());
+  EXPECT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), 1000, other, 4, all).isOk());
+  EXPECT_EQ(other.size(), 0u);
+}
+
 TEST(Fragments, ReassemblyRejectsWrongGeometry) {
   MessageBuffer dest;
   Reassembly r;
