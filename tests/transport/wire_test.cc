@@ -34,6 +34,32 @@ PacketHeader request(uint32_t total) {
   return h;
 }
 
+// Runs `sender` against `reasm` until the message is complete (at most 1000 rounds): each
+// round the holes and new fragments, and every fifth round a timeout's resend, go out in
+// random order, one in `lossOneIn` lost; then the receiver's ack comes back. Returns how
+// many fragments were sent.
+uint32_t transfer(FragmentSender& sender, Reassembly& reasm, uint32_t total, std::mt19937& rng, uint32_t lossOneIn) {
+  std::vector<uint32_t> out;
+  uint32_t sent = 0;
+  for (int round = 0; round < 1000 && !reasm.complete(); ++round) {
+    out.clear();
+    if (round % 5 == 4) sender.takeMissing(out);
+    sender.takeHoles(out);
+    sender.takeNew(out);
+    std::shuffle(out.begin(), out.end(), rng);
+    for (uint32_t f : out) {
+      ++sent;
+      if (rng() % lossOneIn == 0) continue;  // lost
+      PacketHeader h = request(total);
+      h.flags = kFlagFragment;
+      h.fragment = f;
+      EXPECT_TRUE(reasm.accept(h, bytesOf(sender.fragment(f))).isOk());
+    }
+    sender.onAck(reasm.ack());
+  }
+  return sent;
+}
+
 TEST(Wire, HeaderLayoutIsFixed) {
   PacketHeader h = makeHeader(PacketType::kReply, 0x01020304, 0x1112131415161718ull, 0x21222324);
   h.procedure = 0x3132;
@@ -160,24 +186,7 @@ TEST(Fragments, TransferUnderLossAndReorder) {
   MessageBuffer dest;
   Reassembly reasm;
   ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), 1000, dest).isOk());
-  std::vector<uint32_t> out;
-  uint32_t sent = 0;
-  for (int round = 0; round < 1000 && !reasm.complete(); ++round) {
-    out.clear();
-    if (round % 5 == 4) sender.takeMissing(out);  // a timeout
-    sender.takeHoles(out);
-    sender.takeNew(out);
-    std::shuffle(out.begin(), out.end(), rng);
-    for (uint32_t f : out) {
-      ++sent;
-      if (rng() % 10 == 0) continue;  // lost
-      PacketHeader h = request(static_cast<uint32_t>(msg.size()));
-      h.flags = kFlagFragment;
-      h.fragment = f;
-      ASSERT_TRUE(reasm.accept(h, bytesOf(sender.fragment(f))).isOk());
-    }
-    sender.onAck(reasm.ack());
-  }
+  const uint32_t sent = transfer(sender, reasm, static_cast<uint32_t>(msg.size()), rng, 10);
   ASSERT_TRUE(reasm.complete());
   EXPECT_TRUE(sender.complete());
   EXPECT_EQ(std::memcmp(dest.data(), msg.data(), msg.size()), 0);
@@ -252,22 +261,7 @@ TEST(Fragments, ApartTailIsReassembledInItsOwnBuffer) {
   Reassembly reasm;
   ASSERT_TRUE(reasm.begin(static_cast<uint32_t>(msg.size()), 1000, dest, 4, apart).isOk());
   EXPECT_EQ(dest.size(), kEdge);
-  std::vector<uint32_t> out;
-  for (int round = 0; round < 1000 && !reasm.complete(); ++round) {
-    out.clear();
-    if (round % 5 == 4) sender.takeMissing(out);
-    sender.takeHoles(out);
-    sender.takeNew(out);
-    std::shuffle(out.begin(), out.end(), rng);
-    for (uint32_t f : out) {
-      if (rng() % 6 == 0) continue;  // lost
-      PacketHeader h = request(static_cast<uint32_t>(msg.size()));
-      h.flags = kFlagFragment;
-      h.fragment = f;
-      ASSERT_TRUE(reasm.accept(h, bytesOf(sender.fragment(f))).isOk());
-    }
-    sender.onAck(reasm.ack());
-  }
+  transfer(sender, reasm, static_cast<uint32_t>(msg.size()), rng, 6);
   ASSERT_TRUE(reasm.complete());
   ASSERT_EQ(dest.size(), kEdge);
   EXPECT_EQ(std::memcmp(dest.data(), msg.data(), kEdge), 0);
