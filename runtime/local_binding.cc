@@ -109,8 +109,8 @@ void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
   anyAbandoned_.store(true, std::memory_order_release);
 }
 
-Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept {
-  switch (detail::waitForReturn(returnControl(index)->returnWord, seq, mode_, socket_.get(), deadlineNs)) {
+Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
+  switch (detail::waitForReturn(returnControl(index)->returnWord, seq, mode_, socket_.get(), deadlineNs, adaptiveSpins)) {
     case detail::WaitResult::kReady:
       return {};
     case detail::WaitResult::kTimedOut:

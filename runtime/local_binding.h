@@ -127,7 +127,8 @@ class LocalBinding {
   // wait for the clerk too (kDeadlineExceeded): a slow server is not a dead one.
   Status startAStack(uint32_t index, std::chrono::nanoseconds callTimeout = {}) noexcept;
   // Waits for the return of call `seq` on A-stack `index` beyond the inline spin.
-  Status waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept;
+  Status waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs,
+                    uint32_t adaptiveSpins = detail::kAdaptiveSpins) noexcept;
   // The call on `index` gave up (deadline): keep the A-stack out of the pool until the server
   // has returned `seq` on it, so that the late reply never meets the next call.
   void abandon(uint32_t index, uint32_t seq) noexcept;

@@ -154,7 +154,8 @@ class LocalCall {
       // the call was published: a clock read on every call costs a tight loop about 40 ns on
       // this VM, 10% of a Null call.
       int64_t deadline = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
-      if (Status s = lb_->waitReturn(index_, seq, deadline); !s.isOk()) {
+      const uint32_t spins = streaming_ ? detail::streamedSpins(argTail_) : detail::kAdaptiveSpins;
+      if (Status s = lb_->waitReturn(index_, seq, deadline, spins); !s.isOk()) {
         // The server may still be running the call: the A-stack stays out of the pool
         // (abandoned until the late return, or dead with the binding).
         keep_ = true;

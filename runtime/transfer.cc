@@ -71,13 +71,13 @@ bool announceSleep(std::atomic<uint32_t>& word, uint32_t& seen) noexcept {
 }  // namespace
 
 WaitResult waitForReturn(std::atomic<uint32_t>& word, uint32_t seq, TransferMode mode, int liveFd,
-                         int64_t deadlineNs) noexcept {
+                         int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
   uint32_t spins = 0;
   for (;;) {
     // Acquire: pairs with the server's release in ring(); after it we may read the results.
     uint32_t v = word.load(std::memory_order_acquire);
     if (seqIs(v, seq)) return WaitResult::kReady;
-    bool spin = mode == TransferMode::kSpin || (mode == TransferMode::kAdaptive && spins < kAdaptiveSpins);
+    bool spin = mode == TransferMode::kSpin || (mode == TransferMode::kAdaptive && spins < adaptiveSpins);
     if (spin) {
       cpuRelax();
       ++spins;
