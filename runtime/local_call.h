@@ -182,8 +182,7 @@ class LocalCall {
   // it is never apart, and a value is always copied out.
   void resultTailApart() noexcept {}
   void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
-    const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
-    out.assign(p, p + ref.length);
+    detail::copyBytes(tail, ref, out);
   }
 
  private:

@@ -262,6 +262,15 @@ class Binding {
   std::shared_ptr<void> owner_;  // keeps `local` or `channel` (and what they use) alive
 };
 
+namespace detail {
+// Copies the bytes `ref` names (checked against `tail` already) into `out`: assign, one pass,
+// where resize and memcpy would zero them first.
+inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+  const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
+  out.assign(p, p + ref.length);
+}
+}  // namespace detail
+
 // The "Call" concept, here for the message path. Generated code uses exactly these members,
 // in this order, on a RemoteCall or a LocalCall:
 //   status()        why the call could not start (no A-stack, dead peer), else ok
@@ -347,8 +356,7 @@ class RemoteCall {
       apart_ = false;
       return;
     }
-    const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
-    out.assign(p, p + ref.length);
+    detail::copyBytes(tail, ref, out);
   }
 
  private:

@@ -183,11 +183,9 @@ UdpChannel::Stats UdpChannel::stats() const {
 Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
                         MessageBuffer& reply, const CallOptions& options) noexcept {
   (void)iface;
-  if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
   Pending p;
-  p.procedure = static_cast<uint16_t>(procedure);
   p.reply = &reply;
-  return run(p, request, options);
+  return run(procedure, p, request, options);
 }
 
 Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
@@ -195,18 +193,18 @@ Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedur
                              const CallOptions& options) noexcept {
   (void)iface;
   *apart = false;
-  if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
   Pending p;
-  p.procedure = static_cast<uint16_t>(procedure);
   p.reply = &reply;
   p.tail = &tail;
   p.tailFrom = fixedBytes;
   p.apart = apart;
-  return run(p, request, options);
+  return run(procedure, p, request, options);
 }
 
-Status UdpChannel::run(Pending& p, const OutMessage& request, const CallOptions& options) noexcept {
+Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept {
+  if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
   if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "request larger than 4 GiB");
+  p.procedure = static_cast<uint16_t>(procedure);
   p.request = request;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(options.timeout);
   {

@@ -84,7 +84,7 @@ class UdpChannel final : public CallChannel {
   UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options);
   Status handshake(std::string_view name, const InterfaceDescriptor& iface);
   // call() and callApart(): `p` is set up with the reply's destinations.
-  Status run(Pending& p, const OutMessage& request, const CallOptions& options) noexcept;
+  Status run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept;
   // Polls the endpoint once as the leader: delivers replies, runs timers.
   void lead(Pending& self);
   void onDatagram(const Datagram& d) noexcept;          // with mu_ held
