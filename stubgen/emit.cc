@@ -1,5 +1,6 @@
 #include "stubgen/emit.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "stubgen/names.h"
@@ -484,13 +485,12 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
   emitWrite(m.params, [](const Field& f) { return f.name; }, spec, 2, out);
-  size_t varResults = 0;
-  for (const auto& f : m.results) varResults += isVariable(f.type.kind) ? 1 : 0;
-  for (const auto& f : m.results) {
-    if (varResults == 1 && f.type.kind == Kind::kData) {
-      out += "  // The tail is that one Data value: it may arrive apart and become the value uncopied.\n";
-      out += "  call_.resultTailApart();\n";
-    }
+  const auto isVar = [](const Field& f) { return isVariable(f.type.kind); };
+  const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
+  if (var != m.results.end() && var->type.kind == Kind::kData &&
+      std::count_if(m.results.begin(), m.results.end(), isVar) == 1) {
+    out += "  // The tail is that one Data value: it may arrive apart and become the value uncopied.\n";
+    out += "  call_.resultTailApart();\n";
   }
   out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
   if (m.results.empty()) {

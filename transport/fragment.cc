@@ -110,16 +110,13 @@ Result<Reassembly::Accept> Reassembly::accept(const PacketHeader& h, std::span<c
     if (sinceDuplicateAck_ >= ackEvery_) duplicateDue_ = true;
     return Accept::kDuplicate;
   }
-  if (apart_.empty()) {
-    std::memcpy(dest_->data() + off, payload.data(), want);
-  } else {
-    // A fragment may straddle the edge between the two places.
-    const size_t edge = size_t{total_} - apart_.size();
-    if (off < edge) std::memcpy(dest_->data() + off, payload.data(), std::min(want, edge - off));
-    if (off + want > edge) {
-      const size_t from = std::max(off, edge);
-      std::memcpy(apart_.data() + (from - edge), payload.data() + (from - off), off + want - from);
-    }
+  // The bytes before the edge go to dest_, those after it apart (with nothing apart the edge
+  // is the end); a fragment may straddle it.
+  const size_t edge = size_t{total_} - apart_.size();
+  if (off < edge) std::memcpy(dest_->data() + off, payload.data(), std::min(want, edge - off));
+  if (off + want > edge) {
+    const size_t from = std::max(off, edge);
+    std::memcpy(apart_.data() + (from - edge), payload.data() + (from - off), off + want - from);
   }
   while (cumulative_ < n && received_.contains(cumulative_)) ++cumulative_;
   return Accept::kNew;
