@@ -212,6 +212,19 @@ void registerLrpcPaths(BenchContext& ctx) {
         if (!netns) return netns.status();
         return UdpFloor::start(WaitMode::kBlock, *netns.value());
       });
+  addPair<LrpcNet, UdpFloor>(
+      ctx, "net_veth", "floor_udp_busy",
+      [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
+        Result<const NetnsPair*> netns = ctx.netns();
+        if (!netns) return netns.status();
+        return LrpcNet::start(net::ReceiveMode::kBusyPoll, netns.value());
+      },
+      [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
+        Result<const NetnsPair*> netns = ctx.netns();
+        if (!netns) return netns.status();
+        return UdpFloor::start(WaitMode::kSpin, *netns.value());
+      },
+      Parking::kStopped);
 #endif
 }
 

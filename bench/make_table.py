@@ -46,6 +46,7 @@ PAIRED = [
     ("paired_lrpc_floor_spin", "lrpc", "floor_spin"),
     ("paired_lrpc_block_floor_futex", "lrpc_block", "floor_futex"),
     ("paired_net_veth_block_floor_udp", "net_veth_block", "floor_udp"),
+    ("paired_net_veth_floor_udp_busy", "net_veth", "floor_udp_busy"),
 ]
 
 
@@ -161,7 +162,8 @@ def main():
     if paired_cols:
         out.append("## Paired ratios: the two paths in alternating bursts (how many times slower the first is)\n")
         out.append("Each repetition alternates bursts of 256 calls on the two paths (their servers both on "
-                   "CPU 1, each asleep while the other runs) and takes the median of the per-round ratios; "
+                   "CPU 1, each asleep while the other runs, or stopped with SIGSTOP where it busy-polls) and "
+                   "takes the median of the per-round ratios; "
                    "cells: the median over the repetitions [min-max], then the two paths' ns per call "
                    "(medians). Unlike the ratios above, both sides of each ratio see the same host at the "
                    "same moment (bench/README.md, \"Paired ratios\").\n")

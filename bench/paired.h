@@ -9,8 +9,15 @@
 // burst timed after a warm-up long enough for the other path's server to have gone to sleep
 // (both servers are pinned to CPU 1 and sleep when idle). Its counters are the medians over
 // the rounds: `ratio` (a's time per call / b's, per round), `a_ns` and `b_ns`.
+//
+// Servers that busy-poll by design never sleep, and two of them on CPU 1 would take turns by
+// time slice in the middle of each other's bursts. For those (Parking::kStopped) the idle
+// path's server process is stopped (SIGSTOP) for the other's burst and continued (SIGCONT)
+// before its own: it then finds CPU 1 to itself, as a sleeping server would leave it.
 
 #include <benchmark/benchmark.h>
+
+#include <signal.h>
 
 #include <chrono>
 #include <memory>
@@ -22,16 +29,36 @@
 
 namespace lrpc::bench {
 
+// How the idle path of a pair leaves CPU 1 to the other.
+enum class Parking : uint8_t {
+  kSleeps,   // its server sleeps by itself when idle
+  kStopped,  // its server busy-polls: the benchmark stops it (see above)
+};
+
 template <class A, class B>
 class PairSession final : public Session {
  public:
   PairSession(std::unique_ptr<A> a, std::unique_ptr<B> b) : a_(std::move(a)), b_(std::move(b)) {}
   ~PairSession() override {
+    // A stopped server would not act on the SIGTERM that ends it.
+    resume(*a_);
+    resume(*b_);
     b_.reset();
     a_.reset();
   }
   A& a() { return *a_; }
   B& b() { return *b_; }
+
+  // Parking::kStopped: gives CPU 1 to `run`'s server, taking it from `idle`'s.
+  template <class Run, class Idle>
+  static void handOver(Run& run, Idle& idle) {
+    if (const ServerProcess* p = idle.server()) ::kill(p->pid(), SIGSTOP);
+    resume(run);
+  }
+  template <class S>
+  static void resume(S& s) {
+    if (const ServerProcess* p = s.server()) ::kill(p->pid(), SIGCONT);
+  }
 
  private:
   std::unique_ptr<A> a_;
@@ -41,7 +68,8 @@ class PairSession final : public Session {
 namespace paired {
 
 // Untimed calls at the start of a burst: the first wakes this path's sleeping server, and
-// the other path's server needs its spin budget (about 28 us) to go to sleep.
+// the other path's server needs its spin budget (about 28 us) to go to sleep (or a stopped
+// server's SIGSTOP to land).
 constexpr auto kWarmUp = std::chrono::microseconds(300);
 constexpr int kBurstCalls = 256;
 
@@ -57,11 +85,12 @@ double burst(C& client, Call call, CallInputs& io) {
 // Registers <Call>/paired_<a>_<b> for the four calls; makeA and makeB start the two paths'
 // sessions: Result<std::unique_ptr<A>>() and Result<std::unique_ptr<B>>().
 template <class A, class B, class MakeA, class MakeB>
-void addPair(BenchContext& ctx, const std::string& a, const std::string& b, MakeA makeA, MakeB makeB) {
+void addPair(BenchContext& ctx, const std::string& a, const std::string& b, MakeA makeA, MakeB makeB,
+             Parking parking = Parking::kSleeps) {
   using Pair = PairSession<A, B>;
   for (Call call : kCalls) {
     std::string name = std::string(callName(call)) + "/paired_" + a + "_" + b;
-    benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, call, makeA, makeB](benchmark::State& state) {
+    benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, call, makeA, makeB, parking](benchmark::State& state) {
       Result<Pair*> session = ctx.sessions.get<Pair>(name, [&]() -> Result<std::unique_ptr<Pair>> {
         auto sa = makeA();
         if (!sa) return sa.status();
@@ -76,15 +105,34 @@ void addPair(BenchContext& ctx, const std::string& a, const std::string& b, Make
       Pair& pair = *session.value();
       CallInputs io;
       std::vector<double> ratios, aNs, bNs;
+      bool stop = parking == Parking::kStopped;
+      // Between repetitions and benchmarks (and after a failed call) both servers run as usual.
+      struct ResumeBoth {
+        Pair& pair;
+        bool on;
+        ~ResumeBoth() {
+          if (!on) return;
+          Pair::resume(pair.a());
+          Pair::resume(pair.b());
+        }
+      } resumeBoth{pair, stop};
+      auto runA = [&] {
+        if (stop) Pair::handOver(pair.a(), pair.b());
+        return paired::burst(pair.a(), call, io);
+      };
+      auto runB = [&] {
+        if (stop) Pair::handOver(pair.b(), pair.a());
+        return paired::burst(pair.b(), call, io);
+      };
       bool aFirst = true;
       for (auto _ : state) {
         double ta = 0, tb = 0;
         if (aFirst) {
-          ta = paired::burst(pair.a(), call, io);
-          tb = ta < 0 ? -1 : paired::burst(pair.b(), call, io);
+          ta = runA();
+          tb = ta < 0 ? -1 : runB();
         } else {
-          tb = paired::burst(pair.b(), call, io);
-          ta = tb < 0 ? -1 : paired::burst(pair.a(), call, io);
+          tb = runB();
+          ta = tb < 0 ? -1 : runA();
         }
         if (ta < 0 || tb < 0) {
           state.SkipWithError("call failed or returned a wrong result");
