@@ -21,7 +21,7 @@ namespace lrpc {
 struct InterfaceDescriptor;
 
 inline constexpr uint32_t kRegionMagic = 0x4350524c;  // "LRPC" in memory order
-inline constexpr uint32_t kRegionVersion = 2;
+inline constexpr uint32_t kRegionVersion = 3;
 inline constexpr uint32_t kCacheLine = 64;
 // Bytes of each of the two control blocks of an A-stack: the call block opens its first cache
 // line (the arguments follow it), the return block opens a later line (the results follow it).
@@ -43,11 +43,6 @@ inline constexpr uint8_t kTailOutOfBand = 1;  // the tail is in the A-stack's ou
 // written; AStackControl::argReady says how much of it is final (astack_format.md, "Streaming").
 inline constexpr uint8_t kTailStreaming = 2;
 
-// Bit 0 of a doorbell word: the waiter announced that it sleeps in futex_wait, so the
-// publisher must FUTEX_WAKE. Bits 1..31: the sequence number of the call.
-inline constexpr uint32_t kDoorbellSleeping = 1;
-inline constexpr uint32_t kSeqMask = 0x7fffffffu;
-
 // The first 64 bytes of the region, written once by the server before it sends the memfd.
 struct RegionHeader {
   uint32_t magic;
@@ -67,34 +62,36 @@ static_assert(offsetof(RegionHeader, interfaceId) == 8 && offsetof(RegionHeader,
 // The call block: the first kControlBytes of each A-stack (cache-line aligned). Written by the
 // client, read once per call by the server (astack_format.md, "Ownership handoff").
 struct AStackControl {
-  std::atomic<uint32_t> callWord;    // client -> server doorbell: seq << 1 | server sleeping
+  std::atomic<uint32_t> callWord;    // client -> server doorbell: the call's sequence number
   uint32_t procedure;                // PDL index; must match the A-stack's own procedure
   uint64_t key;                      // the binding's key, checked by the server on every call
   uint32_t argTail;                  // bytes of argument tail (inline or out of band)
   uint8_t argFlags;                  // kTailOutOfBand, kTailStreaming
   uint8_t reserved[3];
   std::atomic<uint32_t> argReady;    // kTailStreaming: the first argReady tail bytes are final
-  uint8_t reserved2[4];
+  std::atomic<uint32_t> serverSleeping;  // 1 while the server thread sleeps (or is about to) on callWord
 };
 static_assert(sizeof(AStackControl) == kControlBytes);
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
 static_assert(sizeof(std::atomic<uint32_t>) == 4);
 static_assert(offsetof(AStackControl, procedure) == 4 && offsetof(AStackControl, key) == 8 &&
               offsetof(AStackControl, argTail) == 16 && offsetof(AStackControl, argFlags) == 20 &&
-              offsetof(AStackControl, argReady) == 24);
+              offsetof(AStackControl, argReady) == 24 && offsetof(AStackControl, serverSleeping) == 28);
 
 // The return block: kControlBytes at the start of an A-stack's return line (frame offset
 // ProcedureLayout::returnOff), followed by the results. Written by the server, read by the client.
 struct ReturnControl {
-  std::atomic<uint32_t> returnWord;  // server -> client doorbell: seq << 1 | client sleeping
+  std::atomic<uint32_t> returnWord;  // server -> client doorbell: the sequence number of the call returned
   uint32_t resultTail;               // bytes of result tail; on error: bytes of detail text
   uint8_t status;                    // Errc of the call, written by the server
   uint8_t resultFlags;               // kTailOutOfBand
-  uint8_t reserved[22];
+  uint8_t reserved[2];
+  std::atomic<uint32_t> clientSleeping;  // 1 while the client sleeps (or is about to) on returnWord
+  uint8_t reserved2[16];
 };
 static_assert(sizeof(ReturnControl) == kControlBytes);
 static_assert(offsetof(ReturnControl, resultTail) == 4 && offsetof(ReturnControl, status) == 8 &&
-              offsetof(ReturnControl, resultFlags) == 9);
+              offsetof(ReturnControl, resultFlags) == 9 && offsetof(ReturnControl, clientSleeping) == 12);
 
 // Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
 // relative to the frame, which starts kControlBytes into the A-stack.

@@ -310,10 +310,10 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
   auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   for (;;) {
     uint32_t seq = 0;
-    if (detail::waitForCall(ctl->callWord, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
+    if (detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
     last = seq;
     uint32_t written = serveOne(slot, ctl);
-    detail::ring(ret->returnWord, seq);
+    detail::ring(ret->returnWord, ret->clientSleeping, seq);
     detail::demoteAfterFirstLine(ret, written);
   }
 }

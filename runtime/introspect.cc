@@ -199,12 +199,14 @@ Result<std::unique_ptr<Pinger>> Pinger::open(std::string_view name, TransferMode
 
 Result<std::chrono::nanoseconds> Pinger::ping(std::chrono::nanoseconds timeout) {
   Impl& p = *impl_;
-  p.seq = (p.seq + 1) & kSeqMask;
+  ++p.seq;
   if (p.seq == 0) p.seq = 1;  // 0 is the doorbells' initial value
   AStackControl* ctl = p.control();
   int64_t start = detail::monotonicNs();
-  detail::ring(ctl->callWord, p.seq);
-  detail::WaitResult r = detail::waitForReturn(p.returnControl()->returnWord, p.seq, p.mode, p.sock.get(), start + timeout.count());
+  ReturnControl* ret = p.returnControl();
+  detail::ring(ctl->callWord, ctl->serverSleeping, p.seq);
+  detail::WaitResult r =
+      detail::waitForReturn(ret->returnWord, ret->clientSleeping, p.seq, p.mode, p.sock.get(), start + timeout.count());
   int64_t end = detail::monotonicNs();
   switch (r) {
     case detail::WaitResult::kReady: return std::chrono::nanoseconds(end - start);
@@ -238,9 +240,9 @@ struct PingAStack {
     uint32_t last = 0;
     for (;;) {
       uint32_t seq = 0;
-      if (waitForCall(ctl->callWord, last, mode, stop, &seq) != WaitResult::kReady) return;
+      if (waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, stop, &seq) != WaitResult::kReady) return;
       last = seq;
-      ring(ret->returnWord, seq);
+      ring(ret->returnWord, ret->clientSleeping, seq);
     }
   }
 

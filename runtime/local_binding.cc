@@ -110,7 +110,8 @@ void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
 }
 
 Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
-  switch (detail::waitForReturn(returnControl(index)->returnWord, seq, mode_, socket_.get(), deadlineNs, adaptiveSpins)) {
+  ReturnControl* ret = returnControl(index);
+  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, socket_.get(), deadlineNs, adaptiveSpins)) {
     case detail::WaitResult::kReady:
       return {};
     case detail::WaitResult::kTimedOut:

@@ -193,7 +193,7 @@ class LocalCall {
     ctl_->argTail = argTail_;
     ctl_->argFlags = flags;
     uint32_t seq = ++lb_->slot(index_).seq;
-    detail::ring(ctl_->callWord, seq);
+    detail::ring(ctl_->callWord, ctl_->serverSleeping, seq);
     return seq;
   }
 

@@ -25,7 +25,7 @@
 namespace lrpc::detail {
 
 inline constexpr uint32_t kHelloMagic = 0x4c525048;  // "HPRL"
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr size_t kDetailBytes = 384;
 
 struct Hello {

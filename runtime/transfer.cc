@@ -56,22 +56,22 @@ bool peerGone(int fd) noexcept {
 }
 
 namespace {
-// Announces that we are about to sleep on `word` whose current value is `seen`. Returns the
-// value to futex_wait on, or 0 when the word changed meanwhile (re-check it instead).
-bool announceSleep(std::atomic<uint32_t>& word, uint32_t& seen) noexcept {
-  if (seen & kDoorbellSleeping) return true;
-  // Relaxed is enough: the CAS only has to be ordered with the publisher's exchange on the same
-  // word, and any data we later read is ordered by the acquire load that sees the new seq.
-  if (word.compare_exchange_strong(seen, seen | kDoorbellSleeping, std::memory_order_relaxed)) {
-    seen |= kDoorbellSleeping;
-    return true;
-  }
-  return false;
+// Sleeps on `word` unless it has moved from `seen`, for at most timeoutNs (< 0: forever).
+// Returns futexWait's result (0 also when the word had moved).
+int sleepOn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seen, int64_t timeoutNs) noexcept {
+  // Seq_cst store, then a seq_cst load of the word: ordered as in ring(), the publisher's
+  // mirror image (its store of seq, a fence, its load of the flag).
+  sleeping.store(1, std::memory_order_seq_cst);
+  int r = 0;
+  if (word.load(std::memory_order_seq_cst) == seen) r = futexWait(word, seen, timeoutNs);
+  // Relaxed: only spares the publisher a needless wake; a stale 1 costs it one system call.
+  sleeping.store(0, std::memory_order_relaxed);
+  return r;
 }
 }  // namespace
 
-WaitResult waitForReturn(std::atomic<uint32_t>& word, uint32_t seq, TransferMode mode, int liveFd,
-                         int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
+WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seq, TransferMode mode,
+                         int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
   uint32_t spins = 0;
   for (;;) {
     // Acquire: pairs with the server's release in ring(); after it we may read the results.
@@ -88,14 +88,13 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, uint32_t seq, TransferMode
       }
       continue;
     }
-    if (!announceSleep(word, v)) continue;
     int64_t slice = kSleepSliceNs;
     if (deadlineNs != 0) {
       int64_t left = deadlineNs - monotonicNs();
       if (left <= 0) return WaitResult::kTimedOut;
       if (left < slice) slice = left;
     }
-    if (futexWait(word, v, slice) == ETIMEDOUT) {
+    if (sleepOn(word, sleeping, v, slice) == ETIMEDOUT) {
       // Acquire, as above: a return that landed as the slice ran out is still a return.
       if (seqIs(word.load(std::memory_order_acquire), seq)) return WaitResult::kReady;
       if (peerGone(liveFd)) return WaitResult::kPeerDied;
@@ -104,8 +103,8 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, uint32_t seq, TransferMode
   }
 }
 
-WaitResult waitForCall(std::atomic<uint32_t>& word, uint32_t lastSeq, TransferMode mode,
-                       const std::atomic<bool>& stop, uint32_t* seq) noexcept {
+WaitResult waitForCall(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t lastSeq,
+                       TransferMode mode, const std::atomic<bool>& stop, uint32_t* seq) noexcept {
   uint32_t spins = 0;
   int64_t idleSince = 0;
   for (;;) {
@@ -113,8 +112,8 @@ WaitResult waitForCall(std::atomic<uint32_t>& word, uint32_t lastSeq, TransferMo
     uint32_t v = word.load(std::memory_order_acquire);
     // Acquire, after the word: if we saw stopWaiter's change we also see the flag set before it.
     if (stop.load(std::memory_order_acquire)) return WaitResult::kStopped;
-    if ((v >> 1) != (lastSeq & kSeqMask)) {
-      *seq = v >> 1;
+    if (v != lastSeq) {
+      *seq = v;
       return WaitResult::kReady;
     }
     bool spin = false;
@@ -134,8 +133,7 @@ WaitResult waitForCall(std::atomic<uint32_t>& word, uint32_t lastSeq, TransferMo
       if (spins % kYieldEvery == 0) ::sched_yield();
       continue;
     }
-    if (!announceSleep(word, v)) continue;
-    futexWait(word, v, -1);
+    sleepOn(word, sleeping, v, -1);
     spins = 0;
     idleSince = 0;
   }
@@ -145,7 +143,7 @@ void stopWaiter(std::atomic<uint32_t>& word) noexcept {
   // Changing the value makes a futex_wait that has not started yet return at once; the wake
   // covers one already asleep. The sequence it leaves behind is never used: the thread exits.
   // Release: a waiter that sees the new value must also see the stop flag set before it.
-  word.fetch_add(2, std::memory_order_release);
+  word.fetch_add(1, std::memory_order_release);
   futexWake(word);
 }
 

@@ -107,7 +107,7 @@ bool spinUntil(Pred pred, int ms = 10'000) {
   return true;
 }
 
-uint32_t seqOf(const std::atomic<uint32_t>& word) { return word.load(std::memory_order_acquire) >> 1; }
+uint32_t seqOf(const std::atomic<uint32_t>& word) { return word.load(std::memory_order_acquire); }
 
 // ---------------------------------------------------------------------------------------
 // Client killed: the server survives.

@@ -85,8 +85,9 @@ class RawBinding {
   int ring(uint32_t index) {
     AStackControl* ctl = control(index);
     uint32_t seq = ++seq_[index];
-    detail::ring(ctl->callWord, seq);
-    auto r = detail::waitForReturn(returnControl(index)->returnWord, seq, TransferMode::kBlock, sock_.get(),
+    detail::ring(ctl->callWord, ctl->serverSleeping, seq);
+    ReturnControl* ret = returnControl(index);
+    auto r = detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, TransferMode::kBlock, sock_.get(),
                                    detail::monotonicNs() + 10'000'000'000);
     if (r != detail::WaitResult::kReady) return -1;
     return detail::loadOnce(returnControl(index)->status);
@@ -296,7 +297,7 @@ TEST_F(StreamedArgument, ClientGoneMidStreamFreesTheServerThread) {
   const size_t before = threadsOf(server_->pid());
   prepare(128 * 1024);
   AStackControl* ctl = b_->control(e_);
-  detail::ring(ctl->callWord, 1);
+  detail::ring(ctl->callWord, ctl->serverSleeping, 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the server start waiting
   EXPECT_GT(threadsOf(server_->pid()), before);  // the clerk and the A-stack's server thread
   b_.reset();  // socket closed, region unmapped: the clerk stops the waiting thread

@@ -79,53 +79,86 @@ class DoorbellTest : public ::testing::TestWithParam<TransferMode> {
   OwnedFd client_, server_;
 };
 
-// A ping-pong over two doorbells: each "call" carries a value in plain memory that must be
-// visible to the other side once it sees the sequence (the release/acquire pairing).
-TEST_P(DoorbellTest, PingPongCarriesData) {
-  std::atomic<uint32_t> call{0}, ret{0};
+// One doorbell: the sequence word and its waiter's sleeping flag (as in the A-stack's blocks).
+struct Bell {
+  std::atomic<uint32_t> word{0};
+  std::atomic<uint32_t> sleeping{0};
+};
+
+// Client and server threads calling each other over two doorbells `rounds` times; `pause`
+// runs on the client before each call (to land calls while the server is about to sleep).
+// Each "call" carries a value in plain memory that must be visible to the other side once it
+// sees the sequence (the release/acquire pairing). A lost wake-up ends in the deadline.
+template <class Pause>
+void pingPong(TransferMode mode, int liveFd, uint32_t rounds, Pause pause) {
+  Bell call, ret;
   std::atomic<bool> stop{false};
   uint64_t payload = 0;  // plain memory, ordered by the doorbells
-  constexpr uint32_t kRounds = 2000;
   std::thread server([&] {
     uint32_t last = 0;
     for (;;) {
       uint32_t seq = 0;
-      if (detail::waitForCall(call, last, GetParam(), stop, &seq) != detail::WaitResult::kReady) return;
+      if (detail::waitForCall(call.word, call.sleeping, last, mode, stop, &seq) != detail::WaitResult::kReady) return;
       last = seq;
       payload = payload * 3 + 1;
-      detail::ring(ret, seq);
+      detail::ring(ret.word, ret.sleeping, seq);
     }
   });
   uint64_t expect = 0;
-  for (uint32_t seq = 1; seq <= kRounds; ++seq) {
-    detail::ring(call, seq);
-    ASSERT_EQ(detail::waitForReturn(ret, seq, GetParam(), client_.get(), 0), detail::WaitResult::kReady);
+  for (uint32_t seq = 1; seq <= rounds; ++seq) {
+    pause(seq);
+    detail::ring(call.word, call.sleeping, seq);
+    detail::WaitResult r =
+        detail::waitForReturn(ret.word, ret.sleeping, seq, mode, liveFd, detail::monotonicNs() + 10'000'000'000);
+    EXPECT_EQ(r, detail::WaitResult::kReady) << "round " << seq;
+    if (r != detail::WaitResult::kReady) break;  // the server may still be asleep: stop it below
     expect = expect * 3 + 1;
-    ASSERT_EQ(payload, expect);
+    EXPECT_EQ(payload, expect);
   }
   stop.store(true, std::memory_order_release);
-  detail::stopWaiter(call);
+  detail::stopWaiter(call.word);
   server.join();
+  EXPECT_EQ(call.sleeping.load(), 0u);  // a waiter that woke took its flag back
+  EXPECT_EQ(ret.sleeping.load(), 0u);
+}
+
+TEST_P(DoorbellTest, PingPongCarriesData) {
+  pingPong(GetParam(), client_.get(), 2000, [](uint32_t) {});
+}
+
+// Calls land at every moment of the server's way to sleep: while it spins, as it sets its
+// flag, as it enters futex_wait, while it sleeps. None may be lost (publisher and sleeper each
+// store, fence, then load the other's word).
+TEST_P(DoorbellTest, NoWakeUpIsLostAsTheWaiterFallsAsleep) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  pingPong(GetParam(), client_.get(), 3000, [&](uint32_t) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    // 0 to ~65 us of spinning: around the adaptive budget (~28 us) and beyond.
+    int64_t until = detail::monotonicNs() + static_cast<int64_t>(x % 65'536);
+    while (detail::monotonicNs() < until) detail::cpuRelax();
+  });
 }
 
 TEST_P(DoorbellTest, WaiterSeesPeerDeathAndDeadline) {
-  std::atomic<uint32_t> ret{0};
-  EXPECT_EQ(detail::waitForReturn(ret, 1, GetParam(), client_.get(), detail::monotonicNs() + 20'000'000),
+  Bell ret;
+  EXPECT_EQ(detail::waitForReturn(ret.word, ret.sleeping, 1, GetParam(), client_.get(), detail::monotonicNs() + 20'000'000),
             detail::WaitResult::kTimedOut);
   server_.reset();  // the "server" goes away
-  EXPECT_EQ(detail::waitForReturn(ret, 1, GetParam(), client_.get(), 0), detail::WaitResult::kPeerDied);
+  EXPECT_EQ(detail::waitForReturn(ret.word, ret.sleeping, 1, GetParam(), client_.get(), 0), detail::WaitResult::kPeerDied);
 }
 
 TEST_P(DoorbellTest, StopWakesAnIdleServer) {
-  std::atomic<uint32_t> call{0};
+  Bell call;
   std::atomic<bool> stop{false};
   std::atomic<int> result{-1};
   std::thread server([&] {
     uint32_t seq = 0;
-    result.store(static_cast<int>(detail::waitForCall(call, 0, GetParam(), stop, &seq)));
+    result.store(static_cast<int>(detail::waitForCall(call.word, call.sleeping, 0, GetParam(), stop, &seq)));
   });
   stop.store(true, std::memory_order_release);
-  detail::stopWaiter(call);
+  detail::stopWaiter(call.word);
   server.join();
   EXPECT_EQ(result.load(), static_cast<int>(detail::WaitResult::kStopped));
 }

@@ -189,9 +189,9 @@ void run(Reader& in) {
         detail::storeOnce(ctl->argTail, argTail);
         detail::storeOnce(ctl->argFlags, argFlags);
         uint32_t n = ++seq[index];
-        detail::ring(ctl->callWord, n);
+        detail::ring(ctl->callWord, ctl->serverSleeping, n);
         auto* ret = reinterpret_cast<ReturnControl*>(region->data() + t.layout.returnOffset(index));
-        auto r = detail::waitForReturn(ret->returnWord, n, TransferMode::kBlock, sock.get(),
+        auto r = detail::waitForReturn(ret->returnWord, ret->clientSleeping, n, TransferMode::kBlock, sock.get(),
                                        detail::monotonicNs() + 5'000'000'000);
         if (r == detail::WaitResult::kTimedOut) __builtin_trap();
         if (r != detail::WaitResult::kReady) return;

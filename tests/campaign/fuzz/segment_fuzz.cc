@@ -94,7 +94,7 @@ void oneCall(LocalBinding& lb, int serverEnd, const uint8_t* rec) {
   detail::storeOnce(ret->resultFlags, rec[2]);
   detail::storeOnce(ret->resultTail, u32(rec + 4));
   uint32_t seq = lb.slot(index).seq + 1;
-  if ((what & 0x40) == 0) ret->returnWord.store((seq & kSeqMask) << 1, std::memory_order_release);
+  if ((what & 0x40) == 0) ret->returnWord.store(seq, std::memory_order_release);
 
   TestService::Client client(std::make_shared<Binding>(TestService::kDescriptor, &lb, nullptr));
   CallOptions quick;
