@@ -190,41 +190,27 @@ void registerLrpcPaths(BenchContext& ctx) {
 #endif
 #if LRPC_BENCH_NET
   addPath<LrpcNet>(ctx, "net_loopback", [] { return LrpcNet::start(net::ReceiveMode::kAdaptive, nullptr); });
-  addPath<LrpcNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
-    Result<const NetnsPair*> netns = ctx.netns();
-    if (!netns) return netns.status();
-    return LrpcNet::start(net::ReceiveMode::kBusyPoll, netns.value());
-  });
-  addPath<LrpcNet>(ctx, "net_veth_block", [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
-    Result<const NetnsPair*> netns = ctx.netns();
-    if (!netns) return netns.status();
-    return LrpcNet::start(net::ReceiveMode::kBlocking, netns.value());
-  });
-  addPair<LrpcNet, UdpFloor>(
-      ctx, "net_veth_block", "floor_udp",
-      [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
-        Result<const NetnsPair*> netns = ctx.netns();
-        if (!netns) return netns.status();
-        return LrpcNet::start(net::ReceiveMode::kBlocking, netns.value());
-      },
-      [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
-        Result<const NetnsPair*> netns = ctx.netns();
-        if (!netns) return netns.status();
-        return UdpFloor::start(WaitMode::kBlock, *netns.value());
-      });
-  addPair<LrpcNet, UdpFloor>(
-      ctx, "net_veth", "floor_udp_busy",
-      [&ctx]() -> Result<std::unique_ptr<LrpcNet>> {
-        Result<const NetnsPair*> netns = ctx.netns();
-        if (!netns) return netns.status();
-        return LrpcNet::start(net::ReceiveMode::kBusyPoll, netns.value());
-      },
-      [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
-        Result<const NetnsPair*> netns = ctx.netns();
-        if (!netns) return netns.status();
-        return UdpFloor::start(WaitMode::kSpin, *netns.value());
-      },
-      Parking::kStopped);
+  // Starters of the paths between the two namespaces (made on first use).
+  auto netOnVeth = [&ctx](net::ReceiveMode mode) {
+    return [&ctx, mode]() -> Result<std::unique_ptr<LrpcNet>> {
+      Result<const NetnsPair*> netns = ctx.netns();
+      if (!netns) return netns.status();
+      return LrpcNet::start(mode, netns.value());
+    };
+  };
+  auto udpFloorOnVeth = [&ctx](WaitMode mode) {
+    return [&ctx, mode]() -> Result<std::unique_ptr<UdpFloor>> {
+      Result<const NetnsPair*> netns = ctx.netns();
+      if (!netns) return netns.status();
+      return UdpFloor::start(mode, *netns.value());
+    };
+  };
+  addPath<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
+  addPath<LrpcNet>(ctx, "net_veth_block", netOnVeth(net::ReceiveMode::kBlocking));
+  addPair<LrpcNet, UdpFloor>(ctx, "net_veth_block", "floor_udp", netOnVeth(net::ReceiveMode::kBlocking),
+                             udpFloorOnVeth(WaitMode::kBlock));
+  addPair<LrpcNet, UdpFloor>(ctx, "net_veth", "floor_udp_busy", netOnVeth(net::ReceiveMode::kBusyPoll),
+                             udpFloorOnVeth(WaitMode::kSpin), Parking::kStopped);
 #endif
 }
 
