@@ -18,6 +18,11 @@
 //                     reads the bytes where the caller produced them (not streamed: an in-place
 //                     handler gets the whole span, so it starts once the last byte is ready)
 //   udp_stream        the same with one 1472-byte datagram per send(): plain UDP, no offloads
+//   udp_gso_headers   udp_gso_stream, but each datagram is a 32-byte header from an array of
+//                     its own plus 1440 bytes of the message, gathered by the kernel (two
+//                     iovecs per datagram), and only the message bytes count: the fastest
+//                     any protocol with a header per datagram and no user-level copy sends,
+//                     which is how the network path sends a window of fragments
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
 //   net_source        Curves.source(n) -> Data over it: the same bytes as results (issue 4)
 //
@@ -27,7 +32,7 @@
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
 //
-//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,udp,local,net]
+//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,udp,headers,local,net]
 //                   [--net-mode poll|block|adaptive]
 //
 // Run as "lrpc_bulk_bench --server KIND READY_FD ARGS..." it is one of its own servers (the
@@ -60,6 +65,7 @@
 #include "transport/client.h"
 #include "transport/gso.h"
 #include "transport/server.h"
+#include "transport/wire.h"
 
 namespace lrpc::bench {
 namespace {
@@ -249,10 +255,62 @@ int serveUdpGsoSink(int readyFd) {
   }
 }
 
-// gso: 64 segments of 1472 bytes per send (UDP_SEGMENT); else one 1472-byte datagram per send
-// (udp_stream: plain UDP, what a transport without offloads gets).
-Curve udpStream(const Config& cfg, const NetnsPair& ns, bool gso) {
-  Curve c{gso ? "udp_gso_stream" : "udp_stream", {}, {}};
+enum class Stream {
+  kGso,         // udp_gso_stream: as many 1472-byte segments per send as UDP_SEGMENT takes
+  kPlain,       // udp_stream: one 1472-byte datagram per send, what a transport without offloads gets
+  kGsoHeaders,  // udp_gso_headers: kGso with a separate 32-byte header gathered into each datagram
+};
+
+// The header of udp_gso_headers' datagrams: the size of the transport's, in an array apart from
+// the message as the transport's are, and written for every send as the transport writes its
+// own (a counter stands for the fragment number).
+constexpr size_t kStreamHeaderBytes = net::kHeaderBytes;
+constexpr size_t kStreamHeaderPayload = net::kGsoSegmentBytes - kStreamHeaderBytes;
+
+// One GSO send of up to gsoMaxBytes(1472) wire bytes: `message` cut into 1440-byte pieces, each
+// behind its own header. Returns the message bytes sent.
+Result<size_t> sendWithHeaders(int fd, std::span<const std::byte> message, uint32_t* counter) {
+  constexpr size_t kMaxSegments = net::gsoMaxBytes(net::kGsoSegmentBytes) / net::kGsoSegmentBytes;
+  struct Header {
+    uint32_t words[kStreamHeaderBytes / sizeof(uint32_t)];
+  };
+  static_assert(sizeof(Header) == kStreamHeaderBytes);
+  Header headers[kMaxSegments];
+  iovec iov[2 * kMaxSegments];
+  size_t n = 0, taken = 0;
+  for (; n < kMaxSegments && taken < message.size(); ++n) {
+    size_t piece = std::min(kStreamHeaderPayload, message.size() - taken);
+    headers[n] = Header{{++*counter}};
+    iov[2 * n] = {&headers[n], sizeof(Header)};
+    iov[2 * n + 1] = {const_cast<std::byte*>(message.data() + taken), piece};
+    taken += piece;
+  }
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 2 * n;
+  if (n > 1) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t segment = static_cast<uint16_t>(net::kGsoSegmentBytes);
+    std::memcpy(CMSG_DATA(cm), &segment, sizeof segment);
+  }
+  for (;;) {
+    ssize_t rc = ::sendmsg(fd, &msg, 0);
+    if (rc >= 0) return taken;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == ENOBUFS) return Status(Errc::kResourceExhausted, "send buffer full");
+    return Status::fromErrno(errno, "sendmsg with UDP_SEGMENT");
+  }
+}
+
+Curve udpStream(const Config& cfg, const NetnsPair& ns, Stream kind) {
+  const bool gso = kind != Stream::kPlain;
+  Curve c{kind == Stream::kGso ? "udp_gso_stream" : kind == Stream::kPlain ? "udp_stream" : "udp_gso_headers", {}, {}};
   ServerSpec spec;
   spec.kind = "udp_gso_sink";
   spec.netns = ns.serverNs();
@@ -283,7 +341,8 @@ Curve udpStream(const Config& cfg, const NetnsPair& ns, bool gso) {
     return UINT64_MAX;
   };
   std::vector<std::byte> msg(cfg.maxBytes, std::byte{0x5a});
-  uint64_t sentTotal = 0;
+  uint64_t sentTotal = 0;  // wire payload bytes (with the headers), to compare with what arrived
+  uint32_t counter = 0;
   uint64_t base = countSoFar();
   if (base == UINT64_MAX) return {c.name, "the sink does not answer", {}};
   for (size_t size : sizes(cfg)) {
@@ -291,6 +350,13 @@ Curve udpStream(const Config& cfg, const NetnsPair& ns, bool gso) {
     Point p = measure(size, static_cast<double>(burst), cfg.budgetMs, [&] {
       for (size_t i = 0; i < burst; ++i) {
         for (size_t off = 0; off < size;) {
+          if (kind == Stream::kGsoHeaders) {
+            Result<size_t> sent = sendWithHeaders(s.get(), std::span<const std::byte>(msg.data() + off, size - off), &counter);
+            if (!sent) return false;
+            off += *sent;
+            sentTotal += *sent + (*sent + kStreamHeaderPayload - 1) / kStreamHeaderPayload * kStreamHeaderBytes;
+            continue;
+          }
           size_t n = std::min(size - off, gso ? net::gsoMaxBytes(net::kGsoSegmentBytes) : net::kGsoSegmentBytes);
           if (gso) {
             Result<size_t> sent = net::sendGso(s.get(), std::span<const std::byte>(msg.data() + off, n),
@@ -647,7 +713,8 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
                   Ratio{"lrpc_echo", "memcpy"},
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
                   Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},
-                  Ratio{"net_source", "udp_stream"}}) {
+                  Ratio{"net_source", "udp_stream"}, Ratio{"net_sink", "udp_gso_headers"},
+                  Ratio{"net_source", "udp_gso_headers"}, Ratio{"udp_gso_headers", "udp_gso_stream"}}) {
     double a = at(r.what, mib), b = at(r.floor, mib);
     if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);
   }
@@ -669,14 +736,15 @@ int clientMain(const Config& cfg) {
   if (cfg.wants("local")) {
     for (Curve& c : localCurves(cfg, &paired)) curves.push_back(std::move(c));
   }
-  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("udp") || cfg.wants("net")) {
+  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("udp") || cfg.wants("headers") || cfg.wants("net")) {
     Result<std::unique_ptr<NetnsPair>> ns = NetnsPair::create();
     if (!ns) {
       curves.push_back({"network", ns.status().toString(), {}});
     } else {
       if (cfg.wants("tcp")) curves.push_back(tcpStream(cfg, **ns));
-      if (cfg.wants("gso")) curves.push_back(udpStream(cfg, **ns, true));
-      if (cfg.wants("udp")) curves.push_back(udpStream(cfg, **ns, false));
+      if (cfg.wants("gso")) curves.push_back(udpStream(cfg, **ns, Stream::kGso));
+      if (cfg.wants("udp")) curves.push_back(udpStream(cfg, **ns, Stream::kPlain));
+      if (cfg.wants("headers")) curves.push_back(udpStream(cfg, **ns, Stream::kGsoHeaders));
       if (cfg.wants("net")) {
         for (Curve& c : netCurves(cfg, **ns)) curves.push_back(std::move(c));
       }
