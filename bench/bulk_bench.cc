@@ -26,8 +26,9 @@
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
 //   net_source        Curves.source(n) -> Data over it: the same bytes as results (issue 4)
 //
-// Each cell is bytes moved / wall time over enough calls to fill a time budget. The same-host
-// ratios at 1 MiB are also measured paired with memcpy, in alternating rounds (pairedAtMiB). Each curve
+// Each cell is bytes moved / wall time over enough calls to fill a time budget. The ratios at
+// 1 MiB are also measured paired, in alternating rounds (pairedAtMiB): the same-host calls
+// with memcpy, net_sink and net_source with udp_gso_stream and udp_gso_headers. Each curve
 // gets r_max and n1/2 from a least-squares fit of t(n) = t0 + n / r_max over its sizes
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
@@ -47,6 +48,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -308,78 +310,111 @@ Result<size_t> sendWithHeaders(int fd, std::span<const std::byte> message, uint3
   }
 }
 
-Curve udpStream(const Config& cfg, const NetnsPair& ns, Stream kind) {
-  const bool gso = kind != Stream::kPlain;
-  Curve c{kind == Stream::kGso ? "udp_gso_stream" : kind == Stream::kPlain ? "udp_stream" : "udp_gso_headers", {}, {}};
-  ServerSpec spec;
-  spec.kind = "udp_gso_sink";
-  spec.netns = ns.serverNs();
-  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-  if (!server) return {c.name, server.status().toString(), {}};
-  Fd s;
-  {
-    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
-    if (!in) return {c.name, in.status().toString(), {}};
-    s = Fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+// The sending end of a raw UDP stream into the udp_gso_sink server between the namespaces.
+// Kept open by netCurves too, which alternates its sends with calls (pairedAtMiB).
+class StreamEnd {
+ public:
+  static Result<std::unique_ptr<StreamEnd>> open(const NetnsPair& ns) {
+    ServerSpec spec;
+    spec.kind = "udp_gso_sink";
+    spec.netns = ns.serverNs();
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    Fd s;
+    {
+      Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
+      if (!in) return in.status();
+      s = Fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    }
+    int snd = 32 << 20;
+    ::setsockopt(s.get(), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof snd);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(kUdpPort);
+    ::inet_pton(AF_INET, NetnsPair::kServerAddr, &a.sin_addr);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Status(Errc::kInvalidArgument, "connect failed");
+    timeval tv{1, 0};
+    ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return std::unique_ptr<StreamEnd>(new StreamEnd(std::move(*server), std::move(s)));
   }
-  int snd = 32 << 20;
-  ::setsockopt(s.get(), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof snd);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(kUdpPort);
-  ::inet_pton(AF_INET, NetnsPair::kServerAddr, &a.sin_addr);
-  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {c.name, "connect failed", {}};
-  timeval tv{1, 0};
-  ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  auto countSoFar = [&]() -> uint64_t {
+
+  // The bytes the sink has received so far (UINT64_MAX when it does not answer). The probe
+  // queues behind the data, so every byte sent before it is counted.
+  uint64_t countSoFar() {
     char probe = 1;
     uint64_t n = 0;
     for (int tries = 0; tries < 5; ++tries) {
-      if (::send(s.get(), &probe, 1, 0) != 1) continue;
-      if (::recv(s.get(), &n, sizeof n, 0) == sizeof n) return n;
+      if (::send(s_.get(), &probe, 1, 0) != 1) continue;
+      if (::recv(s_.get(), &n, sizeof n, 0) == sizeof n) return n;
     }
     return UINT64_MAX;
-  };
+  }
+
+  // Sends one message as `kind`; false on a send error.
+  bool send(std::span<const std::byte> message, Stream kind) {
+    const bool gso = kind != Stream::kPlain;
+    const size_t size = message.size();
+    for (size_t off = 0; off < size;) {
+      if (kind == Stream::kGsoHeaders) {
+        Result<size_t> sent = sendWithHeaders(s_.get(), message.subspan(off), &counter_);
+        if (!sent) return false;
+        off += *sent;
+        sentTotal_ += *sent + (*sent + kStreamHeaderPayload - 1) / kStreamHeaderPayload * kStreamHeaderBytes;
+        continue;
+      }
+      size_t n = std::min(size - off, gso ? net::gsoMaxBytes(net::kGsoSegmentBytes) : net::kGsoSegmentBytes);
+      if (gso) {
+        Result<size_t> sent = net::sendGso(s_.get(), message.subspan(off, n), net::kGsoSegmentBytes);
+        if (!sent) return false;
+      } else if (::send(s_.get(), message.data() + off, n, 0) != static_cast<ssize_t>(n)) {
+        if (errno != ENOBUFS && errno != EAGAIN) return false;
+        continue;  // the send queue is full: offer it again, as a stream would
+      }
+      off += n;
+      sentTotal_ += n;
+    }
+    return true;
+  }
+  // Wire payload bytes sent (with udp_gso_headers' headers), to compare with what arrived.
+  uint64_t sentTotal() const noexcept { return sentTotal_; }
+
+ private:
+  StreamEnd(std::unique_ptr<ServerProcess> server, Fd s) noexcept : server_(std::move(server)), s_(std::move(s)) {}
+
+  std::unique_ptr<ServerProcess> server_;
+  Fd s_;
+  uint64_t sentTotal_ = 0;
+  uint32_t counter_ = 0;
+};
+
+const char* streamName(Stream kind) {
+  return kind == Stream::kGso ? "udp_gso_stream" : kind == Stream::kPlain ? "udp_stream" : "udp_gso_headers";
+}
+
+Curve udpStream(const Config& cfg, const NetnsPair& ns, Stream kind) {
+  Curve c{streamName(kind), {}, {}};
+  Result<std::unique_ptr<StreamEnd>> end = StreamEnd::open(ns);
+  if (!end) return {c.name, end.status().toString(), {}};
+  StreamEnd& s = **end;
   std::vector<std::byte> msg(cfg.maxBytes, std::byte{0x5a});
-  uint64_t sentTotal = 0;  // wire payload bytes (with the headers), to compare with what arrived
-  uint32_t counter = 0;
-  uint64_t base = countSoFar();
+  uint64_t base = s.countSoFar();
   if (base == UINT64_MAX) return {c.name, "the sink does not answer", {}};
   for (size_t size : sizes(cfg)) {
     size_t burst = std::max<size_t>(1, (size_t{16} << 20) / size);
     Point p = measure(size, static_cast<double>(burst), cfg.budgetMs, [&] {
       for (size_t i = 0; i < burst; ++i) {
-        for (size_t off = 0; off < size;) {
-          if (kind == Stream::kGsoHeaders) {
-            Result<size_t> sent = sendWithHeaders(s.get(), std::span<const std::byte>(msg.data() + off, size - off), &counter);
-            if (!sent) return false;
-            off += *sent;
-            sentTotal += *sent + (*sent + kStreamHeaderPayload - 1) / kStreamHeaderPayload * kStreamHeaderBytes;
-            continue;
-          }
-          size_t n = std::min(size - off, gso ? net::gsoMaxBytes(net::kGsoSegmentBytes) : net::kGsoSegmentBytes);
-          if (gso) {
-            Result<size_t> sent = net::sendGso(s.get(), std::span<const std::byte>(msg.data() + off, n),
-                                               net::kGsoSegmentBytes);
-            if (!sent) return false;
-          } else if (::send(s.get(), msg.data() + off, n, 0) != static_cast<ssize_t>(n)) {
-            if (errno != ENOBUFS && errno != EAGAIN) return false;
-            continue;  // the send queue is full: offer it again, as a stream would
-          }
-          off += n;
-          sentTotal += n;
-        }
+        if (!s.send(std::span<const std::byte>(msg.data(), size), kind)) return false;
       }
       return true;
     });
     c.points.push_back(p);
   }
   // A stream with no resends: report what arrived, not what was sent.
-  uint64_t got = countSoFar();
-  if (got != UINT64_MAX && sentTotal > 0) {
+  uint64_t got = s.countSoFar();
+  if (got != UINT64_MAX && s.sentTotal() > 0) {
     char note[96];
     std::snprintf(note, sizeof note, "received %.1f%% of the bytes sent (no resends; rows are send rates)",
-                  100.0 * static_cast<double>(got - base) / static_cast<double>(sentTotal));
+                  100.0 * static_cast<double>(got - base) / static_cast<double>(s.sentTotal()));
     c.note = note;
   }
   return c;
@@ -503,36 +538,35 @@ Curve runSharedCurve(const Config& cfg, Curves::Client& client, uint32_t procedu
 // between 11 and 18 GB/s from one minute to the next.
 struct PairedRatio {
   std::string name;
+  std::string floor;
   double median = 0, lo = 0, hi = 0;
   bool ok = false;
 };
 
-PairedRatio pairedAtMiB(const std::string& name, const std::function<bool()>& call) {
-  constexpr size_t kMiB = size_t{1} << 20;
+// `call` and `floor` each move 1 MiB; 21 rounds alternate 8 of one with 8 of the other (each
+// burst after one untimed warm-up: an adaptive server may be asleep after the other's burst),
+// and the median of the rounds' bandwidth ratios is the result. Both sides see the host as it
+// is in that round, which a ratio of two curves measured minutes apart does not.
+PairedRatio pairedAtMiB(const std::string& name, const std::string& floorName, const std::function<bool()>& call,
+                        const std::function<bool()>& floor) {
   constexpr int kRounds = 21, kBurst = 8;
-  std::vector<char> from(kMiB, 1), to(kMiB, 2);
-  auto copy = [&] {
-    std::memcpy(to.data(), from.data(), kMiB);
-    from[kMiB / 2] = to[kMiB / 3];  // a data dependency, so the copy cannot be dropped
-    return true;
-  };
   auto burst = [&](const std::function<bool()>& one) -> double {
-    if (!one()) return -1;  // warm-up: the adaptive server may be asleep after the other burst
+    if (!one()) return -1;
     auto t0 = Clock::now();
     for (int i = 0; i < kBurst; ++i) {
       if (!one()) return -1;
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  PairedRatio r{name};
+  PairedRatio r{name, floorName};
   std::vector<double> ratios;
   for (int round = 0; round < kRounds; ++round) {
-    bool copyFirst = round % 2 == 0;
-    double a = burst(copyFirst ? std::function<bool()>(copy) : call);
-    double b = a < 0 ? -1 : burst(copyFirst ? call : std::function<bool()>(copy));
+    bool floorFirst = round % 2 == 0;
+    double a = burst(floorFirst ? floor : call);
+    double b = a < 0 ? -1 : burst(floorFirst ? call : floor);
     if (a < 0 || b < 0) return r;
-    double copySeconds = copyFirst ? a : b, callSeconds = copyFirst ? b : a;
-    ratios.push_back(copySeconds / callSeconds);  // bandwidth ratio: same bytes each side
+    double floorSeconds = floorFirst ? a : b, callSeconds = floorFirst ? b : a;
+    ratios.push_back(floorSeconds / callSeconds);  // bandwidth ratio: same bytes each side
   }
   std::sort(ratios.begin(), ratios.end());
   r.median = ratios[ratios.size() / 2];
@@ -540,6 +574,17 @@ PairedRatio pairedAtMiB(const std::string& name, const std::function<bool()>& ca
   r.hi = ratios.back();
   r.ok = true;
   return r;
+}
+
+// Paired with memcpy of 1 MiB, the same-host floor.
+PairedRatio pairedWithMemcpy(const std::string& name, const std::function<bool()>& call) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  std::vector<char> from(kMiB, 1), to(kMiB, 2);
+  return pairedAtMiB(name, "memcpy", call, [&] {
+    std::memcpy(to.data(), from.data(), kMiB);
+    from[kMiB / 2] = to[kMiB / 3];  // a data dependency, so the copy cannot be dropped
+    return true;
+  });
 }
 
 int serveLocal(int readyFd, int argc, char** argv) {
@@ -586,11 +631,11 @@ std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* pair
     }
     if (mode == TransferMode::kAdaptive && cfg.maxBytes >= (size_t{1} << 20)) {
       std::vector<uint8_t> data(size_t{1} << 20, 0x5a);
-      paired->push_back(pairedAtMiB("lrpc_sink", [&] { return c.sink(data).isOk(); }));
-      paired->push_back(pairedAtMiB("lrpc_sink_inplace", [&] { return c.sinkInPlace(data).isOk(); }));
+      paired->push_back(pairedWithMemcpy("lrpc_sink", [&] { return c.sink(data).isOk(); }));
+      paired->push_back(pairedWithMemcpy("lrpc_sink_inplace", [&] { return c.sinkInPlace(data).isOk(); }));
       uint8_t n = 0;
-      paired->push_back(pairedAtMiB("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
-      paired->push_back(pairedAtMiB("lrpc_sink_zerocopy",
+      paired->push_back(pairedWithMemcpy("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
+      paired->push_back(pairedWithMemcpy("lrpc_sink_zerocopy",
                                     [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }));
     }
   }
@@ -624,7 +669,41 @@ int serveNet(int readyFd, int argc, char** argv) {
 }
 
 // net_sink (1 MiB arguments) and net_source (1 MiB results) over one session.
-std::vector<Curve> netCurves(const Config& cfg, const NetnsPair& ns) {
+// Pairs net_sink and net_source at 1 MiB with 1 MiB of a raw stream (pairedAtMiB). Both
+// servers live on CPU 1, so the network server, which busy-polls, is stopped (SIGSTOP) for
+// each burst of the stream and continued for each burst of calls, in the untimed warm-ups.
+void pairNet(const NetnsPair& ns, const ServerProcess& netServer, Curves::Client& c, Stream kind,
+             std::vector<PairedRatio>* paired) {
+  Result<std::unique_ptr<StreamEnd>> end = StreamEnd::open(ns);
+  if (!end) {
+    paired->push_back(PairedRatio{"net_sink", streamName(kind)});
+    return;
+  }
+  constexpr size_t kMiB = size_t{1} << 20;
+  std::vector<uint8_t> data(kMiB, 0x5a);
+  const std::span<const std::byte> bytes = std::as_bytes(std::span<const uint8_t>(data));
+  bool stopped = false;
+  auto park = [&](bool stop) {
+    if (stop != stopped) ::kill(netServer.pid(), stop ? SIGSTOP : SIGCONT);
+    stopped = stop;
+  };
+  auto floor = [&] {
+    park(true);
+    return (*end)->send(bytes, kind);
+  };
+  paired->push_back(pairedAtMiB("net_sink", streamName(kind), [&] {
+    park(false);
+    return c.sink(data).isOk();
+  }, floor));
+  paired->push_back(pairedAtMiB("net_source", streamName(kind), [&] {
+    park(false);
+    Result<std::vector<uint8_t>> r = c.source(static_cast<uint32_t>(kMiB));
+    return r.isOk() && r->size() == kMiB;
+  }, floor));
+  park(false);
+}
+
+std::vector<Curve> netCurves(const Config& cfg, const NetnsPair& ns, std::vector<PairedRatio>* paired) {
   auto failed = [](const Status& s) { return std::vector<Curve>{{"net_sink", s.toString(), {}}}; };
   ServerSpec spec;
   spec.kind = "bulk_net";
@@ -648,6 +727,10 @@ std::vector<Curve> netCurves(const Config& cfg, const NetnsPair& ns) {
   std::vector<Curve> out;
   out.push_back(runCurve("net_sink", cfg, c, Op::kSink));
   out.push_back(runCurve("net_source", cfg, c, Op::kSource));
+  if (cfg.maxBytes >= (size_t{1} << 20)) {
+    pairNet(ns, **server, c, Stream::kGso, paired);
+    pairNet(ns, **server, c, Stream::kGsoHeaders, paired);
+  }
   return out;
 }
 
@@ -720,11 +803,11 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
   }
   for (const PairedRatio& r : paired) {
     if (!r.ok) {
-      std::printf("1 MiB, paired: %s / memcpy: a call failed\n", r.name.c_str());
+      std::printf("1 MiB, paired: %s / %s: a call failed\n", r.name.c_str(), r.floor.c_str());
       continue;
     }
-    std::printf("1 MiB, paired: %s / memcpy = %.0f%% [%.0f-%.0f%%] (median of 21 alternating rounds of 8 calls and 8 copies)\n",
-                r.name.c_str(), 100 * r.median, 100 * r.lo, 100 * r.hi);
+    std::printf("1 MiB, paired: %s / %s = %.0f%% [%.0f-%.0f%%] (median of 21 alternating rounds of 8 calls and 8 of the other)\n",
+                r.name.c_str(), r.floor.c_str(), 100 * r.median, 100 * r.lo, 100 * r.hi);
   }
 }
 
@@ -746,7 +829,7 @@ int clientMain(const Config& cfg) {
       if (cfg.wants("udp")) curves.push_back(udpStream(cfg, **ns, Stream::kPlain));
       if (cfg.wants("headers")) curves.push_back(udpStream(cfg, **ns, Stream::kGsoHeaders));
       if (cfg.wants("net")) {
-        for (Curve& c : netCurves(cfg, **ns)) curves.push_back(std::move(c));
+        for (Curve& c : netCurves(cfg, **ns, &paired)) curves.push_back(std::move(c));
       }
     }
   }
