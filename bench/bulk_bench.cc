@@ -287,27 +287,9 @@ Result<size_t> sendWithHeaders(int fd, std::span<const std::byte> message, uint3
     iov[2 * n + 1] = {const_cast<std::byte*>(message.data() + taken), piece};
     taken += piece;
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
-  msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = 2 * n;
-  if (n > 1) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_UDP;
-    cm->cmsg_type = UDP_SEGMENT;
-    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-    uint16_t segment = static_cast<uint16_t>(net::kGsoSegmentBytes);
-    std::memcpy(CMSG_DATA(cm), &segment, sizeof segment);
-  }
-  for (;;) {
-    ssize_t rc = ::sendmsg(fd, &msg, 0);
-    if (rc >= 0) return taken;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == ENOBUFS) return Status(Errc::kResourceExhausted, "send buffer full");
-    return Status::fromErrno(errno, "sendmsg with UDP_SEGMENT");
-  }
+  Result<size_t> sent = net::sendGso(fd, std::span<const iovec>(iov, 2 * n), net::kGsoSegmentBytes);
+  if (!sent) return sent.status();
+  return taken;
 }
 
 // The sending end of a raw UDP stream into the udp_gso_sink server between the namespaces.

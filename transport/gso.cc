@@ -38,27 +38,30 @@ size_t groSegmentSize(const cmsghdr& cm) noexcept {
   return size > 0 ? static_cast<size_t>(size) : 0;
 }
 
-Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept {
-  if (segment == 0 || payload.size() > gsoMaxBytes(segment)) {
+void setSegmentSize(msghdr& msg, char (&control)[kSegmentControlBytes], size_t segment) noexcept {
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_UDP;
+  cm->cmsg_type = UDP_SEGMENT;
+  cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  uint16_t size = static_cast<uint16_t>(segment);
+  std::memcpy(CMSG_DATA(cm), &size, sizeof size);
+}
+
+Result<size_t> sendGso(int fd, std::span<const iovec> pieces, size_t segment) noexcept {
+  size_t bytes = 0;
+  for (const iovec& piece : pieces) bytes += piece.iov_len;
+  if (segment == 0 || bytes > gsoMaxBytes(segment)) {
     return Status(Errc::kInvalidArgument, "GSO buffer larger than one send may carry");
   }
-  iovec iov{const_cast<std::byte*>(payload.data()), payload.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+  alignas(cmsghdr) char control[kSegmentControlBytes] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
+  msg.msg_iov = const_cast<iovec*>(pieces.data());
+  msg.msg_iovlen = pieces.size();
   // A single datagram needs no segmentation (and the kernel rejects a segment size that
   // covers the whole buffer on some versions): send it plain.
-  if (payload.size() > segment) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_UDP;
-    cm->cmsg_type = UDP_SEGMENT;
-    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-    uint16_t size = static_cast<uint16_t>(segment);
-    std::memcpy(CMSG_DATA(cm), &size, sizeof size);
-  }
+  if (bytes > segment) setSegmentSize(msg, control, segment);
   for (;;) {
     ssize_t n = sys::sendmsg(fd, &msg, 0);
     if (n >= 0) return static_cast<size_t>(n);
@@ -66,6 +69,11 @@ Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segmen
     if (errno == EAGAIN || errno == ENOBUFS) return Status(Errc::kResourceExhausted, "send buffer full");
     return Status::fromErrno(errno, "sendmsg with UDP_SEGMENT");
   }
+}
+
+Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept {
+  const iovec piece{const_cast<std::byte*>(payload.data()), payload.size()};
+  return sendGso(fd, std::span<const iovec>(&piece, 1), segment);
 }
 
 Result<GroDatagram> receiveGro(int fd, std::span<std::byte> buffer, sockaddr_in* from, int flags) noexcept {
@@ -136,17 +144,7 @@ void GsoMessage::build(std::span<const OutDatagram> run, bool connected) noexcep
     msg_.msg_name = &name_;
     msg_.msg_namelen = sizeof name_;
   }
-  if (run.size() > 1) {
-    size_t segment = datagramBytes(run[0]);
-    msg_.msg_control = control_;
-    msg_.msg_controllen = sizeof control_;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg_);
-    cm->cmsg_level = SOL_UDP;
-    cm->cmsg_type = UDP_SEGMENT;
-    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-    uint16_t size = static_cast<uint16_t>(segment);
-    std::memcpy(CMSG_DATA(cm), &size, sizeof size);
-  }
+  if (run.size() > 1) setSegmentSize(msg_, control_, datagramBytes(run[0]));
 }
 
 }  // namespace lrpc::net

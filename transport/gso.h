@@ -52,6 +52,14 @@ bool enableGro(int fd, bool on = true) noexcept;
 // a connected socket. payload.size() <= gsoMaxBytes(segment). Returns the bytes sent; a full
 // send buffer is kResourceExhausted (nothing was sent), like a dropped datagram.
 Result<size_t> sendGso(int fd, std::span<const std::byte> payload, size_t segment) noexcept;
+// The same for a payload gathered from `pieces` back to back (at most UIO_MAXIOV of them).
+Result<size_t> sendGso(int fd, std::span<const iovec> pieces, size_t segment) noexcept;
+
+// Room for the UDP_SEGMENT control message in a send.
+inline constexpr size_t kSegmentControlBytes = CMSG_SPACE(sizeof(uint16_t));
+// Points `msg` at `control` holding a UDP_SEGMENT message: the kernel cuts the payload every
+// `segment` bytes.
+void setSegmentSize(msghdr& msg, char (&control)[kSegmentControlBytes], size_t segment) noexcept;
 
 struct GroDatagram {
   size_t bytes = 0;        // received into the buffer
@@ -92,7 +100,7 @@ class GsoMessage {
   sockaddr_in name_{};
   size_t datagrams_ = 0;
   iovec iov_[kGsoMaxSegments * 3];  // an OutDatagram has up to three pieces
-  alignas(cmsghdr) char control_[CMSG_SPACE(sizeof(uint16_t))] = {};
+  alignas(cmsghdr) char control_[kSegmentControlBytes] = {};
 };
 
 }  // namespace lrpc::net
