@@ -523,6 +523,7 @@ struct PairedRatio {
   std::string floor;
   double median = 0, lo = 0, hi = 0;
   bool ok = false;
+  std::string failure = "a call failed";  // when !ok
 };
 
 // `call` and `floor` each move 1 MiB; 21 rounds alternate 8 of one with 8 of the other (each
@@ -658,7 +659,11 @@ void pairNet(const NetnsPair& ns, const ServerProcess& netServer, Curves::Client
              std::vector<PairedRatio>* paired) {
   Result<std::unique_ptr<StreamEnd>> end = StreamEnd::open(ns);
   if (!end) {
-    paired->push_back(PairedRatio{"net_sink", streamName(kind)});
+    for (const char* name : {"net_sink", "net_source"}) {
+      PairedRatio failed{name, streamName(kind)};
+      failed.failure = "the raw stream did not open: " + end.status().toString();
+      paired->push_back(std::move(failed));
+    }
     return;
   }
   constexpr size_t kMiB = size_t{1} << 20;
@@ -785,7 +790,7 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
   }
   for (const PairedRatio& r : paired) {
     if (!r.ok) {
-      std::printf("1 MiB, paired: %s / %s: a call failed\n", r.name.c_str(), r.floor.c_str());
+      std::printf("1 MiB, paired: %s / %s: %s\n", r.name.c_str(), r.floor.c_str(), r.failure.c_str());
       continue;
     }
     std::printf("1 MiB, paired: %s / %s = %.0f%% [%.0f-%.0f%%] (median of 21 alternating rounds of 8 calls and 8 of the other)\n",
