@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/harness.h"
@@ -153,7 +154,7 @@ inline bool bigInOutOnce(C& client, CallInputs& io) {
 // kind (the switch stays outside it); `once()` is false when the call failed or came back
 // wrong. `loop` returns what the caller wants (ok or not, a time).
 template <class C, class Loop>
-inline auto withCall(C& client, Call call, CallInputs& io, Loop&& loop) -> decltype(loop([] { return true; })) {
+inline auto withCall(C& client, Call call, CallInputs& io, Loop&& loop) -> decltype(loop(std::declval<bool (*)()>())) {
   switch (call) {
     case Call::kNull: return loop([&] { return client.null(); });
     case Call::kAdd: return loop([&] { return addOnce(client, io); });
