@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "bench/floors.h"
+#include "bench/idle.h"
 #include "bench/lrpc_common.h"
 #include "bench/paired.h"
 
@@ -20,6 +21,8 @@
 #if LRPC_BENCH_LOCAL
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "runtime/introspect.h"
+#include "runtime/local_binding.h"
 #endif
 #if LRPC_BENCH_NET
 #include "transport/client.h"
@@ -121,6 +124,18 @@ class LrpcLocal final : public PaperClientSession {
     s->client_ = client.value().withOptions(withDeadline());
     return s;
   }
+  // For Idle/<path>: the binding's A-stack region, and the server's threads as it reports them.
+  BindingMemory bindingMemory() const {
+    BindingMemory m;
+    if (const LocalBinding* lb = client_.binding()->local) {
+      m.regionBytes = static_cast<int64_t>(lb->layout().regionBytes());
+      m.astacks = lb->layout().astackCount();
+    }
+    QueryOptions query;
+    query.dir = dir_;
+    if (Result<ServerInfo> info = queryServer("paper", query)) m.serverThreads = static_cast<int64_t>(info->stats.serverThreads);
+    return m;
+  }
   ~LrpcLocal() override {
     client_ = Paper::Client();
     server_.reset();
@@ -178,6 +193,9 @@ void registerLrpcPaths(BenchContext& ctx) {
   addPath<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
   addPath<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kServerCpu); });
   addPath<LrpcLocal>(ctx, "lrpc_block_samecore", [] { return LrpcLocal::start(TransferMode::kBlock, kClientCpu); });
+  addIdle<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); });
+  addIdle<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
+  addIdle<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kServerCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kAnyCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kAnyCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kAnyCpu); });
@@ -207,6 +225,9 @@ void registerLrpcPaths(BenchContext& ctx) {
   };
   addPath<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
   addPath<LrpcNet>(ctx, "net_veth_block", netOnVeth(net::ReceiveMode::kBlocking));
+  addIdle<LrpcNet>(ctx, "net_loopback", [] { return LrpcNet::start(net::ReceiveMode::kAdaptive, nullptr); });
+  addIdle<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
+  addIdle<LrpcNet>(ctx, "net_veth_block", netOnVeth(net::ReceiveMode::kBlocking));
   addPair<LrpcNet, UdpFloor>(ctx, "net_veth_block", "floor_udp", netOnVeth(net::ReceiveMode::kBlocking),
                              udpFloorOnVeth(WaitMode::kBlock));
   addPair<LrpcNet, UdpFloor>(ctx, "net_veth", "floor_udp_busy", netOnVeth(net::ReceiveMode::kBusyPoll),

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Turns lrpc_bench's Google Benchmark JSON into the Table IV-style markdown of bench/README.md.
 
-Usage: make_table.py RESULTS.json TABLE.md [--interleaved]
+Usage: make_table.py RESULTS.json TABLE.md [--interleaved] [--idle IDLE.json]
 
 Cells are the median real time per call over the repetitions, with [min-max]; ratios divide
 medians. Columns whose benchmarks are absent from the JSON (a path not built yet, or filtered
 out) are left out and listed under the tables; a benchmark that failed shows its error.
 """
 import json
+import re
 import statistics
 import sys
 
@@ -50,6 +51,17 @@ PAIRED = [
 ]
 
 
+# Idle/<path> (bench/idle.h): (path, how its server waits).
+IDLE = [
+    ("lrpc", "same host, adaptive (the default)"),
+    ("lrpc_spin", "same host, spin"),
+    ("lrpc_block", "same host, block"),
+    ("net_loopback", "network (loopback), adaptive (the default)"),
+    ("net_veth", "network (veth), busy-poll"),
+    ("net_veth_block", "network (veth), blocking"),
+]
+
+
 def fmt(ns):
     if ns is None:
         return "-"
@@ -69,6 +81,7 @@ def load(path):
         if b.get("run_type", "iteration") != "iteration":
             continue
         name = b.get("run_name", b["name"]).replace("/real_time", "").replace("/manual_time", "")
+        name = re.sub(r"/iterations:\d+", "", name)
         parts = name.split("/", 1)
         if len(parts) != 2:
             continue
@@ -86,10 +99,57 @@ def summary(values):
     return statistics.median(values), min(values), max(values)
 
 
+def fmt_pct(v):
+    if v >= 10:
+        return f"{v:.0f}%"
+    if v >= 1:
+        return f"{v:.1f}%"
+    return f"{v:.3f}%"
+
+
+def idle_section(path):
+    """The Idle/<path> runs: the servers' CPU after the last call and the memory of a binding."""
+    _, runs, errors = load(path)
+    rows = [(p, how) for (p, how) in IDLE if ("Idle", p) in runs or ("Idle", p) in errors]
+    if not rows:
+        return []
+    reps = max(len(runs.get(("Idle", p), [])) for p, _ in rows)
+    calls = summary([r["calls_each"] for p, _ in rows for r in runs.get(("Idle", p), []) if "calls_each" in r])
+
+    def cell(p, name, show):
+        if ("Idle", p) not in runs:
+            return "error: " + errors[("Idle", p)].replace("|", "/")
+        s = summary([r[name] for r in runs[("Idle", p)] if name in r])
+        if s is None:
+            return "-"
+        med, lo, hi = s
+        return show(med) if reps == 1 or lo == hi else f"{show(med)} [{show(lo)}-{show(hi)}]"
+
+    out = ["## Idle servers and memory per binding\n",
+           f"Each of {reps} repetition(s) starts a fresh server (CPU 1), makes {calls[0] if calls else 0:,.0f} "
+           "calls of each kind, "
+           "then reads the CPU clocks over the first and the second second after the last call "
+           "(bench/idle.h); cells: median [min-max]. The same-host target: under 1% of a core one "
+           "second after the last call. A busy-polling network server spins by design.\n",
+           "| path | server waits | server CPU, 1st second | server CPU, 2nd second | client process CPU, 2nd second "
+           "| server threads | memory per binding |",
+           "|---|---|---|---|---|---|---|"]
+    for p, how in rows:
+        mem = cell(p, "binding_bytes", lambda v: f"{v:,.0f} B")
+        if mem != "-":
+            mem += " (" + cell(p, "astacks", lambda v: f"{v:.0f}") + " A-stacks, one memfd)"
+        out.append(f"| {p} | {how} | {cell(p, 'server_first_pct', fmt_pct)} | {cell(p, 'server_idle_pct', fmt_pct)} "
+                   f"| {cell(p, 'client_idle_pct', fmt_pct)} | {cell(p, 'server_threads', lambda v: f'{v:.0f}')} "
+                   f"| {mem} |")
+    out.append("")
+    return out
+
+
 def main():
     # --interleaved: run.sh ran the repetitions in random order (Google Benchmark's JSON lists
     # them grouped by benchmark either way, so the table cannot tell by itself).
     interleaved = "--interleaved" in sys.argv[3:]
+    idle = sys.argv[sys.argv.index("--idle") + 1] if "--idle" in sys.argv[3:-1] else None
     src, dst = sys.argv[1], sys.argv[2]
     ctx, runs, errors = load(src)
     paths = {p for (_, p) in list(runs) + list(errors)}
@@ -200,6 +260,9 @@ def main():
                 cells.append(f"{fmt(c[0]) if c else '-'} / {fmt(s[0]) if s else '-'}")
             out.append(f"| {p} | " + " | ".join(cells) + " |")
         out.append("")
+
+    if idle:
+        out.extend(idle_section(idle))
 
     out.append("## For reference: the paper's Table IV (C-VAX Firefly, 1990), µs\n")
     out.append("| call | LRPC/MP | LRPC | Taos | Taos / LRPC |")

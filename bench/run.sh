@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs lrpc_bench and writes into bench/results/
 #   lrpc_bench.json  raw Google Benchmark JSON of the table's benchmarks
+#   idle.json        raw JSON of the Idle/ benchmarks (servers after the last call, memory per binding)
 #   table.md         the Table IV-style report (printed at the end)
 #   curves.json, curves.md, *.png   the curves (message size, bandwidth, client threads)
 #   bulk.md          bandwidth 4 KiB..64 MiB on both paths against memcpy/TCP/UDP GSO
@@ -64,8 +65,20 @@ tmp=$results/lrpc_bench.json.tmp
 echo "run.sh: the table: $bin ${args[*]} $*" >&2
 "$bin" "$table_filter" "${args[@]}" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
 mv "$tmp" "$results/lrpc_bench.json"
+# What the servers cost once calls stop, and the memory of a binding (bench/idle.h): about
+# 2.5 s per path and repetition, so fewer repetitions than the table.
+# Left out with --no-curves, like everything after the table.
 table_flags=()
 [ $quick = 1 ] || table_flags=(--interleaved)
+if [ $curves = 1 ]; then
+  idle_reps=3
+  [ $quick = 1 ] && idle_reps=1
+  tmp=$results/idle.json.tmp
+  echo "run.sh: idle servers: $bin --benchmark_repetitions=$idle_reps" >&2
+  "$bin" '--benchmark_filter=^Idle/' --benchmark_repetitions=$idle_reps --benchmark_out="$tmp" --benchmark_out_format=json
+  mv "$tmp" "$results/idle.json"
+  table_flags+=(--idle "$results/idle.json")
+fi
 python3 "$here/make_table.py" "$results/lrpc_bench.json" "$results/table.md" "${table_flags[@]}"
 # Other work on the machine makes every column noisy (spinning ones most): say how busy it was.
 echo "Load average (1, 5, 15 min) at the end of the table run: $(cut -d' ' -f1-3 /proc/loadavg)." >> "$results/table.md"
