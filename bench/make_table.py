@@ -100,11 +100,7 @@ def summary(values):
 
 
 def fmt_pct(v):
-    if v >= 10:
-        return f"{v:.0f}%"
-    if v >= 1:
-        return f"{v:.1f}%"
-    return f"{v:.3f}%"
+    return f"{v:.{0 if v >= 10 else 1 if v >= 1 else 3}f}%"
 
 
 def idle_section(path):
