@@ -198,17 +198,9 @@ Curve tcpStream(const Config& cfg, const NetnsPair& ns) {
   spec.netns = ns.serverNs();
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return {c.name, server.status().toString(), {}};
-  Fd s;
-  {
-    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
-    if (!in) return {c.name, in.status().toString(), {}};
-    s = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(kTcpPort);
-  ::inet_pton(AF_INET, NetnsPair::kServerAddr, &a.sin_addr);
-  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {c.name, "connect failed", {}};
+  Result<Fd> connected = ns.connectToServer(SOCK_STREAM, kTcpPort);
+  if (!connected) return {c.name, connected.status().toString(), {}};
+  Fd s = std::move(*connected);
   std::vector<char> msg(cfg.maxBytes, 0x5a);
   for (size_t size : sizes(cfg)) {
     // A burst of messages per measured unit, so that the ack's round trip does not count
@@ -302,19 +294,11 @@ class StreamEnd {
     spec.netns = ns.serverNs();
     Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
     if (!server) return server.status();
-    Fd s;
-    {
-      Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
-      if (!in) return in.status();
-      s = Fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    }
+    Result<Fd> connected = ns.connectToServer(SOCK_DGRAM, kUdpPort);
+    if (!connected) return connected.status();
+    Fd s = std::move(*connected);
     int snd = 32 << 20;
     ::setsockopt(s.get(), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof snd);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(kUdpPort);
-    ::inet_pton(AF_INET, NetnsPair::kServerAddr, &a.sin_addr);
-    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return Status(Errc::kInvalidArgument, "connect failed");
     timeval tv{1, 0};
     ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return std::unique_ptr<StreamEnd>(new StreamEnd(std::move(*server), std::move(s)));

@@ -280,15 +280,9 @@ Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
 
-  Fd sock;
-  {
-    Result<std::unique_ptr<NetnsScope>> scope = NetnsScope::enter(pair.clientNs());
-    if (!scope) return scope.status();
-    sock = Fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  }
-  if (!sock.valid()) return Status::fromErrno(errno, "socket");
-  sockaddr_in to = inetAddr(NetnsPair::kServerAddr, kUdpFloorPort);
-  if (connect(sock.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return Status::fromErrno(errno, "connect");
+  Result<Fd> connected = pair.connectToServer(SOCK_DGRAM, kUdpFloorPort);
+  if (!connected) return connected.status();
+  Fd sock = std::move(*connected);
   if (mode == WaitMode::kSpin) {
     if (Status s = setNonBlocking(sock.get()); !s) return s;
   } else {

@@ -1,11 +1,14 @@
 #include "bench/harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,6 +200,22 @@ Result<std::unique_ptr<NetnsScope>> NetnsScope::enter(const std::string& name) {
   if (!target.valid()) return Status::fromErrno(errno, "open netns " + name);
   if (setns(target.get(), CLONE_NEWNET) != 0) return Status::fromErrno(errno, "setns " + name);
   return std::unique_ptr<NetnsScope>(new NetnsScope(std::move(original)));
+}
+
+Result<Fd> NetnsPair::connectToServer(int type, uint16_t port) const {
+  Fd s;
+  {
+    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(client_);
+    if (!in) return in.status();
+    s = Fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  }
+  if (!s.valid()) return Status::fromErrno(errno, "socket");
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  ::inet_pton(AF_INET, kServerAddr, &to.sin_addr);
+  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return Status::fromErrno(errno, "connect");
+  return s;
 }
 
 NetnsScope::~NetnsScope() {

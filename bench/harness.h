@@ -128,6 +128,10 @@ class NetnsPair {
   static constexpr const char* kClientAddr = "10.99.0.1";
   static constexpr const char* kServerAddr = "10.99.0.2";
 
+  // A socket of `type` (SOCK_DGRAM, SOCK_STREAM) made in the client's namespace and connected
+  // to the server's address at `port`: the client end of a raw floor.
+  Result<Fd> connectToServer(int type, uint16_t port) const;
+
  private:
   NetnsPair(std::string client, std::string server) noexcept
       : client_(std::move(client)), server_(std::move(server)) {}
