@@ -169,10 +169,7 @@ int serveTcpSink(int readyFd) {
   Fd listenFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
   ::setsockopt(listenFd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(kTcpPort);
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  sockaddr_in a = inetAddr("0.0.0.0", kTcpPort);
   if (::bind(listenFd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listenFd.get(), 4) != 0) return 3;
   signalReady(readyFd);
   Fd c(::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -226,10 +223,7 @@ Curve tcpStream(const Config& cfg, const NetnsPair& ns) {
 // datagram with the 8-byte count so far.
 int serveUdpGsoSink(int readyFd) {
   Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(kUdpPort);
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  sockaddr_in a = inetAddr("0.0.0.0", kUdpPort);
   int rcv = 32 << 20;
   ::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof rcv);
   if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 3;

@@ -262,14 +262,6 @@ Status setNonBlocking(int fd) {
   return {};
 }
 
-sockaddr_in inetAddr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair& pair) {

@@ -202,6 +202,14 @@ Result<std::unique_ptr<NetnsScope>> NetnsScope::enter(const std::string& name) {
   return std::unique_ptr<NetnsScope>(new NetnsScope(std::move(original)));
 }
 
+sockaddr_in inetAddr(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
 Result<Fd> NetnsPair::connectToServer(int type, uint16_t port) const {
   Fd s;
   {
@@ -210,10 +218,7 @@ Result<Fd> NetnsPair::connectToServer(int type, uint16_t port) const {
     s = Fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
   }
   if (!s.valid()) return Status::fromErrno(errno, "socket");
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  ::inet_pton(AF_INET, kServerAddr, &to.sin_addr);
+  sockaddr_in to = inetAddr(kServerAddr, port);
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return Status::fromErrno(errno, "connect");
   return s;
 }

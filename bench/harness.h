@@ -8,6 +8,7 @@
 // process even when the parent already runs library threads (gRPC starts some on first use),
 // so "fork before any threads" holds for every server, whatever ran before it.
 
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -138,6 +139,9 @@ class NetnsPair {
   std::string client_;
   std::string server_;
 };
+
+// An IPv4 socket address ("0.0.0.0": any).
+sockaddr_in inetAddr(const char* ip, uint16_t port);
 
 // Moves the calling thread into a named network namespace for its lifetime, then back.
 // Sockets created meanwhile stay in that namespace.
