@@ -1,10 +1,13 @@
 // Errors as values: every boundary of lrpc (the A-stack, the wire, the control path)
 // reports failure as a Status or a Result<T>, never as an exception.
+//
+// A Status is one word. Ok is zero, so returning, testing and destroying an ok Status costs
+// what an integer does; an error without detail is the code in that word, also without
+// allocation; only an error with a detail string points at a heap record. Constructing any
+// Status never throws: if the record cannot be allocated, the code survives without detail.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <new>
 #include <string>
 #include <string_view>
@@ -14,7 +17,7 @@
 namespace lrpc {
 
 // The error codes a caller can see. The numeric values travel in A-stack headers and
-// on the wire, so they are fixed: append, never renumber.
+// on the wire, so they are fixed: append, never renumber, and keep kLastErrc the last.
 enum class Errc : uint8_t {
   kOk = 0,
   kPeerDied = 1,           // the other process (or host) went away
@@ -31,92 +34,77 @@ enum class Errc : uint8_t {
   kIoError = 12,           // a system call failed; detail has errno text
   kApplication = 13,       // a handler returned an error of its own
   kCancelled = 14,         // the binding or runtime is shutting down
+  kLastErrc = kCancelled,
 };
 
 // A short, stable name for each code ("peer died", ...).
 std::string_view errcName(Errc code) noexcept;
 
-// Ok, or an error code plus optional human-readable detail. Cheap when ok: no allocation.
+// A code read from memory or a packet a peer wrote: any byte outside the known codes is
+// kBadFrame, so a hostile peer can never produce an Errc value the enum does not name.
+constexpr Errc errcFromWire(uint8_t byte) noexcept {
+  return byte <= static_cast<uint8_t>(Errc::kLastErrc) ? static_cast<Errc>(byte) : Errc::kBadFrame;
+}
+
+// Ok, or an error code plus optional human-readable detail.
 class [[nodiscard]] Status {
  public:
   Status() noexcept = default;
-  Status(Errc code, std::string detail = {}) : code_(code), detail_(std::move(detail)) {}
+  Status(Errc code) noexcept : bits_(bare(code)) {}  // NOLINT: implicit on purpose
+  Status(Errc code, std::string&& detail) noexcept;
+  Status(Errc code, std::string_view detail) noexcept;
+  Status(Errc code, const char* detail) noexcept : Status(code, std::string_view(detail)) {}
+  Status(const Status& o) noexcept : bits_(o.isHeap() ? o.copyRecord() : o.bits_) {}
+  Status(Status&& o) noexcept : bits_(std::exchange(o.bits_, 0)) {}
+  Status& operator=(const Status& o) noexcept {
+    if (this != &o) reset(o.isHeap() ? o.copyRecord() : o.bits_);
+    return *this;
+  }
+  Status& operator=(Status&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.bits_, 0));
+    return *this;
+  }
+  ~Status() {
+    if (isHeap()) [[unlikely]] freeRecord();
+  }
 
   static Status ok() noexcept { return {}; }
   // Maps a (positive) errno into kIoError with "what: strerror" as detail.
-  static Status fromErrno(int err, std::string_view what);
+  static Status fromErrno(int err, std::string_view what) noexcept;
 
-  bool isOk() const noexcept { return code_ == Errc::kOk; }
+  bool isOk() const noexcept { return bits_ == 0; }
   explicit operator bool() const noexcept { return isOk(); }
-  Errc code() const noexcept { return code_; }
-  const std::string& detail() const noexcept { return detail_; }
+  Errc code() const noexcept { return isHeap() ? recordCode() : static_cast<Errc>(bits_ >> 1); }
+  // Empty when there is none (and always for an ok Status).
+  const std::string& detail() const noexcept;
   // "peer died: server process exited" (or "ok").
   std::string toString() const;
 
-  friend bool operator==(const Status& a, Errc b) noexcept { return a.code_ == b; }
+  friend bool operator==(const Status& a, Errc b) noexcept { return a.code() == b; }
 
  private:
-  Errc code_ = Errc::kOk;
-  std::string detail_;
+  struct Record;
+  // bits_: 0 = ok; odd = (code << 1) | 1, no detail; even and non-zero = a Record*.
+  static constexpr uintptr_t bare(Errc code) noexcept {
+    return code == Errc::kOk ? 0 : (uintptr_t{static_cast<uint8_t>(code)} << 1) | 1;
+  }
+  bool isHeap() const noexcept { return bits_ != 0 && (bits_ & 1) == 0; }
+  void reset(uintptr_t bits) noexcept {
+    if (isHeap()) freeRecord();
+    bits_ = bits;
+  }
+  static uintptr_t makeRecord(Errc code, std::string&& detail) noexcept;
+  Errc recordCode() const noexcept;
+  uintptr_t copyRecord() const noexcept;
+  void freeRecord() noexcept;
+
+  uintptr_t bits_ = 0;
 };
-
-// A value or the Status that explains why there is none (std::expected is C++23).
-template <class T>
-class [[nodiscard]] Result {
-  static_assert(!std::is_same_v<T, Status>, "use Status for no value");
-
- public:
-  Result(T value) : ok_(true) { new (&value_) T(std::move(value)); }  // NOLINT: implicit on purpose
-  Result(Status status) : ok_(false), status_(std::move(status)) {   // NOLINT
-    if (status_.isOk()) status_ = Status(Errc::kInvalidArgument, "Result built from an ok Status");
-  }
-  Result(Errc code, std::string detail = {}) : Result(Status(code, std::move(detail))) {}
-  Result(const Result& o) : ok_(o.ok_), status_(o.status_) {
-    if (ok_) new (&value_) T(o.value_);
-  }
-  Result(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>)
-      : ok_(o.ok_), status_(std::move(o.status_)) {
-    if (ok_) new (&value_) T(std::move(o.value_));
-  }
-  Result& operator=(Result o) noexcept(std::is_nothrow_move_constructible_v<T>) {
-    this->~Result();
-    new (this) Result(std::move(o));
-    return *this;
-  }
-  ~Result() {
-    if (ok_) value_.~T();
-  }
-
-  bool isOk() const noexcept { return ok_; }
-  explicit operator bool() const noexcept { return ok_; }
-  const Status& status() const noexcept { return status_; }
-
-  // Accessing the value of an error Result is a bug in the caller: it aborts with context.
-  T& value() & { check(); return value_; }
-  const T& value() const& { check(); return value_; }
-  T&& value() && { check(); return std::move(value_); }
-  T* operator->() { check(); return &value_; }
-  const T* operator->() const { check(); return &value_; }
-  T& operator*() & { check(); return value_; }
-  const T& operator*() const& { check(); return value_; }
-
- private:
-  void check() const {
-    if (!ok_) {
-      std::fprintf(stderr, "lrpc: value() of an error Result: %s\n", status_.toString().c_str());
-      std::abort();
-    }
-  }
-
-  bool ok_;
-  Status status_;
-  union {
-    T value_;
-  };
-};
+static_assert(sizeof(Status) == sizeof(void*));
 
 namespace detail {
-[[noreturn]] void checkFailed(const char* file, int line, const char* cond, const char* msg);
+[[noreturn]] void checkFailed(const char* file, int line, const char* cond, const char* msg) noexcept;
+[[noreturn]] void valueOfError(const Status& status) noexcept;
 }  // namespace detail
 
 }  // namespace lrpc
@@ -129,3 +117,86 @@ namespace detail {
 #else
 #define LRPC_DCHECK(cond, msg) LRPC_CHECK(cond, msg)
 #endif
+
+namespace lrpc {
+
+// A value or the error Status that explains why there is none (std::expected is C++23).
+// The Status is ok exactly when a value is held, so a Result is its value plus one word.
+template <class T>
+class [[nodiscard]] Result {
+  static_assert(!std::is_same_v<T, Status>, "use Status for no value");
+  static_assert(!std::is_reference_v<T>, "a Result holds a value");
+
+ public:
+  Result(T value) noexcept(std::is_nothrow_move_constructible_v<T>) {  // NOLINT: implicit on purpose
+    new (&value_) T(std::move(value));
+  }
+  // An ok Status carries no value: building a Result from one is a bug in the caller.
+  Result(Status status) noexcept : status_(std::move(status)) {  // NOLINT: implicit on purpose
+    LRPC_DCHECK(!status_.isOk(), "Result built from an ok Status");
+    if (status_.isOk()) [[unlikely]] status_ = Status(Errc::kServerFault, "Result built from an ok Status");
+  }
+  Result(Errc code) noexcept : Result(Status(code)) {}
+  template <class D>
+  Result(Errc code, D&& detail) noexcept : Result(Status(code, std::forward<D>(detail))) {}
+
+  Result(const Result& o) : status_(o.status_) {
+    if (o.isOk()) new (&value_) T(o.value_);
+  }
+  Result(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>) : status_(o.status_) {
+    if (o.isOk()) new (&value_) T(std::move(o.value_));
+  }
+  Result& operator=(const Result& o) {
+    if (this != &o) assign(o);
+    return *this;
+  }
+  Result& operator=(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T> &&
+                                         std::is_nothrow_move_assignable_v<T>) {
+    if (this != &o) assign(std::move(o));
+    return *this;
+  }
+  ~Result() {
+    if (isOk()) value_.~T();
+  }
+
+  bool isOk() const noexcept { return status_.isOk(); }
+  explicit operator bool() const noexcept { return isOk(); }
+  const Status& status() const noexcept { return status_; }
+
+  // Accessing the value of an error Result is a bug in the caller: it aborts with context.
+  T& value() & { check(); return value_; }
+  const T& value() const& { check(); return value_; }
+  T&& value() && { check(); return std::move(value_); }
+  T* operator->() { check(); return &value_; }
+  const T* operator->() const { check(); return &value_; }
+  T& operator*() & { check(); return value_; }
+  const T& operator*() const& { check(); return value_; }
+  T&& operator*() && { check(); return std::move(value_); }
+
+ private:
+  void check() const noexcept {
+    if (!isOk()) [[unlikely]] detail::valueOfError(status_);
+  }
+  // Each case keeps the invariant "status ok exactly when value_ lives".
+  template <class R>
+  void assign(R&& o) {
+    if (isOk() && o.isOk()) {
+      value_ = std::forward<R>(o).value_;
+    } else if (isOk()) {
+      value_.~T();
+      status_ = o.status_;
+    } else if (o.isOk()) {
+      new (&value_) T(std::forward<R>(o).value_);
+      status_ = Status();
+    } else {
+      status_ = o.status_;
+    }
+  }
+
+  Status status_;
+  union {
+    T value_;
+  };
+};
+
+}  // namespace lrpc
