@@ -74,8 +74,7 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
   }
   if (welcome.status != 0) {
     welcome.detail[sizeof welcome.detail - 1] = '\0';
-    Errc code = welcome.status <= static_cast<uint8_t>(Errc::kCancelled) ? static_cast<Errc>(welcome.status)
-                                                                           : Errc::kBindingRejected;
+    const Errc code = errcFromWire(welcome.status);
     detail::logf(LogTopic::kErrors, "import \"%.*s\" refused: %s", static_cast<int>(name.size()), name.data(),
                  welcome.detail);
     return Status(code, welcome.detail);

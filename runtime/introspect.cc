@@ -88,9 +88,7 @@ Result<OwnedFd> connectQuery(std::string_view name, const QueryOptions& options,
   }
   if (welcome.status != 0) {
     welcome.detail[sizeof welcome.detail - 1] = '\0';
-    Errc code = welcome.status <= static_cast<uint8_t>(Errc::kCancelled) ? static_cast<Errc>(welcome.status)
-                                                                           : Errc::kBindingRejected;
-    return Status(code, welcome.detail);
+    return Status(errcFromWire(welcome.status), welcome.detail);
   }
   return sock;
 }
@@ -187,8 +185,7 @@ Result<std::unique_ptr<Pinger>> Pinger::open(std::string_view name, TransferMode
     return s;
   }
   if (reply.status != 0) {
-    Errc code = reply.status <= static_cast<uint8_t>(Errc::kCancelled) ? static_cast<Errc>(reply.status) : Errc::kBadFrame;
-    return Status(code, "the server refused the ping A-stack");
+    return Status(errcFromWire(reply.status), "the server refused the ping A-stack");
   }
   if (reply.bytes != kPingRegionBytes || !fd.valid()) return Status(Errc::kBadFrame, "ping A-stack of an unexpected size");
   Result<SharedMemory> region = SharedMemory::adopt(std::move(fd), reply.bytes);

@@ -165,7 +165,7 @@ Status LocalBinding::startAStack(uint32_t index, std::chrono::nanoseconds callTi
   std::lock_guard<std::mutex> lock(sockMu_);
   if (Status s = exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr, deadline); !s.isOk()) return s;
   if (reply.status != 0) {
-    return Status(static_cast<Errc>(reply.status), "server could not start a thread for this A-stack");
+    return Status(errcFromWire(reply.status), "server could not start a thread for this A-stack");
   }
   slots_[index].started = true;
   return {};
@@ -182,7 +182,7 @@ Result<std::span<std::byte>> LocalBinding::argOutOfBand(uint32_t index, size_t n
       std::lock_guard<std::mutex> lock(sockMu_);
       if (Status s = exchangeLocked(req, detail::MsgType::kArgSegment, &reply, &fd); !s.isOk()) return s;
     }
-    if (reply.status != 0) return Status(static_cast<Errc>(reply.status), "server refused an argument segment");
+    if (reply.status != 0) return Status(errcFromWire(reply.status), "server refused an argument segment");
     if (reply.bytes < n) return Status(Errc::kBadFrame, "argument segment smaller than asked for");
     Result<SharedMemory> seg = SharedMemory::adopt(std::move(fd), reply.bytes);
     if (!seg.isOk()) return seg.status();
@@ -224,14 +224,17 @@ Result<std::span<const std::byte>> LocalBinding::resultOutOfBand(uint32_t index,
   return std::span<const std::byte>(slot.resultSegment->data(), n);
 }
 
-Status LocalBinding::callError(uint32_t index, uint8_t code) noexcept {
+Status LocalBinding::callError(uint32_t index, uint8_t code, uint32_t detailBytes) noexcept {
+  const Errc errc = errcFromWire(code);
+  if (errc == Errc::kBadFrame && code != static_cast<uint8_t>(Errc::kBadFrame)) {
+    return Status(Errc::kBadFrame, "unknown status from server");
+  }
   const ProcedureLayout& pl = layout_.procedure(layout_.procedureOf(index));
-  const ReturnControl* ret = returnControl(index);
-  uint32_t len = std::min<uint32_t>(ret->resultTail, pl.frameBytes - pl.resultsOff);
+  // detailBytes was read once by the caller; bounded here, it is never read again.
+  const uint32_t len = std::min(detailBytes, pl.frameBytes - pl.resultsOff);
   // The detail text stands where the results would (see Connection::serveOne).
-  const char* text = reinterpret_cast<const char*>(ret) + kControlBytes;
-  if (code > static_cast<uint8_t>(Errc::kCancelled)) return Status(Errc::kBadFrame, "unknown status from server");
-  return Status(static_cast<Errc>(code), std::string(text, len));
+  const char* text = reinterpret_cast<const char*>(returnControl(index)) + kControlBytes;
+  return Status(errc, std::string_view(text, len));
 }
 
 }  // namespace lrpc

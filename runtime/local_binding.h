@@ -137,7 +137,7 @@ class LocalBinding {
   // The out-of-band result tail of n bytes the server wrote for the call on `index`.
   Result<std::span<const std::byte>> resultOutOfBand(uint32_t index, size_t n) noexcept;
   // The Status of a call whose control block reports an error (detail text from the frame).
-  Status callError(uint32_t index, uint8_t code) noexcept;
+  Status callError(uint32_t index, uint8_t code, uint32_t detailBytes) noexcept;
   void markDead() noexcept { dead_.store(true, std::memory_order_relaxed); }
 
   const InterfaceDescriptor& iface() const noexcept { return iface_; }

@@ -162,10 +162,12 @@ class LocalCall {
         return s;
       }
     }
-    uint8_t code = ret_->status;
-    if (code != 0) [[unlikely]] return lb_->callError(index_, code);
-    uint32_t tail = ret_->resultTail;
-    if (ret_->resultFlags & kTailOutOfBand) [[unlikely]] {
+    // The server can rewrite its return block at any time: each field is read once, and only
+    // the copies are checked and used.
+    const uint8_t code = detail::loadOnce(ret_->status);
+    const uint32_t tail = detail::loadOnce(ret_->resultTail);
+    if (code != 0) [[unlikely]] return lb_->callError(index_, code, tail);
+    if (detail::loadOnce(ret_->resultFlags) & kTailOutOfBand) [[unlikely]] {
       Result<std::span<const std::byte>> r = lb_->resultOutOfBand(index_, tail);
       if (!r.isOk()) return r.status();
       resultTail_ = *r;

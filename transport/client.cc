@@ -125,7 +125,7 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
       got = true;
       header = p->header;
       if (p->header.status != 0) {
-        status = Status(static_cast<Errc>(p->header.status),
+        status = Status(errcFromWire(p->header.status),
                         std::string(reinterpret_cast<const char*>(p->payload.data()), p->payload.size()));
         return;
       }
@@ -432,7 +432,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
   p->requestAcked = true;  // a reply implies the whole request arrived
   if ((h.flags & kFlagFragment) == 0) {
     if (h.status != 0) {
-      finish(*p, Status(static_cast<Errc>(h.status),
+      finish(*p, Status(errcFromWire(h.status),
                         std::string(reinterpret_cast<const char*>(pk.payload.data()), pk.payload.size())));
       return;
     }
@@ -482,7 +482,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     AckBody ack = p->reassembly.ack();
     sendAck(p->seq, ack);
     if (p->replyStatus != 0) {
-      finish(*p, Status(static_cast<Errc>(p->replyStatus),
+      finish(*p, Status(errcFromWire(p->replyStatus),
                         std::string(reinterpret_cast<const char*>(p->reply->data()), p->reply->size())));
     } else {
       finish(*p, Status());

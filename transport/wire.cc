@@ -31,7 +31,7 @@ Result<Packet> decodePacket(std::span<const std::byte> bytes) noexcept {
   if ((h.flags & kFlagSingleCell) != 0 && (fragment || bytes.size() > kCellBytes)) {
     return Status(Errc::kBadFrame, "single-cell flag on a multi-cell packet");
   }
-  if (h.status > static_cast<uint8_t>(Errc::kCancelled)) return Status(Errc::kBadFrame, "unknown status");
+  if (h.status > static_cast<uint8_t>(Errc::kLastErrc)) return Status(Errc::kBadFrame, "unknown status");
   return p;
 }
 

@@ -80,7 +80,7 @@ Result<std::chrono::nanoseconds> UdpProbe::probe(std::chrono::nanoseconds timeou
     Result<net::Packet> p2 = net::decodePacket({buf, static_cast<size_t>(n)});
     if (!p2.isOk() || p2->type() != net::PacketType::kWelcome || p2->header.cookie != nonce) continue;  // stray
     std::string text(reinterpret_cast<const char*>(p2->payload.data()), p2->payload.size());
-    Errc code = static_cast<Errc>(p2->header.status);
+    Errc code = errcFromWire(p2->header.status);
     if (code == Errc::kNotFound) return Status(Errc::kNotFound, server_ + ": " + text);
     if (code == Errc::kOk) {
       // Only an interface whose id is 0 would be accepted; close the session we were given.
