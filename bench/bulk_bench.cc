@@ -166,13 +166,13 @@ std::string human(double bytes) {
 // Server: accepts one connection; per message size the client sends an 8-byte count, then
 // that many bytes; the server answers one byte once it has read them all.
 int serveTcpSink(int readyFd) {
-  Fd listenFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  OwnedFd listenFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
   ::setsockopt(listenFd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a = inetAddr("0.0.0.0", kTcpPort);
   if (::bind(listenFd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listenFd.get(), 4) != 0) return 3;
   signalReady(readyFd);
-  Fd c(::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  OwnedFd c(::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!c.valid()) return 3;
   std::vector<char> buf(size_t{1} << 20);
   for (;;) {
@@ -195,9 +195,9 @@ Curve tcpStream(const Config& cfg, const NetnsPair& ns) {
   spec.netns = ns.serverNs();
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return {c.name, server.status().toString(), {}};
-  Result<Fd> connected = ns.connectToServer(SOCK_STREAM, kTcpPort);
+  Result<OwnedFd> connected = ns.connectToServer(SOCK_STREAM, kTcpPort);
   if (!connected) return {c.name, connected.status().toString(), {}};
-  Fd s = std::move(*connected);
+  OwnedFd s = std::move(*connected);
   std::vector<char> msg(cfg.maxBytes, 0x5a);
   for (size_t size : sizes(cfg)) {
     // A burst of messages per measured unit, so that the ack's round trip does not count
@@ -222,7 +222,7 @@ Curve tcpStream(const Config& cfg, const NetnsPair& ns) {
 // Server: counts bytes received with UDP_GRO (many segments per recvmsg); answers a 1-byte
 // datagram with the 8-byte count so far.
 int serveUdpGsoSink(int readyFd) {
-  Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  OwnedFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_in a = inetAddr("0.0.0.0", kUdpPort);
   int rcv = 32 << 20;
   ::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof rcv);
@@ -288,9 +288,9 @@ class StreamEnd {
     spec.netns = ns.serverNs();
     Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
     if (!server) return server.status();
-    Result<Fd> connected = ns.connectToServer(SOCK_DGRAM, kUdpPort);
+    Result<OwnedFd> connected = ns.connectToServer(SOCK_DGRAM, kUdpPort);
     if (!connected) return connected.status();
-    Fd s = std::move(*connected);
+    OwnedFd s = std::move(*connected);
     int snd = 32 << 20;
     ::setsockopt(s.get(), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof snd);
     timeval tv{1, 0};
@@ -339,10 +339,10 @@ class StreamEnd {
   uint64_t sentTotal() const noexcept { return sentTotal_; }
 
  private:
-  StreamEnd(std::unique_ptr<ServerProcess> server, Fd s) noexcept : server_(std::move(server)), s_(std::move(s)) {}
+  StreamEnd(std::unique_ptr<ServerProcess> server, OwnedFd s) noexcept : server_(std::move(server)), s_(std::move(s)) {}
 
   std::unique_ptr<ServerProcess> server_;
-  Fd s_;
+  OwnedFd s_;
   uint64_t sentTotal_ = 0;
   uint32_t counter_ = 0;
 };

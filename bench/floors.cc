@@ -272,9 +272,9 @@ Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
 
-  Result<Fd> connected = pair.connectToServer(SOCK_DGRAM, kUdpFloorPort);
+  Result<OwnedFd> connected = pair.connectToServer(SOCK_DGRAM, kUdpFloorPort);
   if (!connected) return connected.status();
-  Fd sock = std::move(*connected);
+  OwnedFd sock = std::move(*connected);
   if (mode == WaitMode::kSpin) {
     if (Status s = setNonBlocking(sock.get()); !s) return s;
   } else {
@@ -370,7 +370,7 @@ bool UdpFloor::bigInOut(const Blob200& in, Blob200* out) {
 int serveUdpFloor(int readyFd, int argc, char** argv) {
   if (argc < 3) return 2;
   bool busy = std::string(argv[2]) == "busy";
-  Fd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  OwnedFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return 3;
   int one = 1;
   setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

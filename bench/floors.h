@@ -74,7 +74,7 @@ class UdpFloor final : public Session {
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
-  UdpFloor(WaitMode mode, std::unique_ptr<ServerProcess> server, Fd socket) noexcept
+  UdpFloor(WaitMode mode, std::unique_ptr<ServerProcess> server, OwnedFd socket) noexcept
       : mode_(mode), server_(std::move(server)), socket_(std::move(socket)) {}
   // Sends `len` bytes of buf_ and receives the reply into buf_; returns its length or -1.
   long roundTrip(size_t len);
@@ -84,7 +84,7 @@ class UdpFloor final : public Session {
 
   WaitMode mode_;
   std::unique_ptr<ServerProcess> server_;
-  Fd socket_;
+  OwnedFd socket_;
   alignas(64) unsigned char buf_[2048];
 };
 

@@ -49,27 +49,15 @@ uint64_t processCpuNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 Result<std::unique_ptr<SharedRegion>> SharedRegion::create(size_t size) {
-  Fd fd(memfd_create("lrpc-bench", MFD_CLOEXEC));
+  OwnedFd fd(memfd_create("lrpc-bench", MFD_CLOEXEC));
   if (!fd.valid()) return Status::fromErrno(errno, "memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) return Status::fromErrno(errno, "ftruncate");
   return mapShared(fd.release(), size);
 }
 
 Result<std::unique_ptr<SharedRegion>> SharedRegion::mapShared(int rawFd, size_t size) {
-  Fd fd(rawFd);
+  OwnedFd fd(rawFd);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (p == MAP_FAILED) return Status::fromErrno(errno, "mmap");
   return std::unique_ptr<SharedRegion>(new SharedRegion(std::move(fd), p, size));
@@ -80,8 +68,8 @@ SharedRegion::~SharedRegion() { munmap(data_, size_); }
 Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& spec) {
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) return Status::fromErrno(errno, "pipe2");
-  Fd readEnd(ready[0]);
-  Fd writeEnd(ready[1]);
+  OwnedFd readEnd(ready[0]);
+  OwnedFd writeEnd(ready[1]);
 
   // Everything the child needs is built before fork: between fork and exec it may only
   // make async-signal-safe calls.
@@ -109,7 +97,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& sp
     execv("/proc/self/exe", argv.data());
     _exit(127);
   }
-  writeEnd = Fd();
+  writeEnd = OwnedFd();
 
   clockid_t clock;
   if (clock_getcpuclockid(pid, &clock) != 0) clock = CLOCK_MONOTONIC;  // never: our own child
@@ -194,9 +182,9 @@ NetnsPair::~NetnsPair() {
 }
 
 Result<std::unique_ptr<NetnsScope>> NetnsScope::enter(const std::string& name) {
-  Fd original(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  OwnedFd original(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!original.valid()) return Status::fromErrno(errno, "open own netns");
-  Fd target(open(("/var/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+  OwnedFd target(open(("/var/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC));
   if (!target.valid()) return Status::fromErrno(errno, "open netns " + name);
   if (setns(target.get(), CLONE_NEWNET) != 0) return Status::fromErrno(errno, "setns " + name);
   return std::unique_ptr<NetnsScope>(new NetnsScope(std::move(original)));
@@ -210,12 +198,12 @@ sockaddr_in inetAddr(const char* ip, uint16_t port) {
   return a;
 }
 
-Result<Fd> NetnsPair::connectToServer(int type, uint16_t port) const {
-  Fd s;
+Result<OwnedFd> NetnsPair::connectToServer(int type, uint16_t port) const {
+  OwnedFd s;
   {
     Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(client_);
     if (!in) return in.status();
-    s = Fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+    s = OwnedFd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
   }
   if (!s.valid()) return Status::fromErrno(errno, "socket");
   sockaddr_in to = inetAddr(kServerAddr, port);

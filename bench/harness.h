@@ -18,7 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/fd.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::bench {
 
@@ -35,29 +36,6 @@ Status pinToCpu(int cpu);
 // Nanoseconds of CPU time this whole process (all threads) has used.
 uint64_t processCpuNs();
 
-// A file descriptor that closes itself.
-class Fd {
- public:
-  Fd() noexcept = default;
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-
-  int get() const noexcept { return fd_; }
-  int release() noexcept {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  bool valid() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
 // A memfd mapped read-write; the fd can be handed to a server process, which maps the same
 // pages with mapShared().
 class SharedRegion {
@@ -73,8 +51,8 @@ class SharedRegion {
   int fd() const noexcept { return fd_.get(); }
 
  private:
-  SharedRegion(Fd fd, void* data, size_t size) noexcept : fd_(std::move(fd)), data_(data), size_(size) {}
-  Fd fd_;
+  SharedRegion(OwnedFd fd, void* data, size_t size) noexcept : fd_(std::move(fd)), data_(data), size_(size) {}
+  OwnedFd fd_;
   void* data_;
   size_t size_;
 };
@@ -131,7 +109,7 @@ class NetnsPair {
 
   // A socket of `type` (SOCK_DGRAM, SOCK_STREAM) made in the client's namespace and connected
   // to the server's address at `port`: the client end of a raw floor.
-  Result<Fd> connectToServer(int type, uint16_t port) const;
+  Result<OwnedFd> connectToServer(int type, uint16_t port) const;
 
  private:
   NetnsPair(std::string client, std::string server) noexcept
@@ -153,8 +131,8 @@ class NetnsScope {
   NetnsScope& operator=(const NetnsScope&) = delete;
 
  private:
-  explicit NetnsScope(Fd original) noexcept : original_(std::move(original)) {}
-  Fd original_;
+  explicit NetnsScope(OwnedFd original) noexcept : original_(std::move(original)) {}
+  OwnedFd original_;
 };
 
 // A unique path for a Unix socket of this benchmark process.

@@ -183,11 +183,11 @@ void dispatchLoop(int fd) {
 
 }  // namespace
 
-MsgUds::MsgUds(std::unique_ptr<ServerProcess> server, Fd socket, std::string path) noexcept
+MsgUds::MsgUds(std::unique_ptr<ServerProcess> server, OwnedFd socket, std::string path) noexcept
     : server_(std::move(server)), socket_(std::move(socket)), path_(std::move(path)) {}
 
 MsgUds::~MsgUds() {
-  socket_ = Fd();
+  socket_ = OwnedFd();
   server_.reset();
   unlink(path_.c_str());
 }
@@ -201,7 +201,7 @@ Result<std::unique_ptr<MsgUds>> MsgUds::start(int serverCpu) {
   spec.cpu = serverCpu;
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
-  Fd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  OwnedFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return Status::fromErrno(errno, "socket");
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -257,7 +257,7 @@ bool MsgUds::bigInOut(const Blob200& in, Blob200* out) {
 
 int serveMsgUds(int readyFd, int argc, char** argv) {
   if (argc < 1) return 2;
-  Fd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  OwnedFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.valid()) return 3;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

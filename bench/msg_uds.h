@@ -28,13 +28,13 @@ class MsgUds final : public Session {
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
-  MsgUds(std::unique_ptr<ServerProcess> server, Fd socket, std::string path) noexcept;
+  MsgUds(std::unique_ptr<ServerProcess> server, OwnedFd socket, std::string path) noexcept;
   // Sends the request whose body is encoded in out_ (the header is filled in here) and
   // reads the reply into in_ (its body at kHeaderSize, lastLen_ bytes in all).
   bool call(uint16_t method);
 
   std::unique_ptr<ServerProcess> server_;
-  Fd socket_;
+  OwnedFd socket_;
   std::string path_;
   uint32_t nextId_ = 1;
   std::vector<uint8_t> out_;

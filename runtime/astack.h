@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 namespace lrpc {
 

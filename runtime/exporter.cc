@@ -24,7 +24,7 @@
 
 #include "runtime/astack.h"
 #include "runtime/introspect.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"

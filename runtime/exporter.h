@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "runtime/stub_support.h"
 
 namespace lrpc {

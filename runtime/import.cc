@@ -11,7 +11,7 @@
 
 #include "runtime/astack.h"
 #include "runtime/local_binding.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "runtime/stub_support.h"
 #include "runtime/transfer.h"
 

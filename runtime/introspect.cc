@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "runtime/astack.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"

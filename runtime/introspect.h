@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "runtime/exporter.h"
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "runtime/transfer.h"
 
 namespace lrpc {

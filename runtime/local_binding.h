@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "runtime/astack.h"
-#include "runtime/fd.h"
+#include "runtime/base/fd.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "runtime/transfer.h"
 
 namespace lrpc {

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/fd.h"
-#include "runtime/status.h"
+#include "runtime/base/fd.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::detail {
 

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "runtime/fd.h"
-#include "runtime/status.h"
+#include "runtime/base/fd.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::detail {
 

@@ -49,7 +49,7 @@
 #include <span>
 
 #include "runtime/local_call.h"
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "runtime/stub_support.h"
 
 namespace lrpc {

@@ -12,21 +12,6 @@ namespace {
 constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 }
 
-Mapping& Mapping::operator=(Mapping&& o) noexcept {
-  if (this != &o) {
-    reset();
-    addr_ = std::exchange(o.addr_, nullptr);
-    size_ = std::exchange(o.size_, 0);
-  }
-  return *this;
-}
-
-void Mapping::reset() noexcept {
-  if (addr_ != nullptr) ::munmap(addr_, size_);
-  addr_ = nullptr;
-  size_ = 0;
-}
-
 Result<SharedMemory> SharedMemory::create(const char* debugName, size_t size) {
   if (size == 0) return Status(Errc::kInvalidArgument, "shared memory of size 0");
   OwnedFd fd(::memfd_create(debugName, MFD_CLOEXEC | MFD_ALLOW_SEALING));

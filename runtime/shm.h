@@ -1,34 +1,14 @@
-// Shared memory as RAII values: Mapping (one munmap) and SharedMemory (a memfd plus its
-// mapping), created through static functions that return Result, never half-built objects.
+// Shared memory as an RAII value: SharedMemory (a memfd plus its Mapping), created through static functions that return Result, never half-built objects.
 #pragma once
 
 #include <cstddef>
 #include <utility>
 
-#include "runtime/fd.h"
-#include "runtime/status.h"
+#include "runtime/base/fd.h"
+#include "runtime/base/mapping.h"
+#include "runtime/base/status.h"
 
 namespace lrpc {
-
-// A mapped range; unmapped exactly once, by the destructor.
-class Mapping {
- public:
-  Mapping() noexcept = default;
-  Mapping(void* addr, size_t size) noexcept : addr_(addr), size_(size) {}
-  Mapping(Mapping&& o) noexcept : addr_(std::exchange(o.addr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
-  Mapping& operator=(Mapping&& o) noexcept;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { reset(); }
-
-  std::byte* data() const noexcept { return static_cast<std::byte*>(addr_); }
-  size_t size() const noexcept { return size_; }
-  void reset() noexcept;
-
- private:
-  void* addr_ = nullptr;
-  size_t size_ = 0;
-};
 
 // A memfd and its shared read-write mapping. Members are destroyed in reverse order: the
 // mapping goes first, then the fd.

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 // Generated headers check this against the value they were generated for.
 #define LRPC_STUB_ABI_VERSION 1

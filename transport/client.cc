@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/log.h"
+#include "runtime/base/log.h"
 #include "transport/random.h"
 
 namespace lrpc::net {
@@ -93,7 +93,7 @@ Result<std::shared_ptr<UdpChannel>> UdpChannel::open(std::unique_ptr<Endpoint> e
   if (options.window == 0 || options.window > 1024) return Status(Errc::kInvalidArgument, "window must be 1..1024");
   std::shared_ptr<UdpChannel> c(new UdpChannel(std::move(endpoint), server, options));
   if (Status s = c->handshake(name, iface); !s.isOk()) return s;
-  detail::logf("udp channel to %s/%.*s: session %u over the %s endpoint", server.toString().c_str(),
+  lrpc::detail::logf(LogTopic::kTransport, "udp channel to %s/%.*s: session %u over the %s endpoint", server.toString().c_str(),
                static_cast<int>(name.size()), name.data(), c->session_, c->endpoint_->kind());
   return c;
 }

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "transport/log.h"
+#include "runtime/base/log.h"
 #include "transport/socket_endpoint.h"
 #include "transport/uring_endpoint.h"
 
@@ -15,13 +15,13 @@ Result<std::unique_ptr<Endpoint>> openUdpEndpoint(const EndpointOptions& options
   }
   const char* off = std::getenv("LRPC_NO_IO_URING");
   if (options.emulated || (off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0)) {
-    detail::logOnce("io_uring disabled (LRPC_NO_IO_URING or options): using the emulated endpoint (recvmmsg/sendmmsg)");
+    lrpc::detail::logOnce(LogTopic::kTransport, "io_uring disabled (LRPC_NO_IO_URING or options): using the emulated endpoint (recvmmsg/sendmmsg)");
     return SocketEndpoint::open(options);
   }
   auto ring = UringEndpoint::open(options);
   if (ring) return ring;
   if (ring.status().code() != Errc::kUnsupported) return ring.status();
-  detail::logOnce(("io_uring unavailable (" + ring.status().detail() +
+  lrpc::detail::logOnce(LogTopic::kTransport, ("io_uring unavailable (" + ring.status().detail() +
                    "): using the emulated endpoint (recvmmsg/sendmmsg)").c_str());
   return SocketEndpoint::open(options);
 }

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::net {
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "runtime/stub_support.h"
 #include "transport/wire.h"
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
 #include "transport/wire.h"

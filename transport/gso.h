@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <span>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 #include "transport/endpoint.h"
 
 namespace lrpc::net {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <chrono>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::net::detail {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "transport/log.h"
+#include "runtime/base/log.h"
 #include "transport/random.h"
 
 namespace lrpc::net {
@@ -106,7 +106,7 @@ Result<uint16_t> UdpServer::bind(std::string_view address) {
   auto ep = openUdpEndpoint(eo);
   if (!ep) return ep.status();
   endpoint_ = std::move(*ep);
-  detail::logf("udp server on %s over the %s endpoint", endpoint_->localAddress().toString().c_str(),
+  lrpc::detail::logf(LogTopic::kTransport, "udp server on %s over the %s endpoint", endpoint_->localAddress().toString().c_str(),
                endpoint_->kind());
   return endpoint_->localAddress().port;
 }
@@ -138,7 +138,7 @@ void UdpServer::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
     auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
-    if (!got) detail::logf("udp server receive: %s", got.status().toString().c_str());
+    if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
   }
 }
 

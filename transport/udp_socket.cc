@@ -16,18 +16,6 @@
 
 namespace lrpc::net {
 
-OwnedFd& OwnedFd::operator=(OwnedFd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-OwnedFd::~OwnedFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 sockaddr_in toSockaddr(const NetAddress& a) noexcept {
   sockaddr_in s{};
   s.sin_family = AF_INET;

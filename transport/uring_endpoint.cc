@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "transport/log.h"
+#include "runtime/base/log.h"
 #include "transport/raw_syscalls.h"
 #include "transport/wire.h"
 
@@ -37,18 +37,6 @@ int Ring::init(unsigned entries, unsigned cqEntries, unsigned flags) noexcept {
   int rc = io_uring_queue_init_params(entries, &ring_, &p);
   live_ = rc == 0;
   return rc;
-}
-
-Mapping::~Mapping() {
-  if (data_ != nullptr) ::munmap(data_, size_);
-}
-
-bool Mapping::map(size_t bytes) noexcept {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return false;
-  data_ = static_cast<std::byte*>(p);
-  size_ = bytes;
-  return true;
 }
 
 Result<std::unique_ptr<Endpoint>> UringEndpoint::open(const EndpointOptions& options) {
@@ -116,15 +104,19 @@ Status UringEndpoint::setUp() {
   size_t room = gro_ ? kGroBufferBytes : options_.maxDatagram;
   bufferBytes_ = (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in) + recvMsg_.msg_controllen + room + 1 + 63) &
                  ~size_t{63};
-  if (!segment_.map(bufferBytes_ * buffers_)) return Status::fromErrno(errno, "mmap communication segment");
+  Result<Mapping> segment = Mapping::anonymous(bufferBytes_ * buffers_);
+  if (!segment.isOk()) return Status(segment.status().code(), "communication segment: " + segment.status().detail());
+  segment_ = std::move(*segment);
   iovec whole{segment_.data(), segment_.size()};
   // Pin the segment like U-Net does; a low RLIMIT_MEMLOCK only costs the pinning.
   rc = io_uring_register_buffers(recvRing_.get(), &whole, 1);
   registered_ = rc == 0;
-  if (!registered_) detail::logf("io_uring: communication segment not registered (%s); continuing unpinned", std::strerror(-rc));
+  if (!registered_) lrpc::detail::logf(LogTopic::kTransport, "io_uring: communication segment not registered (%s); continuing unpinned", std::strerror(-rc));
 
   size_t ringBytes = (sizeof(io_uring_buf) * buffers_ + 4095) & ~size_t{4095};
-  if (!bufRingMem_.map(ringBytes)) return Status::fromErrno(errno, "mmap buffer ring");
+  Result<Mapping> ringMem = Mapping::anonymous(ringBytes);
+  if (!ringMem.isOk()) return Status(ringMem.status().code(), "buffer ring: " + ringMem.status().detail());
+  bufRingMem_ = std::move(*ringMem);
   bufRing_ = reinterpret_cast<io_uring_buf_ring*>(bufRingMem_.data());
   io_uring_buf_ring_init(bufRing_);
   io_uring_buf_reg reg{};
@@ -268,7 +260,7 @@ Result<size_t> UringEndpoint::reap(DatagramSink& sink) noexcept {
     if ((cqe->flags & IORING_CQE_F_MORE) == 0) armed_ = false;
     if (cqe->res < 0) {
       if (cqe->res == -ECONNREFUSED) died = Status(Errc::kPeerDied, "peer port unreachable");
-      else if (cqe->res != -ENOBUFS && cqe->res != -ECANCELED) detail::logf("io_uring recvmsg: %s", std::strerror(-cqe->res));
+      else if (cqe->res != -ENOBUFS && cqe->res != -ECANCELED) lrpc::detail::logf(LogTopic::kTransport, "io_uring recvmsg: %s", std::strerror(-cqe->res));
       continue;
     }
     if ((cqe->flags & IORING_CQE_F_BUFFER) == 0) continue;

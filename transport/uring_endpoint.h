@@ -24,6 +24,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/base/mapping.h"
 #include "transport/endpoint.h"
 #include "transport/gso.h"
 #include "transport/socket_endpoint.h"
@@ -46,22 +47,6 @@ class Ring {
  private:
   io_uring ring_{};
   bool live_ = false;
-};
-
-// RAII anonymous mapping.
-class Mapping {
- public:
-  Mapping() noexcept = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping();
-  bool map(size_t bytes) noexcept;
-  std::byte* data() const noexcept { return data_; }
-  size_t size() const noexcept { return size_; }
-
- private:
-  std::byte* data_ = nullptr;
-  size_t size_ = 0;
 };
 
 class UringEndpoint final : public Endpoint {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::net {
 

@@ -1,5 +1,5 @@
 // The pieces under `lrpc`, in one process: the query API (runtime/introspect.h) against a
-// real Exporter, and the log switch (runtime/log.h): silent by default, topics, the sink.
+// real Exporter, and the log switch (runtime/base/log.h): silent by default, topics, the sink.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "runtime/introspect.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "tests/integration/harness.h"
 
 namespace lrpc {

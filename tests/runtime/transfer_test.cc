@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/fd.h"
+#include "runtime/base/fd.h"
 #include "runtime/local_binding.h"
 
 namespace lrpc {

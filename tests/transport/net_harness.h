@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::net::testing {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/fd.h"
+#include "runtime/base/fd.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"

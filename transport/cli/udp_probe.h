@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 namespace lrpc::cli {
 

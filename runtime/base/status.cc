@@ -1,4 +1,4 @@
-#include "runtime/status.h"
+#include "runtime/base/status.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -42,6 +42,9 @@ inline bool logOn(LogTopic topic, uint32_t mask) noexcept { return (mask & stati
 inline bool logOn(LogTopic topic) noexcept { return logOn(topic, logMask()); }
 // printf-style; formats only when the topic is on.
 void logf(LogTopic topic, const char* fmt, ...) noexcept __attribute__((format(printf, 2, 3)));
+// `line`, the first time any caller asks while the topic is on (a notice such as a fallback
+// that would otherwise repeat for every endpoint).
+void logOnce(LogTopic topic, const char* line) noexcept;
 }  // namespace detail
 
 }  // namespace lrpc

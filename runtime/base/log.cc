@@ -1,4 +1,4 @@
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 #include <atomic>
 #include <cstdarg>
@@ -17,6 +17,7 @@ struct LogState {
   std::atomic<uint32_t> mask;
   std::mutex sinkMu;  // serializes lines and guards `sink`
   LogSink sink;
+  std::atomic<bool> saidOnce{false};  // logOnce has printed its line
 
   LogState() {
     const char* env = std::getenv("LRPC_LOG");
@@ -90,6 +91,11 @@ void logf(LogTopic topic, const char* fmt, ...) noexcept {
   }
   std::string_view name = logTopicName(topic);
   std::fprintf(stderr, "lrpc[%.*s] %s\n", static_cast<int>(name.size()), name.data(), line);
+}
+
+void logOnce(LogTopic topic, const char* line) noexcept {
+  if (!logOn(topic) || state().saidOnce.exchange(true, std::memory_order_relaxed)) return;
+  logf(topic, "%s", line);
 }
 
 }  // namespace detail
