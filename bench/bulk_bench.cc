@@ -1,4 +1,4 @@
-// lrpc_bulk_bench: bandwidth against message size for bulk calls (issue 8), 4 KiB to 64 MiB,
+// lrpc_bulk_bench: bandwidth against message size for bulk calls, 4 KiB to 64 MiB,
 // with the floors measured in the same run:
 //
 //   memcpy            one thread copies a buffer of that size into another (same host floor)
@@ -24,7 +24,7 @@
 //                     any protocol with a header per datagram and no user-level copy sends,
 //                     which is how the network path sends a window of fragments
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
-//   net_source        Curves.source(n) -> Data over it: the same bytes as results (issue 4)
+//   net_source        Curves.source(n) -> Data over it: the same bytes as results
 //
 // Each cell is bytes moved / wall time over enough calls to fill a time budget. The ratios at
 // 1 MiB are also measured paired, in alternating rounds (pairedAtMiB): the same-host calls

@@ -1,4 +1,4 @@
-# Installing lrpc for other projects (issue 7): `cmake --install <build> --prefix <prefix>` puts
+# Installing lrpc for other projects: `cmake --install <build> --prefix <prefix>` puts
 #   <prefix>/include/lrpc/runtime/*.h, include/lrpc/transport/*.h   the headers, repo-rooted, so
 #       generated code's `#include "runtime/stub_support.h"` works with -I<prefix>/include/lrpc
 #   <prefix>/lib/liblrpc_runtime.a, liblrpc_transport.a

@@ -34,8 +34,7 @@ namespace detail {
 // the A-stack returned last (top_), then the free one with the largest stamp: last in, first
 // out. push() is the owner's plain release store of a fresh stamp: no other thread writes a
 // nonzero value into a word it does not own. A Treiber stack needs a CAS to take and another
-// to return: on this VM a pop and push cost 38 ns that way, 12 ns this way (a Null call is
-// about 400 ns).
+// to return, three times the cost of this scheme's one exchange and one store.
 class AStackPool {
  public:
   static constexpr uint32_t kEmpty = UINT32_MAX;

@@ -150,9 +150,8 @@ class LocalCall {
       detail::cpuRelax();
     }
     if (!ready) [[unlikely]] {
-      // The deadline is read off the clock only here, kInlineSpins pauses (about 2 us) after
-      // the call was published: a clock read on every call costs a tight loop about 40 ns on
-      // this VM, 10% of a Null call.
+      // The deadline is read off the clock only here, kInlineSpins pauses after the call was
+      // published: a clock read on every call would cost a fast call a tenth of its time.
       int64_t deadline = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
       const uint32_t spins = streaming_ ? detail::streamedSpins(argTail_) : detail::kAdaptiveSpins;
       if (Status s = lb_->waitReturn(index_, seq, deadline, spins); !s.isOk()) {

@@ -31,15 +31,15 @@ std::string_view transferModeName(TransferMode mode) noexcept;
 
 namespace detail {
 
-// Pauses spent spinning before sleeping in adaptive mode (peers.md: ~1000 pauses gets within
-// 5% of the spin floor).
+// Pauses spent spinning before sleeping in adaptive mode: long enough that a call answered
+// within a few microseconds never pays a sleeping wake-up, which costs tens of microseconds
+// across cores on a virtual machine (bench/README.md compares the floors).
 inline constexpr uint32_t kAdaptiveSpins = 1000;
 // A client whose call streamed its argument tail (LocalCall::kStreamBytes or more) spins this
 // many more pauses per KiB of tail before it sleeps: the server is copying that tail for this
 // very call (at 1 GB/s or more, about 37 pauses per KiB), so the return is at most that copy
-// away, and a sleep would add a cross-core wake-up to every bulk call (40-60 us here, more
-// while the host is busy: lrpc_sink at 1 MiB made 6.1-6.4 GB/s adaptive against 8.0-8.5
-// spinning in one run).
+// away, and a sleep would add a cross-core wake-up to every bulk call (lrpc_bulk_bench's
+// lrpc_sink shows the difference between adaptive and spinning bindings).
 inline constexpr uint32_t kStreamSpinsPerKiB = 32;
 constexpr uint32_t streamedSpins(uint64_t tailBytes) noexcept {
   uint64_t n = kAdaptiveSpins + (tailBytes >> 10) * kStreamSpinsPerKiB;
@@ -72,8 +72,7 @@ inline constexpr size_t kDemoteMaxBytes = 1024;
 // the peer, move from this core's private caches to the shared last-level cache, so that the
 // peer's reads hit there instead of snooping ours. `block` (the call or return block) opens a
 // cache line; that first line is left alone, as the peer's spinning read fetches it at once
-// anyway. In a throwaway two-process spin ping-pong on this VM, a 200-byte call took 10-15%
-// less with its three further lines demoted, and demoting the doorbell's line changed nothing.
+// anyway. Demoting the doorbell's own line would gain nothing for the same reason.
 // CLDEMOTE lies in the reserved-NOP opcode space: a CPU without it executes a NOP.
 inline void demoteAfterFirstLine(const void* block, size_t n) noexcept {
 #if defined(__x86_64__)
@@ -92,9 +91,8 @@ void futexWake(std::atomic<uint32_t>& word) noexcept;
 int futexWait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeoutNs) noexcept;
 
 // Publishes call (or return) `seq` on a doorbell whose waiter announces its sleep in
-// `sleeping`. A plain store rather than an exchange: in a two-process spin ping-pong on this
-// VM, a locked exchange on the line the peer spins on cost about 70 ns more per round trip
-// than a store followed by a fence (bench floor_spin, patched both ways).
+// `sleeping`. A plain store rather than an exchange: a locked instruction on the line the peer
+// spins on holds that line longer than a store followed by a fence does.
 inline void ring(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping, uint32_t seq) noexcept {
   // Release: the peer must see the frame and control fields we wrote before it sees seq.
   word.store(seq, std::memory_order_release);
