@@ -3,10 +3,13 @@
 # out-of-tree project twice against that prefix only (CMake: find_package + lrpc_generate;
 # pkg-config: capnp + the installed plugin + a compiler line), and runs its server and
 # client over both paths.
+# The project is built from the README's own snippets ("Using lrpc from your own project"),
+# taken verbatim: the CMakeLists.txt block and the pkg-config block.
 # Usage: install_test.sh <build dir> <project dir> <c++ compiler> <build type> [sanitizer flags]
 set -euo pipefail
 BUILD=$1
 PROJECT=$2
+README=$PROJECT/../../../README.md
 CXX=$3
 TYPE=${4:-RelWithDebInfo}
 SAN=${5:-}
@@ -36,6 +39,15 @@ grep -rq "$(cd "$PROJECT/../../.." && pwd)/runtime" "$prefix/lib/cmake/lrpc" && 
 # The project sees the prefix and nothing of this tree: a copy outside it, and the prefix as
 # the only place to find lrpc.
 cp -r "$PROJECT" "$work/src"
+# The block after the README's marker line "<!-- tests/install ... -->" number $1 (1 or 2).
+readme_block() {
+  awk -v want="$1" '/^<!-- tests\/install / {n++; grab = (n == want); next}
+    grab && /^```/ {if (inside) exit; inside = 1; next}
+    grab && inside {print}' "$README"; }
+readme_block 1 >"$work/src/CMakeLists.txt"
+[ -s "$work/src/CMakeLists.txt" ] || fail "no CMake block in $README"
+grep -q CMAKE_CXX_STANDARD "$work/src/CMakeLists.txt" && fail "the README's project names a C++ standard"
+cmp -s "$work/src/CMakeLists.txt" "$PROJECT/CMakeLists.txt" || fail "project/CMakeLists.txt differs from the README's block"
 san_args=()
 if [ -n "$SAN" ]; then
   san_args=(-DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="$SAN")
@@ -46,15 +58,13 @@ cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DC
 cmake --build "$work/build" -j 2 >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build"; }
 grep -q "$prefix/bin/capnpc-lrpc" "$work/build/build.ninja" || fail "the stubs were not made by the installed capnpc-lrpc"
 
-step "the same with pkg-config and a plain compiler line"
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-gen=$work/pc_gen
-mkdir -p "$gen"
-(cd "$work/src" && capnp compile -I"$(pkg-config --variable=idldir lrpc)" \
-   -o"$(pkg-config --variable=capnpc_lrpc lrpc)":"$gen" greeter.capnp) || fail "capnp with the installed plugin"
-# shellcheck disable=SC2046,SC2086
-"$CXX" $SAN $(pkg-config --cflags lrpc) -I"$gen" "$work/src/client.cc" "$gen/greeter.lrpc.cc" \
-  $(pkg-config --libs --static lrpc) -o "$work/client_pc" || fail "build with pkg-config flags"
+step "the README's pkg-config lines, in a fresh copy of the project"
+cp -r "$PROJECT" "$work/pc"
+# Only the prefix and the compiler (with this build's sanitizer flags) are this run's own.
+readme_block 2 | sed -e "s#/opt/lrpc#$prefix#g" -e "s#^c++ #$CXX $SAN #" >"$work/pc/build.sh"
+grep -q 'pkg-config --cflags lrpc' "$work/pc/build.sh" || fail "no pkg-config block in $README"
+(cd "$work/pc" && bash -euo pipefail build.sh) >"$work/pc.log" 2>&1 || { cat "$work/pc.log"; fail "the README's pkg-config lines"; }
+cp "$work/pc/client_pc" "$work/client_pc"
 
 step "run the server and the clients"
 export LRPC_DIR=$work/names
