@@ -1,0 +1,186 @@
+// The server thread of one A-stack (its "E-stack"): waits for a call, validates its control
+// block, runs the generated dispatch on the server's private view of the frame, publishes the
+// return. One per A-stack a client has used; started by the clerk, stopped with the binding.
+#include "runtime/exporter_parts.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/base/log.h"
+
+namespace lrpc {
+
+using namespace exporter;  // NOLINT: this file implements the exporter's parts
+
+// ---- server call ----
+
+namespace {
+
+class AStackServerCall final : public ServerCall {
+ public:
+  AStackServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, std::byte* results,
+                   Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame,
+                   const std::atomic<uint32_t>* argReady) noexcept
+      : ServerCall(args, tail, results), conn_(conn), slot_(slot), pl_(pl), frame_(frame), argReady_(argReady) {}
+
+  Status awaitArgTail(size_t end) noexcept override {
+    if (argReady_ == nullptr || end <= ready_) return {};
+    if (end > argTail_.size()) return Status(Errc::kBadFrame, "argument stream read past its tail");
+    uint32_t spins = 0;
+    uint32_t lastSeen = ready_;
+    int64_t stalledSince = 0;
+    for (;;) {
+      // Acquire: pairs with the client's release after it copied the bytes it counts.
+      uint32_t v = argReady_->load(std::memory_order_acquire);
+      if (v >= end) {
+        ready_ = v < argTail_.size() ? v : static_cast<uint32_t>(argTail_.size());
+        return {};
+      }
+      if (++spins % detail::kYieldEvery != 0) {
+        detail::cpuRelax();
+        continue;
+      }
+      ::sched_yield();  // the writer may share our core
+      // Relaxed: the flag only ends the wait; nothing is read because of it.
+      if (slot_->stop.load(std::memory_order_relaxed)) return Status(Errc::kPeerDied, "client went away mid-argument");
+      int64_t now = detail::monotonicNs();
+      if (v != lastSeen) {
+        lastSeen = v;
+        stalledSince = now;
+      } else if (stalledSince == 0) {
+        stalledSince = now;
+      } else if (now - stalledSince > kStreamStallNs) {
+        return Status(Errc::kBadFrame, "the client stopped writing its streamed argument");
+      }
+    }
+  }
+
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
+    if (n <= pl_.tailRoom) {
+      reserved_ = true;
+      length_ = static_cast<uint32_t>(n);
+      return std::span<std::byte>(frame_ + pl_.resultTailOff, n);
+    }
+    if (n > conn_->exp->owner->options.maxOutOfBandBytes || n > UINT32_MAX) {
+      return Status(Errc::kResourceExhausted, "result tail larger than the server allows");
+    }
+    std::lock_guard<std::mutex> lock(slot_->segMu);
+    if (!slot_->resultSegment || slot_->resultSegment->size() < n) {
+      Result<SharedMemory> seg = SharedMemory::create("lrpc-results", segmentSize(n));
+      if (!seg.isOk()) return seg.status();
+      auto fresh = std::make_shared<SharedMemory>(std::move(*seg));
+      // Sent before the return is published, so the client finds it queued when it looks.
+      Message m{MsgType::kResultSegment, slot_->index, fresh->size(), 0, {}};
+      if (Status s = detail::sendMessage(conn_->sock.get(), &m, sizeof m, fresh->fd()); !s.isOk()) return s;
+      slot_->resultSegment = std::move(fresh);
+    }
+    reserved_ = true;
+    length_ = static_cast<uint32_t>(n);
+    flags_ = kTailOutOfBand;
+    return std::span<std::byte>(slot_->resultSegment->data(), n);
+  }
+
+  uint32_t length() const noexcept { return length_; }
+  uint8_t flags() const noexcept { return flags_; }
+
+ private:
+  Connection* conn_;
+  ServerSlot* slot_;
+  const ProcedureLayout& pl_;
+  std::byte* frame_;
+  const std::atomic<uint32_t>* argReady_;  // null unless the argument tail is streamed
+  uint32_t ready_ = 0;                      // argument tail bytes known final
+  bool reserved_ = false;
+  uint32_t length_ = 0;
+  uint8_t flags_ = 0;
+};
+
+}  // namespace
+
+AStackControl* Connection::control(uint32_t i) const {
+  return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
+}
+
+// Returns how many bytes from the return block on the call wrote (results, tail or error text).
+uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
+  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
+  std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
+  // Each control field is read once; from here on only the private copies are used.
+  uint64_t callKey = detail::loadOnce(ctl->key);
+  uint32_t procedure = detail::loadOnce(ctl->procedure);
+  uint32_t argTail = detail::loadOnce(ctl->argTail);
+  uint8_t argFlags = detail::loadOnce(ctl->argFlags);
+
+  Status s;
+  std::shared_ptr<SharedMemory> argSegment;  // keeps a segment mapped while the handler reads it
+  std::span<const std::byte> tail;
+  if (callKey != key) {
+    s = Status(Errc::kBindingRejected, "call carries a forged binding key");
+  } else if (procedure != slot->procedure) {
+    s = Status(Errc::kBadFrame, "procedure does not match the A-stack");
+  } else if (argFlags == kTailOutOfBand || argFlags == (kTailOutOfBand | kTailStreaming)) {
+    {
+      std::lock_guard<std::mutex> lock(slot->segMu);
+      argSegment = slot->argSegment;
+    }
+    if (!argSegment || argTail > argSegment->size()) {
+      s = Status(Errc::kBadFrame, "argument tail beyond its out-of-band segment");
+    } else {
+      tail = std::span<const std::byte>(argSegment->data(), argTail);
+    }
+  } else if (argFlags != 0 || argTail > pl.tailRoom) {
+    s = Status(Errc::kBadFrame, "argument tail longer than the A-stack");
+  } else {
+    tail = std::span<const std::byte>(frame + pl.argTailOff, argTail);
+  }
+
+  uint32_t resultTail = 0;
+  uint8_t resultFlags = 0;
+  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
+  if (s.isOk()) {
+    // The result part is not cleared: the generated dispatch writes every field, and bytes
+    // between fields hold only what this server wrote there before (astack_format.md).
+    AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
+                          pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr);
+    s = exp->iface->dispatch(exp->impl, procedure, call);
+    resultTail = call.length();
+    resultFlags = call.flags();
+  }
+  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (s.isOk()) {
+    detail::storeOnce(ret->resultTail, resultTail);
+    detail::storeOnce(ret->resultFlags, resultFlags);
+    detail::storeOnce(ret->status, uint8_t{0});
+    return pl.resultTailOff - pl.returnOff + (resultFlags == 0 ? resultTail : 0);
+  }
+  slot->errors.store(slot->errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (detail::logOn(LogTopic::kErrors)) {
+    detail::logf(LogTopic::kErrors, "\"%s\": call of procedure %u answered with %s", exp->name.c_str(), procedure,
+                 s.toString().c_str());
+  }
+  // The detail text goes where the results would, truncated to the rest of the A-stack (at
+  // least kMinErrorBytes): the results are not valid on an error, and those lines are ours.
+  std::string_view text = s.detail().empty() ? errcName(s.code()) : std::string_view(s.detail());
+  uint32_t len = static_cast<uint32_t>(std::min<size_t>(text.size(), pl.frameBytes - pl.resultsOff));
+  std::memcpy(frame + pl.resultsOff, text.data(), len);
+  detail::storeOnce(ret->resultTail, len);
+  detail::storeOnce(ret->resultFlags, uint8_t{0});
+  detail::storeOnce(ret->status, static_cast<uint8_t>(s.code()));
+  return kControlBytes + len;
+}
+
+void Connection::serve(ServerSlot* slot, uint32_t last) {
+  AStackControl* ctl = control(slot->index);
+  auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
+  for (;;) {
+    uint32_t seq = 0;
+    if (detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
+    last = seq;
+    uint32_t written = serveOne(slot, ctl);
+    detail::ring(ret->returnWord, ret->clientSleeping, seq);
+    detail::demoteAfterFirstLine(ret, written);
+  }
+}
+
+}  // namespace lrpc

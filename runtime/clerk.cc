@@ -1,0 +1,199 @@
+// The clerk of one binding: checks the client's credentials and interface, makes the
+// binding's A-stack region and passes it over the socket, starts server threads and grows
+// out-of-band segments on request, and ends the binding when the client goes away.
+#include "runtime/exporter_parts.h"
+
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/base/log.h"
+#include "runtime/introspect.h"
+
+namespace lrpc {
+
+using namespace exporter;  // NOLINT: this file implements the exporter's parts
+
+void Connection::stopThreads() {
+  for (auto& slot : slots) {
+    if (!slot->thread.joinable()) continue;
+    // Release: pairs with the acquire of `stop` in waitForCall after it sees the word change.
+    slot->stop.store(true, std::memory_order_release);
+    detail::stopWaiter(control(slot->index)->callWord);
+    slot->thread.join();
+    std::lock_guard<std::mutex> lock(threadsMu);
+    exp->owner->serverThreads.fetch_sub(1);
+    exp->owner->callsFinished.fetch_add(slot->calls.load(std::memory_order_relaxed));
+    exp->owner->errorsFinished.fetch_add(slot->errors.load(std::memory_order_relaxed));
+    slot->calls.store(0, std::memory_order_relaxed);
+    slot->errors.store(0, std::memory_order_relaxed);
+  }
+}
+
+Status Connection::handshake() {
+  // The Hello is read first even from a client we refuse: closing a socket with unread data
+  // resets it, and the client would see "peer died" instead of our reason.
+  detail::Hello hello{};
+  if (Status s = detail::recvMessage(sock.get(), &hello, sizeof hello, nullptr, kHelloTimeoutMs); !s.isOk()) return s;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
+  const ServerOptions& opts = exp->owner->options;
+  if (!uidAllowed(opts, cred.uid)) {
+    return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
+  }
+  if (hello.magic == detail::kQueryMagic && hello.version == detail::kProtocolVersion) {
+    query = true;  // run() serves it: no region, no binding
+    return {};
+  }
+  if (hello.magic != detail::kHelloMagic || hello.version != detail::kProtocolVersion) {
+    return Status(Errc::kBindingRejected, "not an lrpc client, or another protocol version");
+  }
+  const InterfaceDescriptor& iface = *exp->iface;
+  if (hello.interfaceId != iface.id || hello.signatureHash != iface.signatureHash ||
+      hello.procedureCount != iface.procedureCount) {
+    hello.interfaceName[sizeof hello.interfaceName - 1] = '\0';
+    return Status(Errc::kBindingRejected,
+                  "interface mismatch: client has " + std::string(hello.interfaceName) + " (id " +
+                      hex(hello.interfaceId) + ", signature " + hex(hello.signatureHash) + "), \"" + exp->name +
+                      "\" serves " + iface.name + " (id " + hex(iface.id) + ", signature " +
+                      hex(iface.signatureHash) + ")");
+  }
+  if (hello.mode > static_cast<uint8_t>(TransferMode::kBlock)) return Status(Errc::kBindingRejected, "unknown mode");
+  mode = static_cast<TransferMode>(hello.mode);
+
+  const RegionLayout& layout = *exp->layout;
+  Result<SharedMemory> shm = SharedMemory::create(("lrpc-astacks-" + exp->name).c_str(), layout.regionBytes());
+  if (!shm.isOk()) return shm.status();
+  region.emplace(std::move(*shm));
+  if (::getrandom(&key, sizeof key, 0) != sizeof key) return Status::fromErrno(errno, "getrandom");
+  RegionHeader header{};
+  header.magic = kRegionMagic;
+  header.version = kRegionVersion;
+  header.interfaceId = iface.id;
+  header.signatureHash = iface.signatureHash;
+  header.astackCount = layout.astackCount();
+  header.regionBytes = layout.regionBytes();
+  std::memcpy(region->data(), &header, sizeof header);
+  std::lock_guard<std::mutex> lock(threadsMu);
+  slots.reserve(layout.astackCount());
+  for (uint32_t i = 0; i < layout.astackCount(); ++i) {
+    new (control(i)) AStackControl{};
+    new (region->data() + layout.returnOffset(i)) ReturnControl{};
+    auto slot = std::make_unique<ServerSlot>();
+    slot->index = i;
+    slot->procedure = layout.procedureOf(i);
+    slots.push_back(std::move(slot));
+  }
+  detail::Welcome w{};
+  w.key = key;
+  w.regionBytes = layout.regionBytes();
+  return detail::sendMessage(sock.get(), &w, sizeof w, region->fd());
+}
+
+// Handles one request; false ends the binding (the client broke the protocol).
+bool Connection::handle(const Message& m, OwnedFd fd) {
+  if (fd.valid() || m.astack >= slots.size()) return false;
+  ServerSlot* slot = slots[m.astack].get();
+  Message reply{};
+  reply.astack = m.astack;
+  OwnedFd ignored;
+  std::shared_ptr<SharedMemory> seg;
+  switch (m.type) {
+    case MsgType::kStartThread: {
+      reply.type = MsgType::kThreadStarted;
+      std::lock_guard<std::mutex> lock(threadsMu);
+      if (!slot->thread.joinable()) {
+        if (exp->owner->serverThreads.fetch_add(1) >= exp->owner->options.maxServerThreads) {
+          exp->owner->serverThreads.fetch_sub(1);
+          reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+          break;
+        }
+        // A fresh region's doorbell holds sequence 0 and a client's first call is 1. Starting
+        // from 0 (not from whatever the word holds now) means a call rung before this thread
+        // existed, by a client that did not wait for our reply, is served instead of missed.
+        slot->thread = std::thread([this, slot] { serve(slot, 0); });
+      }
+      break;
+    }
+    case MsgType::kGrowArgs: {
+      reply.type = MsgType::kArgSegment;
+      if (m.bytes == 0 || m.bytes > exp->owner->options.maxOutOfBandBytes || m.bytes > UINT32_MAX) {
+        reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+        break;
+      }
+      Result<SharedMemory> shm = SharedMemory::create("lrpc-args", segmentSize(m.bytes));
+      if (!shm.isOk()) {
+        reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
+        break;
+      }
+      seg = std::make_shared<SharedMemory>(std::move(*shm));
+      reply.bytes = seg->size();
+      std::lock_guard<std::mutex> lock(slot->segMu);
+      slot->argSegment = seg;
+      break;
+    }
+    default:
+      return false;
+  }
+  return detail::sendMessage(sock.get(), &reply, sizeof reply, seg ? seg->fd() : -1).isOk();
+}
+
+void Connection::run() {
+  Status s = handshake();
+  if (s.isOk() && query) {
+    const Exporter* self = exp->owner->self;
+    const Export* e = exp;
+    detail::serveQueries(sock.get(), exp->stopFd.get(),
+                         {exp->iface, [self] { return self->stats(); }, [e] { return e->bindingsLive.load(); }});
+  } else if (!s.isOk()) {
+    exp->owner->bindingsRejected.fetch_add(1);
+    detail::logf(LogTopic::kBinding, "\"%s\": refused a binding: %s", exp->name.c_str(), s.toString().c_str());
+    detail::Welcome w{};
+    w.status = static_cast<uint8_t>(s.code() == Errc::kOk ? Errc::kBindingRejected : s.code());
+    std::snprintf(w.detail, sizeof w.detail, "%s", s.detail().c_str());
+    (void)detail::sendMessage(sock.get(), &w, sizeof w);
+  } else {
+    exp->owner->bindingsTotal.fetch_add(1);
+    exp->owner->bindingsLive.fetch_add(1);
+    exp->bindingsLive.fetch_add(1);
+    detail::logf(LogTopic::kBinding, "\"%s\": bound a client (%s mode, %zu A-stacks)", exp->name.c_str(),
+                 std::string(transferModeName(mode)).c_str(), slots.size());
+    for (;;) {
+      pollfd p[2] = {{sock.get(), POLLIN | POLLRDHUP, 0}, {exp->stopFd.get(), POLLIN, 0}};
+      int r = ::poll(p, 2, -1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 || p[1].revents != 0) break;
+      if ((p[0].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) != 0) break;
+      if ((p[0].revents & POLLIN) != 0) {
+        Message m{};
+        OwnedFd fd;
+        if (!detail::recvMessage(sock.get(), &m, sizeof m, &fd, -1).isOk()) break;
+        if (!handle(m, std::move(fd))) break;
+      }
+    }
+    exp->owner->bindingsLive.fetch_sub(1);
+    exp->bindingsLive.fetch_sub(1);
+    detail::logf(LogTopic::kBinding, "\"%s\": binding ended", exp->name.c_str());
+  }
+  // The client is gone (or we are shutting down): no thread may touch the region after this.
+  stopThreads();
+  {
+    std::lock_guard<std::mutex> lock(threadsMu);
+    slots.clear();
+  }
+  region.reset();
+  sock.reset();
+  // Release: the acceptor that sees `finished` joins us and frees this Connection.
+  finished.store(true, std::memory_order_release);
+  signal(exp->reapFd.get());
+}
+
+}  // namespace lrpc

@@ -1,0 +1,127 @@
+// The Exporter's inner parts, shared by the files that implement its roles (runtime/exporter.h
+// describes them): the acceptor (acceptor.cc) takes connections on a name's socket, a clerk
+// per binding (clerk.cc) checks the client, makes the region and answers its requests, and
+// a server thread per A-stack in use (astack_server.cc) runs calls. Internal: not installed
+// for users' code to include, and not part of the generated-code contract.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/astack.h"
+#include "runtime/base/fd.h"
+#include "runtime/exporter.h"
+#include "runtime/protocol.h"
+#include "runtime/shm.h"
+#include "runtime/transfer.h"
+
+namespace lrpc {
+
+namespace exporter {
+using detail::Message;
+using detail::MsgType;
+
+// How long a new connection may take to say Hello before the clerk gives up on it.
+inline constexpr int kHelloTimeoutMs = 5'000;
+// How long the acceptor waits for the Hello of a client it refuses for lack of room.
+inline constexpr int kRefuseReadMs = 100;
+// How long it waits for the Hello of a uid it refuses: short, so that a uid that may not import
+// cannot slow the acceptor down much by connecting and staying silent.
+inline constexpr int kRefuseUidReadMs = 20;
+// Out-of-band segments are rounded up to a power of two (at least this), so that a
+// growing stream of calls re-grows the segment a logarithmic number of times.
+inline constexpr uint64_t kMinSegmentBytes = 64 * 1024;
+// A streamed argument that makes no progress for this long ends its call with kBadFrame: a
+// live client that stops writing must not hold the server thread forever.
+inline constexpr int64_t kStreamStallNs = 1'000'000'000;
+
+bool uidAllowed(const ServerOptions& opts, uid_t uid);
+uint64_t segmentSize(uint64_t n);
+// Makes an eventfd readable.
+void signal(int eventFd);
+std::string hex(uint64_t v);
+}  // namespace exporter
+
+using exporter::Message;
+using exporter::MsgType;
+
+struct Export;
+
+// Server-side state of one A-stack of one binding: its server thread and its out-of-band segments.
+struct ServerSlot {
+  uint32_t index = 0;
+  uint32_t procedure = 0;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written only by `thread`
+  std::atomic<uint64_t> errors{0};
+  std::mutex segMu;
+  std::shared_ptr<SharedMemory> argSegment;     // guarded by segMu
+  std::shared_ptr<SharedMemory> resultSegment;  // guarded by segMu
+};
+
+// One binding: a client process bound to one exported name. Its clerk thread owns it.
+struct Connection {
+  Export* exp = nullptr;
+  OwnedFd sock;
+  std::optional<SharedMemory> region;
+  uint64_t key = 0;
+  TransferMode mode = TransferMode::kAdaptive;
+  std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
+  mutable std::mutex threadsMu;                    // guards starting threads vs. stats()
+  std::atomic<bool> finished{false};
+  bool query = false;  // an operator's query (runtime/introspect.h), not a binding
+  std::thread clerk;
+
+  AStackControl* control(uint32_t i) const;
+  void run();
+  Status handshake();
+  bool handle(const Message& m, OwnedFd fd);
+  // Runs calls on the slot's A-stack; `last` is the sequence seen before the client was told
+  // the thread exists (so its first call is not mistaken for an old one).
+  void serve(ServerSlot* slot, uint32_t last);
+  uint32_t serveOne(ServerSlot* slot, AStackControl* ctl);
+  void stopThreads();
+};
+
+struct Export {
+  Exporter::Impl* owner = nullptr;
+  std::string name;
+  const InterfaceDescriptor* iface = nullptr;
+  void* impl = nullptr;
+  std::optional<RegionLayout> layout;
+  std::string sockPath;
+  OwnedFd nameLock; // flock held while we serve the name
+  OwnedFd listen;
+  OwnedFd stopFd;   // eventfd, readable once the Exporter shuts down
+  OwnedFd reapFd;   // eventfd, a clerk finished: join it
+  std::thread acceptor;
+  std::atomic<uint64_t> bindingsLive{0};  // of this name (the Exporter's counter sums all names)
+  mutable std::mutex connMu;
+  std::list<std::unique_ptr<Connection>> conns;  // guarded by connMu
+
+  void accept();
+  void reap(bool all);
+};
+
+struct Exporter::Impl {
+  const Exporter* self = nullptr;  // for the stats a query asks for (an Exporter never moves)
+  ServerOptions options;
+  Result<std::string> dir = Status(Errc::kNotFound);
+  std::string noDir;  // what dir() returns when `dir` failed
+  std::atomic<uint64_t> bindingsLive{0}, bindingsTotal{0}, bindingsRejected{0}, serverThreads{0};
+  std::atomic<uint64_t> callsFinished{0}, errorsFinished{0};  // of threads already joined
+  mutable std::mutex mu;
+  std::vector<std::unique_ptr<Export>> exports;  // guarded by mu
+};
+
+}  // namespace lrpc
