@@ -31,9 +31,13 @@ void Export::reap(bool all) {
 }
 
 void Export::accept() {
+  bool backoff = false;
   for (;;) {
-    pollfd p[3] = {{listen.get(), POLLIN, 0}, {stopFd.get(), POLLIN, 0}, {reapFd.get(), POLLIN, 0}};
-    int r = ::poll(p, 3, -1);
+    // While backing off, the listening socket is left out of the poll (a negative fd is
+    // ignored) and the wait is bounded: stop and reap are still answered meanwhile.
+    pollfd p[3] = {{backoff ? -1 : listen.get(), POLLIN, 0}, {stopFd.get(), POLLIN, 0}, {reapFd.get(), POLLIN, 0}};
+    int r = ::poll(p, 3, backoff ? kAcceptBackoffMs : -1);
+    backoff = false;
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || p[1].revents != 0) break;
     if (p[2].revents != 0) {
@@ -44,7 +48,13 @@ void Export::accept() {
     }
     if ((p[0].revents & POLLIN) == 0) continue;
     OwnedFd sock(::accept4(listen.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!sock.valid()) continue;  // EMFILE, a client that gave up, ...: keep serving the others
+    if (!sock.valid()) {
+      // Out of descriptors or memory: the connection stays queued and the socket readable, so
+      // an immediate retry would spin on a core; wait for the process to free some first. A
+      // client that gave up (ECONNABORTED, ...) is simply passed over.
+      backoff = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+      continue;
+    }
     // The uid is checked here, before the connection holds a binding slot: with allowUids set the
     // socket is connectable by every uid, and one that may not import must not be able to fill
     // maxBindings by connecting and never saying Hello.

@@ -37,6 +37,8 @@ inline constexpr int kRefuseReadMs = 100;
 // How long it waits for the Hello of a uid it refuses: short, so that a uid that may not import
 // cannot slow the acceptor down much by connecting and staying silent.
 inline constexpr int kRefuseUidReadMs = 20;
+// How long the acceptor waits before it retries accept() after running out of descriptors.
+inline constexpr int kAcceptBackoffMs = 50;
 // Out-of-band segments are rounded up to a power of two (at least this), so that a
 // growing stream of calls re-grows the segment a logarithmic number of times.
 inline constexpr uint64_t kMinSegmentBytes = 64 * 1024;
