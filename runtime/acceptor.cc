@@ -17,7 +17,7 @@ using namespace exporter;  // NOLINT: this file implements the exporter's parts
 void Export::reap(bool all) {
   std::list<std::unique_ptr<Connection>> done;
   {
-    std::lock_guard<std::mutex> lock(connMu);
+    MutexLock lock(connMu);
     for (auto it = conns.begin(); it != conns.end();) {
       if (all || (*it)->finished.load(std::memory_order_acquire)) {
         done.push_back(std::move(*it));
@@ -74,7 +74,7 @@ void Export::accept() {
     }
     size_t live;
     {
-      std::lock_guard<std::mutex> lock(connMu);
+      MutexLock lock(connMu);
       live = conns.size();
     }
     if (live >= owner->options.maxBindings) {
@@ -93,7 +93,7 @@ void Export::accept() {
     conn->exp = this;
     conn->sock = std::move(sock);
     Connection* c = conn.get();
-    std::lock_guard<std::mutex> lock(connMu);
+    MutexLock lock(connMu);
     conns.push_back(std::move(conn));
     c->clerk = std::thread([c] { c->run(); });
   }

@@ -65,7 +65,7 @@ class AStackServerCall final : public ServerCall {
     if (n > conn_->exp->owner->options.maxOutOfBandBytes || n > UINT32_MAX) {
       return Status(Errc::kResourceExhausted, "result tail larger than the server allows");
     }
-    std::lock_guard<std::mutex> lock(slot_->segMu);
+    MutexLock lock(slot_->segMu);
     if (!slot_->resultSegment || slot_->resultSegment->size() < n) {
       Result<SharedMemory> seg = SharedMemory::create("lrpc-results", segmentSize(n));
       if (!seg.isOk()) return seg.status();
@@ -121,7 +121,7 @@ uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     s = Status(Errc::kBadFrame, "procedure does not match the A-stack");
   } else if (argFlags == kTailOutOfBand || argFlags == (kTailOutOfBand | kTailStreaming)) {
     {
-      std::lock_guard<std::mutex> lock(slot->segMu);
+      MutexLock lock(slot->segMu);
       argSegment = slot->argSegment;
     }
     if (!argSegment || argTail > argSegment->size()) {

@@ -28,7 +28,7 @@ void Connection::stopThreads() {
     slot->stop.store(true, std::memory_order_release);
     detail::stopWaiter(control(slot->index)->callWord);
     slot->thread.join();
-    std::lock_guard<std::mutex> lock(threadsMu);
+    MutexLock lock(threadsMu);
     exp->owner->serverThreads.fetch_sub(1);
     exp->owner->callsFinished.fetch_add(slot->calls.load(std::memory_order_relaxed));
     exp->owner->errorsFinished.fetch_add(slot->errors.load(std::memory_order_relaxed));
@@ -82,7 +82,7 @@ Status Connection::handshake() {
   header.astackCount = layout.astackCount();
   header.regionBytes = layout.regionBytes();
   std::memcpy(region->data(), &header, sizeof header);
-  std::lock_guard<std::mutex> lock(threadsMu);
+  MutexLock lock(threadsMu);
   slots.reserve(layout.astackCount());
   for (uint32_t i = 0; i < layout.astackCount(); ++i) {
     new (control(i)) AStackControl{};
@@ -109,7 +109,7 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
   switch (m.type) {
     case MsgType::kStartThread: {
       reply.type = MsgType::kThreadStarted;
-      std::lock_guard<std::mutex> lock(threadsMu);
+      MutexLock lock(threadsMu);
       if (!slot->thread.joinable()) {
         if (exp->owner->serverThreads.fetch_add(1) >= exp->owner->options.maxServerThreads) {
           exp->owner->serverThreads.fetch_sub(1);
@@ -136,7 +136,7 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
       }
       seg = std::make_shared<SharedMemory>(std::move(*shm));
       reply.bytes = seg->size();
-      std::lock_guard<std::mutex> lock(slot->segMu);
+      MutexLock lock(slot->segMu);
       slot->argSegment = seg;
       break;
     }
@@ -186,7 +186,7 @@ void Connection::run() {
   // The client is gone (or we are shutting down): no thread may touch the region after this.
   stopThreads();
   {
-    std::lock_guard<std::mutex> lock(threadsMu);
+    MutexLock lock(threadsMu);
     slots.clear();
   }
   region.reset();

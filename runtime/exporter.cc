@@ -53,7 +53,7 @@ Exporter::Exporter(ServerOptions options) : impl_(std::make_unique<Impl>()) {
 Exporter::~Exporter() {
   std::vector<std::unique_ptr<Export>> exports;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     exports.swap(impl_->exports);
   }
   for (auto& e : exports) exporter::signal(e->stopFd.get());
@@ -109,7 +109,7 @@ Status Exporter::add(std::string_view name, const InterfaceDescriptor& iface, vo
   raw->acceptor = std::thread([raw] { raw->accept(); });
   detail::logf(LogTopic::kBinding, "exporting %s as \"%s\" in %s", iface.name ? iface.name : "?", raw->name.c_str(),
                dir.c_str());
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   impl_->exports.push_back(std::move(e));
   return {};
 }
@@ -119,11 +119,11 @@ ExporterStats Exporter::stats() const {
   st.bindingsLive = impl_->bindingsLive.load();
   st.bindingsTotal = impl_->bindingsTotal.load();
   st.bindingsRejected = impl_->bindingsRejected.load();
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   for (auto& e : impl_->exports) {
-    std::lock_guard<std::mutex> connLock(e->connMu);
+    MutexLock connLock(e->connMu);
     for (auto& c : e->conns) {
-      std::lock_guard<std::mutex> threadsLock(c->threadsMu);
+      MutexLock threadsLock(c->threadsMu);
       for (auto& slot : c->slots) {
         st.callsServed += slot->calls.load(std::memory_order_relaxed);
         st.callErrors += slot->errors.load(std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 
 #include "runtime/astack.h"
 #include "runtime/base/fd.h"
+#include "runtime/base/mutex.h"
 #include "runtime/exporter.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
@@ -66,9 +67,9 @@ struct ServerSlot {
   std::thread thread;
   alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written only by `thread`
   std::atomic<uint64_t> errors{0};
-  std::mutex segMu;
-  std::shared_ptr<SharedMemory> argSegment;     // guarded by segMu
-  std::shared_ptr<SharedMemory> resultSegment;  // guarded by segMu
+  Mutex segMu;
+  std::shared_ptr<SharedMemory> argSegment LRPC_GUARDED_BY(segMu);
+  std::shared_ptr<SharedMemory> resultSegment LRPC_GUARDED_BY(segMu);
 };
 
 // One binding: a client process bound to one exported name. Its clerk thread owns it.
@@ -79,7 +80,7 @@ struct Connection {
   uint64_t key = 0;
   TransferMode mode = TransferMode::kAdaptive;
   std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
-  mutable std::mutex threadsMu;                    // guards starting threads vs. stats()
+  mutable Mutex threadsMu;                         // orders starting threads against stats()
   std::atomic<bool> finished{false};
   bool query = false;  // an operator's query (runtime/introspect.h), not a binding
   std::thread clerk;
@@ -108,8 +109,8 @@ struct Export {
   OwnedFd reapFd;   // eventfd, a clerk finished: join it
   std::thread acceptor;
   std::atomic<uint64_t> bindingsLive{0};  // of this name (the Exporter's counter sums all names)
-  mutable std::mutex connMu;
-  std::list<std::unique_ptr<Connection>> conns;  // guarded by connMu
+  mutable Mutex connMu;
+  std::list<std::unique_ptr<Connection>> conns LRPC_GUARDED_BY(connMu);
 
   void accept();
   void reap(bool all);
@@ -122,8 +123,8 @@ struct Exporter::Impl {
   std::string noDir;  // what dir() returns when `dir` failed
   std::atomic<uint64_t> bindingsLive{0}, bindingsTotal{0}, bindingsRejected{0}, serverThreads{0};
   std::atomic<uint64_t> callsFinished{0}, errorsFinished{0};  // of threads already joined
-  mutable std::mutex mu;
-  std::vector<std::unique_ptr<Export>> exports;  // guarded by mu
+  mutable Mutex mu;
+  std::vector<std::unique_ptr<Export>> exports LRPC_GUARDED_BY(mu);
 };
 
 }  // namespace lrpc

@@ -92,7 +92,7 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds 
 }
 
 void LocalBinding::reclaimAbandoned() noexcept {
-  std::lock_guard<std::mutex> lock(abandonedMu_);
+  MutexLock lock(abandonedMu_);
   auto done = [this](const Abandoned& a) {
     // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
     if (!detail::seqIs(returnControl(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
@@ -104,7 +104,7 @@ void LocalBinding::reclaimAbandoned() noexcept {
 }
 
 void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
-  std::lock_guard<std::mutex> lock(abandonedMu_);
+  MutexLock lock(abandonedMu_);
   abandoned_.push_back({index, seq});
   anyAbandoned_.store(true, std::memory_order_release);
 }
@@ -162,7 +162,7 @@ Status LocalBinding::startAStack(uint32_t index, std::chrono::nanoseconds callTi
   detail::Message req{detail::MsgType::kStartThread, index, 0, 0, {}};
   detail::Message reply{};
   int64_t deadline = callTimeout.count() > 0 ? detail::monotonicNs() + callTimeout.count() : 0;
-  std::lock_guard<std::mutex> lock(sockMu_);
+  MutexLock lock(sockMu_);
   if (Status s = exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr, deadline); !s.isOk()) return s;
   if (reply.status != 0) {
     return Status(errcFromWire(reply.status), "server could not start a thread for this A-stack");
@@ -179,7 +179,7 @@ Result<std::span<std::byte>> LocalBinding::argOutOfBand(uint32_t index, size_t n
     detail::Message reply{};
     OwnedFd fd;
     {
-      std::lock_guard<std::mutex> lock(sockMu_);
+      MutexLock lock(sockMu_);
       if (Status s = exchangeLocked(req, detail::MsgType::kArgSegment, &reply, &fd); !s.isOk()) return s;
     }
     if (reply.status != 0) return Status(errcFromWire(reply.status), "server refused an argument segment");
@@ -196,7 +196,7 @@ Result<std::span<const std::byte>> LocalBinding::resultOutOfBand(uint32_t index,
   {
     // The server sent any new segment before it returned the call, so it is already queued on
     // the socket (or was stashed in pending_ by another thread): drain without waiting.
-    std::lock_guard<std::mutex> lock(sockMu_);
+    MutexLock lock(sockMu_);
     for (;;) {
       Pending got{};
       Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, 0);

@@ -12,12 +12,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
 #include "runtime/astack.h"
 #include "runtime/base/fd.h"
+#include "runtime/base/mutex.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
 #include "runtime/base/status.h"
@@ -145,11 +145,11 @@ class LocalBinding {
 
  private:
   // Sends `request` and waits for the reply of type `want` for the same A-stack; replies for
-  // other A-stacks that arrive meanwhile are kept in pending_. Requires sockMu_.
+  // other A-stacks that arrive meanwhile are kept in pending_.
   // deadlineNs (monotonic, 0 for none) bounds the wait for the reply below the clerk's own
   // limit: then kDeadlineExceeded, and the binding stays usable (a late reply waits in pending_).
   Status exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                        OwnedFd* fd, int64_t deadlineNs = 0) noexcept;
+                        OwnedFd* fd, int64_t deadlineNs = 0) noexcept LRPC_REQUIRES(sockMu_);
   void reclaimAbandoned() noexcept;
 
   // Hot fields first.
@@ -171,15 +171,15 @@ class LocalBinding {
     detail::Message message;
     OwnedFd fd;
   };
-  std::mutex sockMu_;
-  std::vector<Pending> pending_;  // guarded by sockMu_
+  Mutex sockMu_;
+  std::vector<Pending> pending_ LRPC_GUARDED_BY(sockMu_);
 
   struct Abandoned {
     uint32_t index;
     uint32_t seq;
   };
-  std::mutex abandonedMu_;
-  std::vector<Abandoned> abandoned_;  // guarded by abandonedMu_
+  Mutex abandonedMu_;
+  std::vector<Abandoned> abandoned_ LRPC_GUARDED_BY(abandonedMu_);
   std::atomic<bool> anyAbandoned_{false};
 };
 

@@ -1,10 +1,11 @@
 #include "runtime/base/log.h"
 
+#include "runtime/base/mutex.h"
+
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 namespace lrpc {
@@ -15,8 +16,8 @@ namespace {
 // environment is read once and no constructor runs before main().
 struct LogState {
   std::atomic<uint32_t> mask;
-  std::mutex sinkMu;  // serializes lines and guards `sink`
-  LogSink sink;
+  Mutex sinkMu;  // also serializes lines
+  LogSink sink LRPC_GUARDED_BY(sinkMu);
   std::atomic<bool> saidOnce{false};  // logOnce has printed its line
 
   LogState() {
@@ -38,7 +39,7 @@ uint32_t logMask() noexcept { return state().mask.load(std::memory_order_relaxed
 
 void setLogSink(LogSink sink) {
   LogState& s = state();
-  std::lock_guard<std::mutex> lock(s.sinkMu);
+  MutexLock lock(s.sinkMu);
   s.sink = std::move(sink);
 }
 
@@ -80,7 +81,7 @@ void logf(LogTopic topic, const char* fmt, ...) noexcept {
   std::vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   LogState& s = state();
-  std::lock_guard<std::mutex> lock(s.sinkMu);
+  MutexLock lock(s.sinkMu);
   if (s.sink) {
     try {
       s.sink(topic, line);
