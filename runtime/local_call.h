@@ -226,4 +226,6 @@ class LocalCall {
   Status status_;
 };
 
+static_assert(Call<LocalCall>);
+
 }  // namespace lrpc

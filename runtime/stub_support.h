@@ -20,6 +20,7 @@
 
 #include <bit>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -271,8 +272,8 @@ inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<u
 }
 }  // namespace detail
 
-// The "Call" concept, here for the message path. Generated code uses exactly these members,
-// in this order, on a RemoteCall or a LocalCall:
+// The contract between generated client code and a path: exactly these members, used in this
+// order, on a RemoteCall (below, the message path) or a LocalCall (local_call.h, A-stacks):
 //   status()        why the call could not start (no A-stack, dead peer), else ok
 //   args()          the fixed argument part, argsSize bytes, zeroed
 //   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
@@ -284,6 +285,21 @@ inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<u
 //   resultTail()    the result tail as the server wrote it (bounded, but unchecked content)
 //   takeResultBytes(tail, ref, out)  sets `out` to the Data value `ref` names in `tail`
 //                   (resultTail(), ref checked against it): a copy, or the tail's own storage
+// plus copyTail(dst, src, n), which writes one value into the reserved tail.
+template <class C>
+concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const void* src,
+                        std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+  { ccall.status() } -> std::convertible_to<const Status&>;
+  { call.args() } -> std::same_as<std::byte*>;
+  { call.argTail(n) } -> std::same_as<Result<std::span<std::byte>>>;
+  call.copyTail(dst, src, n);
+  call.resultTailApart();
+  { call.invoke() } -> std::same_as<Status>;
+  { ccall.results() } -> std::same_as<const std::byte*>;
+  { ccall.resultTail() } -> std::same_as<std::span<const std::byte>>;
+  call.takeResultBytes(tail, ref, out);
+};
+
 class RemoteCall {
  public:
   RemoteCall(const Binding& binding, uint32_t procedure, const CallOptions& options) noexcept
@@ -373,6 +389,7 @@ class RemoteCall {
   bool apart_ = false;               // the result tail is tailApart_, not the rest of reply_
   std::vector<uint8_t> tailApart_;  // (CallChannel::callApart)
 };
+static_assert(Call<RemoteCall>);
 
 // A handler's result value whose storage the server path took over instead of copying it
 // (ServerCall::moveResultTail): the reply's bytes in that range are read from here.
