@@ -6,16 +6,22 @@
 namespace lrpc::detail {
 
 Status handlerThrew(const char* method) noexcept {
-  std::string detail = std::string(method) + " threw";
+  // Building the detail can itself run out of memory: then the caller still learns that the
+  // handler failed, without the text.
   try {
-    throw;
-  } catch (const std::exception& e) {
-    detail += ": ";
-    detail += e.what();
+    std::string detail = std::string(method) + " threw";
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      detail += ": ";
+      detail += e.what();
+    } catch (...) {
+      detail += " a non-std::exception";
+    }
+    return Status(Errc::kServerFault, std::move(detail));
   } catch (...) {
-    detail += " a non-std::exception";
+    return Status(Errc::kServerFault);
   }
-  return Status(Errc::kServerFault, std::move(detail));
 }
 
 }  // namespace lrpc::detail
