@@ -69,7 +69,7 @@ Result<std::vector<uint8_t>> open(DataChannel& c, const std::vector<uint8_t>& da
   return out;
 }
 
-TEST(DataChannel, RoundTripsBothWaysAndHidesThePayload) {
+TEST(SecureDataChannel, RoundTripsBothWaysAndHidesThePayload) {
   Pair p = makePair();
   for (size_t n : {size_t{0}, size_t{1}, size_t{32}, size_t{1440}, size_t{65507 - 32}}) {
     auto plain = message(n, static_cast<uint8_t>(n));
@@ -88,7 +88,7 @@ TEST(DataChannel, RoundTripsBothWaysAndHidesThePayload) {
   }
 }
 
-TEST(DataChannel, SealsAndOpensInPlace) {
+TEST(SecureDataChannel, SealsAndOpensInPlace) {
   Pair p = makePair();
   auto plain = message(100, 7);
   std::vector<uint8_t> buf(plain.size() + DataChannel::kOverhead);
@@ -100,7 +100,7 @@ TEST(DataChannel, SealsAndOpensInPlace) {
   EXPECT_EQ(std::vector<uint8_t>(buf.begin() + data::kHeaderBytes, buf.begin() + data::kHeaderBytes + 100), plain);
 }
 
-TEST(DataChannel, EveryTamperedByteFailsToOpen) {
+TEST(SecureDataChannel, EveryTamperedByteFailsToOpen) {
   Pair p = makePair();
   auto plain = message(64, 1);
   auto d = seal(p.client, plain, p.t0);
@@ -120,7 +120,7 @@ TEST(DataChannel, EveryTamperedByteFailsToOpen) {
   EXPECT_EQ(open(p.server, d, p.t0).status().code(), Errc::kBadFrame);
 }
 
-TEST(DataChannel, TruncatedExtendedAndForeignDatagramsFail) {
+TEST(SecureDataChannel, TruncatedExtendedAndForeignDatagramsFail) {
   Pair p = makePair();
   auto d = seal(p.client, message(40, 3), p.t0);
   for (size_t n = 0; n < d.size(); ++n) {
@@ -140,7 +140,7 @@ TEST(DataChannel, TruncatedExtendedAndForeignDatagramsFail) {
   EXPECT_TRUE(open(p.server, d, p.t0).isOk());
 }
 
-TEST(DataChannel, ReplaysAndReorderingThroughTheWindow) {
+TEST(SecureDataChannel, ReplaysAndReorderingThroughTheWindow) {
   Pair p = makePair();
   std::vector<std::vector<uint8_t>> ds;
   for (int i = 0; i < 200; ++i) ds.push_back(seal(p.client, message(16, static_cast<uint8_t>(i)), p.t0));
@@ -162,7 +162,7 @@ TEST(DataChannel, ReplaysAndReorderingThroughTheWindow) {
   EXPECT_NE(old.status().detail().find("older"), std::string::npos);
 }
 
-TEST(DataChannel, RekeyByCountWithBothGenerationsInFlight) {
+TEST(SecureDataChannel, RekeyByCountWithBothGenerationsInFlight) {
   DataOptions o;
   o.rekeyAfterMessages = 50;
   Pair p = makePair(o);
@@ -194,7 +194,7 @@ TEST(DataChannel, RekeyByCountWithBothGenerationsInFlight) {
   EXPECT_NE(retired.status().detail().find("key generation"), std::string::npos) << retired.status().detail();
 }
 
-TEST(DataChannel, RekeyByTimeAndTheGraceEnds) {
+TEST(SecureDataChannel, RekeyByTimeAndTheGraceEnds) {
   DataOptions o;
   o.rekeyAfterTime = seconds(60);
   o.previousKeyGrace = seconds(5);
@@ -210,7 +210,7 @@ TEST(DataChannel, RekeyByTimeAndTheGraceEnds) {
   EXPECT_EQ(tooLate.status().code(), Errc::kBadFrame);
 }
 
-TEST(DataChannel, ForgedNextGenerationDoesNotRotateTheReceiver) {
+TEST(SecureDataChannel, ForgedNextGenerationDoesNotRotateTheReceiver) {
   Pair p = makePair();
   auto d = seal(p.client, message(8, 1), p.t0);
   auto forged = d;
@@ -223,7 +223,7 @@ TEST(DataChannel, ForgedNextGenerationDoesNotRotateTheReceiver) {
   EXPECT_EQ(open(p.server, skip, p.t0).status().code(), Errc::kBadFrame);
 }
 
-TEST(DataChannel, NonceExhaustionIsRefusedNotWrapped) {
+TEST(SecureDataChannel, NonceExhaustionIsRefusedNotWrapped) {
   DataOptions o;
   o.rekeyAfterMessages = std::numeric_limits<uint64_t>::max();  // never rekey by count
   Pair p = makePair(o);
@@ -246,7 +246,7 @@ TEST(DataChannel, NonceExhaustionIsRefusedNotWrapped) {
   EXPECT_EQ(open(p.server, reserved, p.t0).status().code(), Errc::kBadFrame);
 }
 
-TEST(DataChannel, RekeyAvoidsExhaustionByDefault) {
+TEST(SecureDataChannel, RekeyAvoidsExhaustionByDefault) {
   DataOptions o;
   o.rekeyAfterMessages = 4;
   Pair p = makePair(o);
@@ -259,7 +259,7 @@ TEST(DataChannel, RekeyAvoidsExhaustionByDefault) {
   EXPECT_TRUE(open(p.server, b, p.t0).isOk());
 }
 
-TEST(DataChannel, OutputTooSmallIsAnErrorNotAnOverflow) {
+TEST(SecureDataChannel, OutputTooSmallIsAnErrorNotAnOverflow) {
   Pair p = makePair();
   auto plain = message(100, 1);
   std::vector<uint8_t> small(100 + DataChannel::kOverhead - 1);

@@ -15,7 +15,7 @@
 namespace lrpc::secure {
 namespace {
 
-class KeyFiles : public ::testing::Test {
+class SecureKeyFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/lrpc-keys-XXXXXX";
@@ -35,7 +35,7 @@ class KeyFiles : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(KeyFiles, WrittenWith0600AndLoadedBack) {
+TEST_F(SecureKeyFiles, WrittenWith0600AndLoadedBack) {
   auto pair = KeyPair::generate();
   ASSERT_TRUE(pair.isOk());
   ASSERT_TRUE(writeKeyPair(*pair, path("server")).isOk());
@@ -55,7 +55,7 @@ TEST_F(KeyFiles, WrittenWith0600AndLoadedBack) {
   EXPECT_EQ(readAll(path("server.pub")), "lrpc-x25519-public-key " + pair->publicKey().toText() + "\n");
 }
 
-TEST_F(KeyFiles, NeverOverwritesAnExistingPair) {
+TEST_F(SecureKeyFiles, NeverOverwritesAnExistingPair) {
   auto a = KeyPair::generate();
   auto b = KeyPair::generate();
   ASSERT_TRUE(a.isOk() && b.isOk());
@@ -71,7 +71,7 @@ TEST_F(KeyFiles, NeverOverwritesAnExistingPair) {
   EXPECT_FALSE(std::filesystem::exists(path("lone.key")));
 }
 
-TEST_F(KeyFiles, RefusesASecretOthersCanRead) {
+TEST_F(SecureKeyFiles, RefusesASecretOthersCanRead) {
   auto pair = KeyPair::generate();
   ASSERT_TRUE(pair.isOk());
   ASSERT_TRUE(writeKeyPair(*pair, path("s")).isOk());
@@ -89,7 +89,7 @@ TEST_F(KeyFiles, RefusesASecretOthersCanRead) {
   EXPECT_TRUE(loadPublicKey(path("s.pub")).isOk());
 }
 
-TEST_F(KeyFiles, RefusesWrongSizesFormatsAndKinds) {
+TEST_F(SecureKeyFiles, RefusesWrongSizesFormatsAndKinds) {
   auto pair = KeyPair::generate();
   ASSERT_TRUE(pair.isOk());
   const std::string good = "lrpc-x25519-private-key " + base64urlEncode(pair->privateKey()) + "\n";
@@ -125,7 +125,7 @@ TEST_F(KeyFiles, RefusesWrongSizesFormatsAndKinds) {
   EXPECT_EQ(loadKeyPair(path("link.key")).status().code(), Errc::kPermissionDenied);
 }
 
-TEST_F(KeyFiles, PresharedKeyFiles) {
+TEST_F(SecureKeyFiles, PresharedKeyFiles) {
   auto psk = PresharedKey::generate();
   ASSERT_TRUE(psk.isOk());
   ASSERT_TRUE(writePresharedKey(*psk, path("psk")).isOk());
@@ -136,7 +136,7 @@ TEST_F(KeyFiles, PresharedKeyFiles) {
   EXPECT_EQ(loadPresharedKey(path("psk")).status().code(), Errc::kPermissionDenied);
 }
 
-TEST(PublicKeyText, RoundTripsAndRefusesBadText) {
+TEST(SecurePublicKeyText, RoundTripsAndRefusesBadText) {
   auto pair = KeyPair::generate();
   ASSERT_TRUE(pair.isOk());
   const std::string text = pair->publicKey().toText();
@@ -154,7 +154,7 @@ TEST(PublicKeyText, RoundTripsAndRefusesBadText) {
   }
 }
 
-TEST(Base64url, KnownVectors) {
+TEST(SecureBase64url, KnownVectors) {
   // RFC 4648 section 10, without padding, and the two URL-safe characters.
   auto enc = [](std::string_view s) {
     return base64urlEncode({reinterpret_cast<const uint8_t*>(s.data()), s.size()});

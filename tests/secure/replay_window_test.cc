@@ -12,7 +12,7 @@ namespace {
 using V = ReplayWindow::Verdict;
 constexpr uint64_t kW = ReplayWindow::kWindow;
 
-TEST(ReplayWindow, InOrderAndDuplicates) {
+TEST(SecureReplayWindow, InOrderAndDuplicates) {
   ReplayWindow w;
   for (uint64_t c = 0; c < 1000; ++c) {
     ASSERT_EQ(w.check(c), V::kFresh) << c;
@@ -23,7 +23,7 @@ TEST(ReplayWindow, InOrderAndDuplicates) {
   EXPECT_EQ(w.highest(), 999u);
 }
 
-TEST(ReplayWindow, OutOfOrderWithinTheWindow) {
+TEST(SecureReplayWindow, OutOfOrderWithinTheWindow) {
   ReplayWindow w;
   ASSERT_TRUE(w.accept(kW + 100));
   // Every counter still inside the window arrives late, in reverse, exactly once.
@@ -36,7 +36,7 @@ TEST(ReplayWindow, OutOfOrderWithinTheWindow) {
   EXPECT_EQ(w.check(kW + 100), V::kDuplicate);
 }
 
-TEST(ReplayWindow, TooOldIsRefusedAtTheExactEdge) {
+TEST(SecureReplayWindow, TooOldIsRefusedAtTheExactEdge) {
   ReplayWindow w;
   ASSERT_TRUE(w.accept(10000));
   EXPECT_EQ(w.check(10000 - kW + 1), V::kFresh);
@@ -44,7 +44,7 @@ TEST(ReplayWindow, TooOldIsRefusedAtTheExactEdge) {
   EXPECT_EQ(w.check(0), V::kTooOld);
 }
 
-TEST(ReplayWindow, JumpsAcrossBlockBoundariesClearOnlyWhatTheyPass) {
+TEST(SecureReplayWindow, JumpsAcrossBlockBoundariesClearOnlyWhatTheyPass) {
   ReplayWindow w;
   ASSERT_TRUE(w.accept(63));
   ASSERT_TRUE(w.accept(64));  // next block
@@ -62,7 +62,7 @@ TEST(ReplayWindow, JumpsAcrossBlockBoundariesClearOnlyWhatTheyPass) {
   for (uint64_t c = far - kW + 1; c < far; ++c) ASSERT_EQ(w.check(c), V::kFresh) << c;
 }
 
-TEST(ReplayWindow, EveryJumpSizeKeepsExactlyTheWindow) {
+TEST(SecureReplayWindow, EveryJumpSizeKeepsExactlyTheWindow) {
   // For jumps of 1 .. two rings, every counter of the previous window is either a duplicate
   // (if still inside) or too old; nothing that was accepted reads as fresh.
   for (uint64_t jump = 1; jump <= 2 * kW + 130; jump += 37) {
@@ -86,7 +86,7 @@ TEST(ReplayWindow, EveryJumpSizeKeepsExactlyTheWindow) {
   }
 }
 
-TEST(ReplayWindow, CountersNearTwoToTheSixtyFour) {
+TEST(SecureReplayWindow, CountersNearTwoToTheSixtyFour) {
   ReplayWindow w;
   const uint64_t top = std::numeric_limits<uint64_t>::max();
   ASSERT_TRUE(w.accept(top - 5));

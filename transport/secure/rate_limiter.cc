@@ -16,11 +16,15 @@ Result<RateLimiter> RateLimiter::create(const RateLimiterOptions& options) {
 RateLimiter::RateLimiter(const RateLimiterOptions& options, const Key& hashKey)
     : options_(options), hashKey_(hashKey), buckets_(options.buckets) {}
 
-bool RateLimiter::allow(Bytes source, Instant now) {
+size_t RateLimiter::bucketOf(Bytes source) const {
   Hash h = hmacSha256(hashKey_, {source});
   uint64_t index = 0;
   std::memcpy(&index, h.data(), sizeof index);
-  Bucket& b = buckets_[index % buckets_.size()];
+  return static_cast<size_t>(index % buckets_.size());
+}
+
+bool RateLimiter::allow(Bytes source, Instant now) {
+  Bucket& b = buckets_[bucketOf(source)];
   if (!b.used) {
     b = Bucket{now, options_.burst, true};
   } else if (now > b.last) {

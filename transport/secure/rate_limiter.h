@@ -28,6 +28,8 @@ class RateLimiter {
 
   // Takes one token from `source`'s bucket; false when it has none left.
   bool allow(Bytes source, Instant now);
+  // The bucket `source` draws from (sources with the same bucket share one limit).
+  size_t bucketOf(Bytes source) const;
 
  private:
   struct Bucket {
