@@ -119,11 +119,51 @@ Result<Key> publicFromPrivate(const Key& privateKey) {
 }
 
 Result<Key> dh(const Key& privateKey, const Key& peerPublic) {
-  Pkey self(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, privateKey.data(), privateKey.size()));
+  auto self = X25519Key::fromPrivate(privateKey);
+  if (!self) return self.status();
+  return self->dh(peerPublic);
+}
+
+Result<X25519Key> X25519Key::generate() {
+  PkeyCtx ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, nullptr));
+  EVP_PKEY* raw = nullptr;
+  if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw) != 1)
+    return cryptoError("X25519 key generation");
+  X25519Key k;
+  k.pkey_ = std::shared_ptr<void>(raw, [](void* p) { EVP_PKEY_free(static_cast<EVP_PKEY*>(p)); });
+  size_t len = k.public_.size();
+  if (EVP_PKEY_get_raw_public_key(raw, k.public_.data(), &len) != 1 || len != k.public_.size())
+    return cryptoError("X25519 public key");
+  return k;
+}
+
+Result<X25519Key> X25519Key::fromPrivate(const Key& privateKey) {
+  EVP_PKEY* raw = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, privateKey.data(), privateKey.size());
+  if (!raw) return cryptoError("X25519 private key");
+  X25519Key k;
+  k.pkey_ = std::shared_ptr<void>(raw, [](void* p) { EVP_PKEY_free(static_cast<EVP_PKEY*>(p)); });
+  size_t len = k.public_.size();
+  if (EVP_PKEY_get_raw_public_key(raw, k.public_.data(), &len) != 1 || len != k.public_.size())
+    return cryptoError("X25519 public key");
+  return k;
+}
+
+Result<Key> X25519Key::privateKey() const {
+  Key priv{};
+  size_t len = priv.size();
+  if (!pkey_ || EVP_PKEY_get_raw_private_key(static_cast<EVP_PKEY*>(pkey_.get()), priv.data(), &len) != 1 ||
+      len != priv.size())
+    return cryptoError("X25519 private key export");
+  return priv;
+}
+
+Result<Key> X25519Key::dh(const Key& peerPublic) const {
   Pkey peer(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, peerPublic.data(), peerPublic.size()));
-  if (!self || !peer) return cryptoError("X25519 key");
-  PkeyCtx ctx(EVP_PKEY_CTX_new(self.get(), nullptr));
-  if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1 || EVP_PKEY_derive_set_peer(ctx.get(), peer.get()) != 1)
+  if (!pkey_ || !peer) return cryptoError("X25519 key");
+  PkeyCtx ctx(EVP_PKEY_CTX_new(static_cast<EVP_PKEY*>(pkey_.get()), nullptr));
+  // No peer validation: X25519 has no invalid points to check, and the all-zero result of a
+  // low-order point is refused below.
+  if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1 || EVP_PKEY_derive_set_peer_ex(ctx.get(), peer.get(), 0) != 1)
     return cryptoError("X25519 derive");
   Key shared{};
   size_t len = shared.size();

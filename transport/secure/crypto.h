@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 
 #include "runtime/status.h"
@@ -30,6 +31,22 @@ Status randomBytes(MutableBytes out);
 // (a low-order peer point), as RFC 7748 section 6.1 asks.
 Result<Key> publicFromPrivate(const Key& privateKey);
 Result<Key> dh(const Key& privateKey, const Key& peerPublic);
+
+// An X25519 private key loaded into OpenSSL once. Loading a raw private key makes OpenSSL
+// derive its public half (a scalar multiplication), so a key used for several DHs is kept
+// loaded: each dh() then costs one multiplication. Copies share the (never modified) key.
+class X25519Key {
+ public:
+  static Result<X25519Key> generate();
+  static Result<X25519Key> fromPrivate(const Key& privateKey);
+  const Key& publicKey() const noexcept { return public_; }
+  Result<Key> privateKey() const;
+  Result<Key> dh(const Key& peerPublic) const;
+
+ private:
+  std::shared_ptr<void> pkey_;  // EVP_PKEY
+  Key public_{};
+};
 
 Hash sha256(std::initializer_list<Bytes> parts);
 Hash hmacSha256(Bytes key, std::initializer_list<Bytes> parts);

@@ -109,7 +109,7 @@ Result<std::vector<uint8_t>> Initiator::writeHello(Timestamp now, Instant clock)
   s.mixHash(eph->publicKey().bytes);
   s.mixKey(eph->publicKey().bytes);  // psk modifier: "e" also mixes the key
   // -> es
-  auto es = dh(eph->privateKey(), responder_.bytes);
+  auto es = eph->dh(responder_.bytes);
   if (!es) return es.status();
   s.mixKey(*es);
   wipe(*es);
@@ -118,7 +118,7 @@ Result<std::vector<uint8_t>> Initiator::writeHello(Timestamp now, Instant clock)
       !st.isOk())
     return st;
   // -> ss
-  auto ss = dh(self_.privateKey(), responder_.bytes);
+  auto ss = self_.dh(responder_.bytes);
   if (!ss) return ss.status();
   s.mixKey(*ss);
   wipe(*ss);
@@ -137,8 +137,7 @@ Result<std::vector<uint8_t>> Initiator::writeHello(Timestamp now, Instant clock)
   }
 
   state_.emplace(s);
-  ephemeralPrivate_ = eph->privateKey();
-  ephemeralPublic_ = eph->publicKey().bytes;
+  ephemeral_ = *eph;
   index_ = *index;
   lastTimestamp_ = now;
   return m;
@@ -163,7 +162,7 @@ Status Initiator::readCookieReply(Bytes m, Instant clock) {
 
 Result<TransportKeys> Initiator::readReply(Bytes m) {
   if (!validPrefix(m, MessageType::kReply, reply::kBytes)) return Status(Errc::kBadFrame, "not a handshake reply");
-  if (!state_ || getU32(m.data() + reply::kReceiver) != index_)
+  if (!state_ || !ephemeral_ || getU32(m.data() + reply::kReceiver) != index_)
     return Status(Errc::kBadFrame, "reply for no hello of ours");
   if (!equalConstantTime(mac(replyMac1Key_, m.first(reply::kMac1)), m.subspan(reply::kMac1, kMacBytes)))
     return Status(Errc::kBadFrame, "reply: bad mac1");
@@ -175,12 +174,12 @@ Result<TransportKeys> Initiator::readReply(Bytes m) {
   s.mixHash(re);
   s.mixKey(re);
   // <- ee
-  auto ee = dh(ephemeralPrivate_, re);
+  auto ee = ephemeral_->dh(re);
   if (!ee) return ee.status();
   s.mixKey(*ee);
   wipe(*ee);
   // <- se
-  auto se = dh(self_.privateKey(), re);
+  auto se = self_.dh(re);
   if (!se) return se.status();
   s.mixKey(*se);
   wipe(*se);
@@ -197,7 +196,7 @@ Result<TransportKeys> Initiator::readReply(Bytes m) {
   keys.remoteIndex = getU32(payload);
   keys.handshakeHash = s.handshakeHash();
   state_.reset();  // one reply completes one hello: a replayed reply finds nothing
-  wipe(ephemeralPrivate_);
+  ephemeral_.reset();
   return keys;
 }
 
@@ -286,7 +285,7 @@ Result<HelloOutcome> Responder::readHello(Bytes m, Bytes source, Instant now) {
   s.mixHash(ie);
   s.mixKey(ie);
   // -> es
-  auto es = dh(self_.privateKey(), ie);
+  auto es = self_.dh(ie);
   if (!es) return es.status();
   s.mixKey(*es);
   wipe(*es);
@@ -296,7 +295,7 @@ Result<HelloOutcome> Responder::readHello(Bytes m, Bytes source, Instant now) {
     return Status(Errc::kBadFrame, "hello: " + st.detail());
   if (!allowed(client)) return Status(Errc::kPermissionDenied, "hello: client key " + client.toText() + " is not allowed");
   // -> ss
-  auto ss = dh(self_.privateKey(), client.bytes);
+  auto ss = self_.dh(client.bytes);
   if (!ss) return ss.status();
   s.mixKey(*ss);
   wipe(*ss);
@@ -322,11 +321,11 @@ Result<HelloOutcome> Responder::readHello(Bytes m, Bytes source, Instant now) {
   std::memcpy(r + reply::kEphemeral, eph->publicKey().bytes.data(), kKeyBytes);
   s.mixHash(eph->publicKey().bytes);
   s.mixKey(eph->publicKey().bytes);
-  auto ee = dh(eph->privateKey(), ie);
+  auto ee = eph->dh(ie);
   if (!ee) return ee.status();
   s.mixKey(*ee);
   wipe(*ee);
-  auto se = dh(eph->privateKey(), client.bytes);
+  auto se = eph->dh(client.bytes);
   if (!se) return se.status();
   s.mixKey(*se);
   wipe(*se);

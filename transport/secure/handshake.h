@@ -85,8 +85,7 @@ class Initiator {
   Hash cookieKey_{};
   // The handshake in progress.
   std::optional<SymmetricState> state_;
-  Key ephemeralPrivate_{};
-  Key ephemeralPublic_{};
+  std::optional<KeyPair> ephemeral_;
   uint32_t index_ = 0;
   std::array<uint8_t, kMacBytes> lastMac1_{};
   Timestamp lastTimestamp_{};

@@ -108,19 +108,25 @@ Result<PublicKey> PublicKey::fromText(std::string_view text) {
 }
 
 Result<KeyPair> KeyPair::generate() {
-  Key priv{};
-  if (Status s = randomBytes(priv); !s.isOk()) return s;
-  auto pair = fromPrivate(priv);
-  wipe(priv);
+  auto loaded = X25519Key::generate();
+  if (!loaded) return loaded.status();
+  auto priv = loaded->privateKey();
+  if (!priv) return priv.status();
+  KeyPair pair;
+  pair.privateKey_ = *priv;
+  wipe(*priv);
+  pair.publicKey_.bytes = loaded->publicKey();
+  pair.loaded_ = std::move(*loaded);
   return pair;
 }
 
 Result<KeyPair> KeyPair::fromPrivate(const Key& privateKey) {
-  auto pub = publicFromPrivate(privateKey);
-  if (!pub) return pub.status();
+  auto loaded = X25519Key::fromPrivate(privateKey);
+  if (!loaded) return loaded.status();
   KeyPair pair;
   pair.privateKey_ = privateKey;
-  pair.publicKey_.bytes = *pub;
+  pair.publicKey_.bytes = loaded->publicKey();
+  pair.loaded_ = std::move(*loaded);
   return pair;
 }
 

@@ -35,11 +35,15 @@ class KeyPair {
 
   const Key& privateKey() const noexcept { return privateKey_; }
   const PublicKey& publicKey() const noexcept { return publicKey_; }
+  // X25519 of our private key with `peerPublic` (one scalar multiplication: the key stays
+  // loaded); kBadFrame for a low-order peer point.
+  Result<Key> dh(const Key& peerPublic) const { return loaded_.dh(peerPublic); }
 
  private:
   KeyPair() = default;
   Key privateKey_{};
   PublicKey publicKey_{};
+  X25519Key loaded_;
 };
 
 // A 32-byte pre-shared key (Noise psk2), wiped when the object dies.
