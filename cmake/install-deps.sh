@@ -6,9 +6,10 @@ set -euo pipefail
 
 pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       capnproto libcapnp-dev liburing-dev libgtest-dev libgmock-dev
-      libbenchmark-dev iproute2 nftables procps)
+      libbenchmark-dev iproute2 nftables procps libssl-dev)
 if [ "${1:-}" = bench ]; then
-  pkgs+=(libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler gnuplot-nox python3)
+  pkgs+=(libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler gnuplot-nox python3
+        libsodium-dev)
 fi
 
 missing=()

@@ -1,11 +1,11 @@
 # Installing lrpc for other projects: `cmake --install <build> --prefix <prefix>` puts
 #   <prefix>/include/lrpc/runtime/*.h, include/lrpc/transport/*.h   the headers, repo-rooted, so
 #       generated code's `#include "runtime/stub_support.h"` works with -I<prefix>/include/lrpc
-#   <prefix>/lib/liblrpc_runtime.a, liblrpc_transport.a
+#   <prefix>/lib/liblrpc_runtime.a, liblrpc_transport.a, liblrpc_secure.a
 #   <prefix>/bin/capnpc-lrpc, bin/lrpc                              the plugin and the operator tool
 #   <prefix>/share/lrpc/idl/lrpc.capnp                              `import "/lrpc.capnp"`
 #   <prefix>/lib/cmake/lrpc/                                        find_package(lrpc CONFIG):
-#       lrpc::runtime, lrpc::transport, lrpc::capnpc-lrpc and lrpc_generate()
+#       lrpc::runtime, lrpc::transport, lrpc::secure, lrpc::capnpc-lrpc and lrpc_generate()
 #   <prefix>/lib/pkgconfig/lrpc.pc
 # Included last by the top-level CMakeLists.txt, so every target below already exists.
 include(GNUInstallDirs)
@@ -20,16 +20,17 @@ set(LRPC_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/lrpc")
 
 # In the tree every include is rooted at the repository by the top-level include_directories();
 # installed, the same root is <prefix>/include/lrpc and the targets carry it to their users.
-foreach(lib IN ITEMS lrpc_runtime lrpc_transport)
+foreach(lib IN ITEMS lrpc_runtime lrpc_transport lrpc_secure)
   target_include_directories(${lib} INTERFACE
     "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>"
     "$<INSTALL_INTERFACE:${LRPC_INSTALL_INCLUDEDIR}>")
 endforeach()
 set_target_properties(lrpc_runtime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(lrpc_transport PROPERTIES EXPORT_NAME transport)
+set_target_properties(lrpc_secure PROPERTIES EXPORT_NAME secure)
 set_target_properties(capnpc-lrpc PROPERTIES EXPORT_NAME capnpc-lrpc)
 
-install(TARGETS lrpc_runtime lrpc_transport capnpc-lrpc
+install(TARGETS lrpc_runtime lrpc_transport lrpc_secure capnpc-lrpc
   EXPORT lrpcTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

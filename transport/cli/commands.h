@@ -27,5 +27,10 @@ int listCommand(const CommonOptions& common, bool all);
 int statCommand(const CommonOptions& common, const std::string& name);
 // `target` is a same-host name or udp://host:port/name.
 int pingCommand(const CommonOptions& common, const PingOptions& ping, const std::string& target);
+// Writes a new X25519 key pair as <prefix>.key (0600) and <prefix>.pub, printing the public key
+// in the text form addresses use; never overwrites.
+int keygenCommand(const std::string& prefix);
+// Writes a new pre-shared key file (0600); never overwrites.
+int pskgenCommand(const std::string& path);
 
 }  // namespace lrpc::cli

@@ -2,6 +2,7 @@
 //   lrpc ls [--all]                          the exported names, their interfaces and servers
 //   lrpc ping [-c N] [-i SEC] [-q] [--mode M] <name | udp://host:port/name>
 //   lrpc stat <name>                         a server's bindings, A-stacks, calls and errors
+//   lrpc keygen <prefix> | --psk <file>      a key pair (or a pre-shared key) for secure udp://
 // Common options: --dir DIR (names directory), -W/--timeout SEC (per answer, default 1).
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,8 @@ constexpr char kUsage[] =
     "  ping <name>               Null round trips through the server's runtime (a built-in A-stack)\n"
     "  ping udp://host:port/name session-handshake round trips to a network server\n"
     "  stat <name>               the server's bindings, A-stacks in use, calls served and errors\n"
+    "  keygen <prefix>           write a new key pair: <prefix>.key (secret, 0600) and <prefix>.pub\n"
+    "  keygen --psk <file>       write a new pre-shared key (secret, 0600)\n"
     "options:\n"
     "  --dir DIR                 names directory (default: $LRPC_DIR, $XDG_RUNTIME_DIR/lrpc, /tmp/lrpc-<uid>)\n"
     "  -W, --timeout SEC         how long to wait for each answer (default 1)\n"
@@ -51,6 +54,12 @@ int main(int argc, char** argv) {
   if (command == "help" || command == "-h" || command == "--help") {
     std::fputs(kUsage, stdout);
     return 0;
+  }
+  if (command == "keygen") {
+    if (argc == 3 && argv[2][0] != '-' && argv[2][0] != '\0') return lrpc::cli::keygenCommand(argv[2]);
+    if (argc == 4 && std::string_view(argv[2]) == "--psk" && argv[3][0] != '\0')
+      return lrpc::cli::pskgenCommand(argv[3]);
+    return usage("keygen takes a file prefix, or --psk and a file");
   }
   lrpc::cli::CommonOptions common;
   lrpc::cli::PingOptions ping;
