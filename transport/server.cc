@@ -200,12 +200,19 @@ void UdpServer::idle() noexcept {
   watcher_ = true;
   uint64_t seen = ~uint64_t{0};
   bool took = false;
+  // While no handler starts, the watcher looks less often (up to every 10 * takeoverAfter):
+  // an idle server then wakes a few times a second, not hundreds. A handler that starts
+  // after such a pause is noticed within one long and one short period.
+  auto period = options_.takeoverAfter;
+  const auto longest = options_.takeoverAfter * 10;
   while (!took && !stop_.load(std::memory_order_relaxed)) {
-    idleCv_.wait_for(lock, options_.takeoverAfter);
+    idleCv_.wait_for(lock, period);
     // The same handler running since the last look (no other started meanwhile): the poller
     // is stuck in it, so this thread polls instead. try_lock fails if it is back meanwhile.
     uint64_t starts = handlerStarts_.load(std::memory_order_relaxed);
-    bool stuck = inHandler_.load(std::memory_order_relaxed) && starts == seen;
+    const bool running = inHandler_.load(std::memory_order_relaxed);
+    bool stuck = running && starts == seen;
+    period = (starts != seen || running) ? options_.takeoverAfter : std::min(period * 2, longest);
     seen = starts;
     if (stuck && pollMu_.try_lock()) {
       inHandler_.store(false, std::memory_order_relaxed);
