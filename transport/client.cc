@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/names.h"
 #include "runtime/base/log.h"
 #include "transport/random.h"
 
@@ -50,9 +51,8 @@ Result<UdpUri> parseUdpUri(std::string_view uri) {
   if (uri.substr(0, kScheme.size()) != kScheme) return Status(Errc::kInvalidArgument, "URI must start with udp://");
   std::string_view rest = uri.substr(kScheme.size());
   size_t slash = rest.find('/');
-  if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
-    return Status(Errc::kInvalidArgument, "URI needs udp://host:port/name");
-  }
+  // An empty name is left to the name check, which words it as the same host does.
+  if (slash == std::string_view::npos) return Status(Errc::kInvalidArgument, "URI needs udp://host:port/name");
   return UdpUri{std::string(rest.substr(0, slash)), std::string(rest.substr(slash + 1))};
 }
 
@@ -60,6 +60,8 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
                                          const ClientOptions& options) {
   auto parts = parseUdpUri(uri);
   if (!parts) return parts.status();
+  if (Status s = validate(options); !s.isOk()) return s;
+  if (Status s = lrpc::detail::checkName(parts->name); !s.isOk()) return s;
   auto server = parseAddress(parts->hostPort);
   if (!server) return server.status();
   EndpointOptions eo;
@@ -77,8 +79,25 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
   return std::make_shared<Binding>(iface, raw, std::shared_ptr<void>(std::move(*channel)));
 }
 
+Status validate(const ClientOptions& o) {
+  auto bad = [](const char* what) { return Status(Errc::kInvalidArgument, std::string("ClientOptions::") + what); };
+  if (o.window == 0 || o.window > 1024) return bad("window must be 1..1024");
+  if (o.initialRto.count() <= 0) return bad("initialRto must be positive");
+  if (o.maxRto < o.initialRto) return bad("maxRto must be at least initialRto");
+  if (o.connectTimeout.count() <= 0) return bad("connectTimeout must be positive");
+  if (o.spinBeforeBlock.count() < 0) return bad("spinBeforeBlock must not be negative");
+  if (o.maxDatagram < kMinDatagram || o.maxDatagram > kMaxDatagramLimit) return bad("maxDatagram must be 128..65507");
+  if (o.maxMessageBytes == 0 || o.maxMessageBytes > UINT32_MAX) return bad("maxMessageBytes must be 1..2^32-1");
+  if (o.fragmentWindow == 0 || o.fragmentWindow > kAckBits) return bad("fragmentWindow must be 1..2048");
+  return {};
+}
+
 UdpChannel::UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options)
-    : endpoint_(std::move(endpoint)), server_(server), options_(options), shelf_(options.keepBufferBytes) {}
+    : endpoint_(std::move(endpoint)),
+      server_(server),
+      options_(options),
+      nextSeq_(options.firstSequence),
+      shelf_(options.keepBufferBytes) {}
 
 UdpChannel::~UdpChannel() {
   // Tell the server it may drop the session now rather than when it ages out. Best effort.
@@ -90,8 +109,13 @@ UdpChannel::~UdpChannel() {
 Result<std::shared_ptr<UdpChannel>> UdpChannel::open(std::unique_ptr<Endpoint> endpoint, NetAddress server,
                                                      std::string_view name, const InterfaceDescriptor& iface,
                                                      const ClientOptions& options) {
-  if (options.window == 0 || options.window > 1024) return Status(Errc::kInvalidArgument, "window must be 1..1024");
+  if (Status s = validate(options); !s.isOk()) return s;
+  // The same rules and words as the same-host path, checked before anything is sent.
+  if (Status s = lrpc::detail::checkName(name); !s.isOk()) return s;
+  if (endpoint == nullptr) return Status(Errc::kInvalidArgument, "no endpoint");
   std::shared_ptr<UdpChannel> c(new UdpChannel(std::move(endpoint), server, options));
+  c->name_ = std::string(name);
+  c->iface_ = &iface;
   if (Status s = c->handshake(name, iface); !s.isOk()) return s;
   lrpc::detail::logf(LogTopic::kTransport, "udp channel to %s/%.*s: session %u over the %s endpoint", server.toString().c_str(),
                static_cast<int>(name.size()), name.data(), c->session_, c->endpoint_->kind());
@@ -172,6 +196,25 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
   window_ = sink.welcome.window;
   fragmentBytes_ = fragmentPayload(std::min<size_t>(options_.maxDatagram, sink.welcome.maxDatagram));
   slots_.assign(window_, nullptr);
+  nextSeq_ = options_.firstSequence;
+  ++stats_.sessions;
+  return {};
+}
+
+Status UdpChannel::rehandshake(std::unique_lock<std::mutex>& lock) {
+  // Nobody polls meanwhile (pollMu_ before mu_, as lead() takes them). Callers that come
+  // now wait on mu_: their calls go out on the new session.
+  lock.unlock();
+  std::lock_guard poll(pollMu_);
+  lock.lock();
+  if (!lost_ || !dead_.isOk()) return dead_;  // another caller got here first
+  lost_ = false;
+  Status s = handshake(name_, *iface_);
+  if (!s.isOk()) {
+    dead_ = Status(s.code(), "session lost and a new one refused: " + s.detail());
+    return dead_;
+  }
+  lrpc::detail::logf(LogTopic::kTransport, "udp channel to %s/%s: new session %u", server_.toString().c_str(), name_.c_str(), session_);
   return {};
 }
 
@@ -211,18 +254,25 @@ Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request
     std::unique_lock lock(mu_);
     // The window: seq s may go out only when s - window has finished, so its slot is free.
     // Callers beyond the window wait here (U-Net AM holds the sender back the same way).
-    while (dead_.isOk() && slots_[nextSeq_ % window_] != nullptr) {
+    // A lost session is replaced once the calls that were on it have all returned.
+    for (;;) {
+      if (!dead_.isOk()) return dead_;
+      if (lost_ && occupied_ == 0) {
+        if (Status s = rehandshake(lock); !s.isOk()) return s;
+        continue;
+      }
+      if (!lost_ && slots_[nextSeq_ % window_] == nullptr) break;
       if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = Clock::now() + timeout;
       cv_.wait_for(lock, std::chrono::milliseconds(50));
       if (Clock::now() >= p.deadline) {
         return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
       }
     }
-    if (!dead_.isOk()) return dead_;
+    // Wraps modulo 2^32 (the server compares sequence numbers the same way).
     p.seq = nextSeq_++;
-    if (nextSeq_ == 0) nextSeq_ = 1;  // TODO(robustness): re-handshake before 2^32 calls
     slots_[p.seq % window_] = &p;
     ++live_;
+    ++occupied_;
     ++stats_.calls;
     // A request that borrows (RemoteCall::kBorrowBytes or more) never fits one datagram.
     p.fragmented = request.size() > fragmentBytes_ || request.borrows();
@@ -251,6 +301,7 @@ Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request
     }
   }
   slots_[p.seq % window_] = nullptr;
+  --occupied_;
   cv_.notify_all();
   return std::move(p.status);
 }
@@ -273,7 +324,7 @@ void UdpChannel::lead(Pending& self) {
   std::lock_guard lock(mu_);
   if (!got) {
     if (got.status().code() == Errc::kPeerDied) {
-      failAll(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable (port closed)"));
+      die(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable (port closed)"));
     } else {
       failAll(got.status());
     }
@@ -303,6 +354,12 @@ void UdpChannel::failAll(const Status& s) noexcept {
   }
 }
 
+void UdpChannel::die(Status s) noexcept {
+  // Later calls fail at once with the same words, instead of each waiting out its retries.
+  if (dead_.isOk()) dead_ = std::move(s);
+  failAll(dead_);
+}
+
 void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
   PacketHeader h = makeHeader(PacketType::kRequest, session_, cookie_, p.seq);
   h.procedure = p.procedure;
@@ -312,7 +369,7 @@ void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
     std::span<const std::byte> body = p.request.plain();  // it borrows nothing (call())
     OutDatagram d{server_, {{&h, sizeof h}, {const_cast<std::byte*>(body.data()), body.size()}}, 2};
     Status s = endpoint_->send({&d, 1});
-    if (s.code() == Errc::kPeerDied) finish(p, Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
+    if (s.code() == Errc::kPeerDied) die(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
     return;
   }
   h.flags |= kFlagFragment;
@@ -350,9 +407,10 @@ void UdpChannel::onTimers(Clock::time_point now) noexcept {
     }
     if (now < p.nextRetransmit) continue;
     if (++p.retries > options_.maxRetries) {
-      finish(p, Status(Errc::kPeerDied, "no answer from " + server_.toString() + " after " +
-                                            std::to_string(options_.maxRetries) + " retransmissions"));
-      continue;
+      // A silent server: this channel's other calls and all later ones fail too.
+      die(Status(Errc::kPeerDied, "no answer from " + server_.toString() + " after " +
+                                      std::to_string(options_.maxRetries) + " retransmissions"));
+      return;
     }
     ++stats_.retransmits;
     p.rto = std::min<Clock::duration>(p.rto * 2, options_.maxRto);
@@ -382,12 +440,27 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     return;
   }
   if (pk.type() == PacketType::kReset) {
-    dead_ = Status(Errc::kPeerDied, "server " + server_.toString() + " lost the session (restarted?)");
-    failAll(dead_);
+    // The server does not know the session (restarted, or evicted it). The calls on it may
+    // have run there before: they fail. Calls made from now on go out on a new session.
+    if (!lost_) {
+      lost_ = true;
+      failAll(Status(Errc::kPeerDied, "server " + server_.toString() +
+                                          " lost the session (restarted?); the call may have run"));
+    }
     return;
   }
   Pending* q = slots_[h.seq % window_];
   Pending* p = (q != nullptr && q->seq == h.seq && !q->done) ? q : nullptr;
+  if (pk.type() == PacketType::kRunning) {
+    // The whole request is there and its handler runs: the server is alive. The retry count
+    // starts over, the backoff goes on, so a long call is asked after about every maxRto.
+    ++stats_.running;
+    if (p != nullptr) {
+      p->requestAcked = true;
+      p->retries = 0;
+    }
+    return;
+  }
   if (pk.type() == PacketType::kAck && (h.flags & kFlagAckOfReply) == 0) {
     if (p == nullptr || !p->fragmented) {
       ++stats_.dropped;

@@ -34,6 +34,8 @@ struct ClientOptions {
   std::chrono::nanoseconds initialRto = std::chrono::milliseconds(10);
   std::chrono::nanoseconds maxRto = std::chrono::milliseconds(500);
   // Retransmissions without any sign of life before kPeerDied (about 4 s with the above).
+  // A server that answers "still running" (a long handler) resets the count: only silence,
+  // or the call's own deadline, ends a call.
   uint32_t maxRetries = 12;
   std::chrono::nanoseconds connectTimeout = std::chrono::seconds(3);
   size_t maxDatagram = kDefaultMaxDatagram;
@@ -45,13 +47,25 @@ struct ClientOptions {
   // transport is built for, so a channel that made 64 MiB calls holds up to about 130 MiB
   // between them; lower it to trade that memory for page faults. 0 keeps none.
   size_t keepBufferBytes = 64u << 20;
+  // The first call's sequence number (then +1 per call, modulo 2^32). Tests start near the
+  // wrap; nothing else needs to change it.
+  uint32_t firstSequence = 1;
 };
+
+// kInvalidArgument, naming the option, when `options` cannot work.
+Status validate(const ClientOptions& options);
 
 class UdpChannel final : public CallChannel {
  public:
   // Performs the handshake over `endpoint` with the server at `server` for the interface
-  // exported as `name`. kBindingRejected (interface mismatch, naming both sides),
+  // exported as `name`. kInvalidArgument (bad options, or a name the same host would refuse
+  // too: runtime/names.h), kBindingRejected (interface mismatch, naming both sides),
   // kNotFound (no such name) or kPeerDied (no answer within connectTimeout).
+  //
+  // A channel whose server lost the session (restarted, or evicted it) fails the calls then
+  // in flight with kPeerDied (they may have run) and opens a new session, once, for the next
+  // call. A channel whose server went silent or unreachable fails every later call at once
+  // with kPeerDied: connect again for a new channel.
   static Result<std::shared_ptr<UdpChannel>> open(std::unique_ptr<Endpoint> endpoint, NetAddress server,
                                                   std::string_view name, const InterfaceDescriptor& iface,
                                                   const ClientOptions& options = {});
@@ -74,6 +88,8 @@ class UdpChannel final : public CallChannel {
     uint64_t calls = 0;
     uint64_t retransmits = 0;
     uint64_t dropped = 0;  // datagrams that failed validation or matched no call
+    uint64_t running = 0;  // "still running" answers from the server (long handlers)
+    uint64_t sessions = 0;  // sessions opened (1, plus one per re-handshake)
   };
   Stats stats() const;
 
@@ -93,6 +109,9 @@ class UdpChannel final : public CallChannel {
   void sendAck(uint32_t seq, const AckBody& ack, bool resend = false) noexcept;
   void finish(Pending& p, Status s) noexcept;           // with mu_ held
   void failAll(const Status& s) noexcept;               // with mu_ held
+  void die(Status s) noexcept;                          // with mu_ held: the peer is gone
+  // With mu_ held via `lock`, every slot empty: opens a new session for a lost one.
+  Status rehandshake(std::unique_lock<std::mutex>& lock);
 
   std::unique_ptr<Endpoint> endpoint_;
   NetAddress server_;
@@ -101,14 +120,18 @@ class UdpChannel final : public CallChannel {
   uint64_t cookie_ = 0;
   uint32_t window_ = 1;
   size_t fragmentBytes_ = 0;
+  std::string name_;                     // what the handshake asked for, for a re-handshake
+  const InterfaceDescriptor* iface_ = nullptr;
 
   std::mutex pollMu_;  // held by the thread that polls the endpoint (the leader)
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a call finished, a window slot freed, or leadership free
   std::vector<Pending*> slots_;  // GUARDED_BY(mu_): index seq % window_
   size_t live_ = 0;              // GUARDED_BY(mu_): calls in slots_ not finished yet
+  size_t occupied_ = 0;          // GUARDED_BY(mu_): calls in slots_, finished or not
   uint32_t nextSeq_ = 1;         // GUARDED_BY(mu_)
-  Status dead_;                  // GUARDED_BY(mu_): set once the session is known lost
+  Status dead_;                  // GUARDED_BY(mu_): set once the peer is known gone
+  bool lost_ = false;            // GUARDED_BY(mu_): the server lost the session; re-handshake
   Stats stats_;                  // GUARDED_BY(mu_)
   std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
   FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/names.h"
 #include "runtime/base/log.h"
 #include "transport/random.h"
 
@@ -12,6 +13,11 @@ namespace lrpc::net {
 
 namespace {
 constexpr size_t kMaxErrorText = 1024;
+// A request buffer larger than this is not kept in its slot after the call (one spare at most).
+constexpr size_t kKeepRequestBytes = 64u << 10;
+
+// Sequence numbers wrap: a is older than b when it lies less than 2^31 behind it.
+bool olderThan(uint32_t a, uint32_t b) noexcept { return static_cast<int32_t>(a - b) < 0; }
 
 std::string describe(const char* name, uint64_t id, uint64_t hash) {
   char buf[400];
@@ -23,7 +29,10 @@ std::string describe(const char* name, uint64_t id, uint64_t hash) {
 class UdpServer::Sink final : public DatagramSink {
  public:
   explicit Sink(UdpServer& s) : s_(s) {}
-  void onDatagram(const Datagram& d) noexcept override { s_.onDatagram(d); }
+  void onDatagram(const Datagram& d) noexcept override {
+    std::lock_guard lock(s_.mu_);
+    s_.onDatagram(d);
+  }
 
  private:
   UdpServer& s_;
@@ -50,8 +59,8 @@ class UdpServer::Call final : public ServerCall {
     reserved_ = true;
     return reply_.span().subspan(fixedBytes_);
   }
-  // The datagram or reassembled request is ours alone, and stays put while the handler runs
-  // (it runs on the polling thread, before the buffer goes back to the free queue).
+  // The request's frame is the slot's own (copied out of the datagram, or reassembled), and
+  // stays put while the handler runs: the slot is kRunning, so nothing else touches it.
   bool argTailPrivate() const noexcept override { return true; }
   bool reserved() const noexcept { return reserved_; }
 
@@ -85,9 +94,25 @@ UdpServer::UdpServer(ServerOptions options)
 
 UdpServer::~UdpServer() { stop(); }
 
+Status validate(const ServerOptions& o) {
+  auto bad = [](const char* what) { return Status(Errc::kInvalidArgument, std::string("ServerOptions::") + what); };
+  if (o.window == 0 || o.window > 1024) return bad("window must be 1..1024");
+  if (o.maxDatagram < kMinDatagram || o.maxDatagram > kMaxDatagramLimit) return bad("maxDatagram must be 128..65507");
+  if (o.maxMessageBytes == 0 || o.maxMessageBytes > UINT32_MAX) return bad("maxMessageBytes must be 1..2^32-1");
+  if (o.fragmentWindow == 0 || o.fragmentWindow > kAckBits) return bad("fragmentWindow must be 1..2048");
+  if (o.maxSessions == 0) return bad("maxSessions must be at least 1");
+  if (o.maxHalfOpen == 0) return bad("maxHalfOpen must be at least 1");
+  if (o.workers == 0 || o.workers > 256) return bad("workers must be 1..256");
+  if (o.takeoverAfter.count() <= 0) return bad("takeoverAfter must be positive");
+  if (o.receiveBuffers == 0) return bad("receiveBuffers must be at least 1");
+  if (o.spinBeforeBlock.count() < 0) return bad("spinBeforeBlock must not be negative");
+  return {};
+}
+
 Status UdpServer::add(std::string_view name, const InterfaceDescriptor& iface, void* server) {
-  if (thread_.joinable()) return Status(Errc::kInvalidArgument, "add() after start()");
-  if (name.empty() || name.size() > kMaxNameBytes) return Status(Errc::kInvalidArgument, "name must be 1..256 bytes");
+  if (!threads_.empty()) return Status(Errc::kInvalidArgument, "add() after start()");
+  // The same names as on the same host, so that one name can be exported on both paths.
+  if (Status s = lrpc::detail::checkName(name); !s.isOk()) return s;
   if (server == nullptr || iface.dispatch == nullptr) return Status(Errc::kInvalidArgument, "no server or dispatch");
   auto [it, inserted] = services_.emplace(std::string(name), Service{&iface, server});
   // Not "'" + std::string: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string.
@@ -97,6 +122,7 @@ Status UdpServer::add(std::string_view name, const InterfaceDescriptor& iface, v
 
 Result<uint16_t> UdpServer::bind(std::string_view address) {
   if (endpoint_) return Status(Errc::kInvalidArgument, "already bound");
+  if (Status s = validate(options_); !s.isOk()) return s;
   EndpointOptions eo;
   eo.bindAddress = std::string(address);
   eo.maxDatagram = options_.maxDatagram;
@@ -117,35 +143,127 @@ NetAddress UdpServer::address() const noexcept { return endpoint_ ? endpoint_->l
 const char* UdpServer::endpointKind() const noexcept { return endpoint_ ? endpoint_->kind() : "none"; }
 
 Status UdpServer::start() {
+  if (Status s = validate(options_); !s.isOk()) return s;
   if (!endpoint_) return Status(Errc::kInvalidArgument, "start() before bind()");
-  if (thread_.joinable()) return Status(Errc::kInvalidArgument, "already started");
+  if (!threads_.empty()) return Status(Errc::kInvalidArgument, "already started");
   stop_.store(false);
   try {
-    thread_ = std::thread([this] { run(); });
+    threads_.reserve(options_.workers);
+    for (uint32_t i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { worker(); });
   } catch (const std::exception& e) {
+    stop();
     return Status(Errc::kResourceExhausted, std::string("server thread: ") + e.what());
   }
   return {};
 }
 
 void UdpServer::stop() {
-  stop_.store(true);
-  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(idleMu_);
+    stop_.store(true);
+  }
+  idleCv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
 }
 
-void UdpServer::run() {
+void UdpServer::worker() noexcept {
+  MessageBuffer fixed;  // this thread's result fixed part
   Sink sink(*this);
   while (!stop_.load(std::memory_order_relaxed)) {
-    // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
-    auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
-    if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
+    if (!pollMu_.try_lock()) {
+      idle();
+      continue;
+    }
+    // This thread polls until stopped, or until another takes over while it runs a handler.
+    // Due handlers first: a thread that just took over runs those the stuck one left.
+    bool polling = runJobs(fixed, true);
+    while (polling && !stop_.load(std::memory_order_relaxed)) {
+      // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
+      auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
+      if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
+      polling = runJobs(fixed, true);
+    }
+    if (polling) pollMu_.unlock();
+  }
+}
+
+void UdpServer::idle() noexcept {
+  std::unique_lock lock(idleMu_);
+  if (watcher_) {
+    // Another idle thread watches; wake when it has taken over (or at stop).
+    idleCv_.wait(lock, [&] { return !watcher_ || stop_.load(std::memory_order_relaxed); });
+    return;
+  }
+  watcher_ = true;
+  uint64_t seen = ~uint64_t{0};
+  bool took = false;
+  // While no handler starts, the watcher looks less often (up to every 10 * takeoverAfter):
+  // an idle server then wakes a few times a second, not hundreds. A handler that starts
+  // after such a pause is noticed within one long and one short period.
+  auto period = options_.takeoverAfter;
+  const auto longest = options_.takeoverAfter * 10;
+  while (!took && !stop_.load(std::memory_order_relaxed)) {
+    idleCv_.wait_for(lock, period);
+    // The same handler running since the last look (no other started meanwhile): the poller
+    // is stuck in it, so this thread polls instead. try_lock fails if it is back meanwhile.
+    uint64_t starts = handlerStarts_.load(std::memory_order_relaxed);
+    const bool running = inHandler_.load(std::memory_order_relaxed);
+    bool stuck = running && starts == seen;
+    period = (starts != seen || running) ? options_.takeoverAfter : std::min(period * 2, longest);
+    seen = starts;
+    if (stuck && pollMu_.try_lock()) {
+      inHandler_.store(false, std::memory_order_relaxed);
+      took = true;
+    }
+  }
+  watcher_ = false;
+  lock.unlock();
+  idleCv_.notify_one();  // another idle thread becomes the watcher
+  if (took) {
+    // Poll right away; worker() takes pollMu_ again at once. (Handing the locked mutex over
+    // would need a second path through worker(); a try_lock that loses a race just idles.)
+    pollMu_.unlock();
   }
 }
 
 Result<size_t> UdpServer::pollOnce(std::chrono::nanoseconds timeout) noexcept {
   if (!endpoint_) return Status(Errc::kInvalidArgument, "pollOnce() before bind()");
+  if (Status s = validate(options_); !s.isOk()) return s;
   Sink sink(*this);
-  return endpoint_->receive(sink, ReceiveMode::kBlocking, timeout);
+  auto got = endpoint_->receive(sink, ReceiveMode::kBlocking, timeout);
+  MessageBuffer fixed;
+  (void)runJobs(fixed, false);
+  return got;
+}
+
+bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
+  for (;;) {
+    Job job;
+    {
+      std::lock_guard lock(mu_);
+      if (jobs_.empty()) return true;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    if (pooled) {
+      // Relaxed: only the holder of pollMu_ writes these, and pollMu_ orders the holders; the
+      // watcher only needs to see them change eventually.
+      handlerStarts_.store(handlerStarts_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      inHandler_.store(true, std::memory_order_relaxed);
+      pollMu_.unlock();
+    }
+    Status result = execute(*job.service, *job.slot, fixed);
+    const bool polling = !pooled || pollMu_.try_lock();
+    if (pooled && polling) inHandler_.store(false, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);
+      finishJob(job, std::move(result));
+    }
+    if (!polling) return false;
+  }
 }
 
 void UdpServer::sendHeaderOnly(NetAddress to, PacketHeader h, std::span<const std::byte> payload) noexcept {
@@ -175,18 +293,28 @@ void UdpServer::onDatagram(const Datagram& d) noexcept {
   Session& s = it->second;
   // Stale or spoofed: wrong cookie or another source address.
   if (p.header.cookie != s.cookie || !(d.from == s.peer)) return;
+  if (p.type() == PacketType::kBye) {
+    eraseSession(it);
+    return;
+  }
+  if (p.type() != PacketType::kRequest && p.type() != PacketType::kAck) return;
+  if (!s.established) {
+    // The peer echoed the cookie of our welcome, so it receives at its address: the session
+    // now gets its reply cache and counts among the established ones, which new half-open
+    // sessions never push out.
+    std::shared_ptr<Slot[]> slots(new (std::nothrow) Slot[s.window]);
+    if (!slots) return;  // no memory now: the client retransmits
+    if (sessions_.size() - halfOpen_ >= options_.maxSessions) evictOldestEstablished();
+    s.slots = std::move(slots);
+    s.established = true;
+    --halfOpen_;
+    halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
+  }
   s.lastActive = ++tick_;
-  switch (p.type()) {
-    case PacketType::kRequest: onRequest(s, p); break;
-    case PacketType::kAck:
-      if ((p.header.flags & kFlagAckOfReply) != 0) onAck(s, p);
-      break;
-    case PacketType::kBye:
-      byNonce_.erase(s.nonce);
-      sessions_.erase(it);
-      sessionCount_.store(sessions_.size(), std::memory_order_relaxed);
-      break;
-    default: break;
+  if (p.type() == PacketType::kRequest) {
+    onRequest(s, p);
+  } else if ((p.header.flags & kFlagAckOfReply) != 0) {
+    onAck(s, p);
   }
 }
 
@@ -210,9 +338,14 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
     std::string text = why.substr(0, kMaxErrorText);
     sendHeaderOnly(d.from, reply, {reinterpret_cast<const std::byte*>(text.data()), text.size()});
   };
+  // The same rules and words as the same-host path (runtime/names.h, runtime/import.cc).
+  if (Status bad = lrpc::detail::checkName(hello->name); !bad.isOk()) {
+    refuse(bad.code(), bad.detail());
+    return;
+  }
   auto svc = services_.find(hello->name);
   if (svc == services_.end()) {
-    refuse(Errc::kNotFound, "no interface exported as '" + std::string(hello->name) + "'");
+    refuse(Errc::kNotFound, "no server exports \"" + std::string(hello->name) + "\"");
     return;
   }
   const InterfaceDescriptor& iface = *svc->second.iface;
@@ -227,10 +360,11 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
     refuse(Errc::kInvalidArgument, "window or datagram size out of range");
     return;
   }
-  if (sessions_.size() >= options_.maxSessions) evictOldest();
+  makeRoomForHalfOpen();
   Session s;
   s.id = nextSession_++;
   if (nextSession_ == 0) nextSession_ = 1;
+  if (sessions_.count(s.id) != 0) return;  // ids wrapped onto a live one: the client retries
   s.cookie = detail::randomCookie();
   s.nonce = p.header.cookie;
   s.peer = d.from;
@@ -238,33 +372,58 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
   s.window = std::min(hello->body.window, options_.window);
   s.fragmentBytes = fragmentPayload(std::min<size_t>(hello->body.maxDatagram, options_.maxDatagram));
   s.lastActive = ++tick_;
-  s.slots.reset(new (std::nothrow) Slot[s.window]);
-  if (!s.slots) {
-    refuse(Errc::kResourceExhausted, "no memory for the session");
-    return;
-  }
   reply.session = s.id;
   WelcomeBody w{s.cookie, s.window, static_cast<uint32_t>(options_.maxDatagram), iface.procedureCount, 0};
   byNonce_[s.nonce] = s.id;
+  halfOpenOrder_.push_back(s.id);
+  ++halfOpen_;
   sessions_.emplace(s.id, std::move(s));
   sessionCount_.store(sessions_.size(), std::memory_order_relaxed);
+  halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
   sendHeaderOnly(d.from, reply, {reinterpret_cast<const std::byte*>(&w), sizeof w});
 }
 
-void UdpServer::evictOldest() {
+void UdpServer::eraseSession(std::unordered_map<uint32_t, Session>::iterator it) noexcept {
+  byNonce_.erase(it->second.nonce);
+  if (!it->second.established) --halfOpen_;
+  sessions_.erase(it);  // a handler still running on it keeps its slots (Job::slots)
+  sessionCount_.store(sessions_.size(), std::memory_order_relaxed);
+  halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
+}
+
+bool UdpServer::makeRoomForHalfOpen() noexcept {
+  // halfOpenOrder_ keeps ids of sessions since established or closed too; those are skipped.
+  while (halfOpen_ >= options_.maxHalfOpen && !halfOpenOrder_.empty()) {
+    uint32_t id = halfOpenOrder_.front();
+    halfOpenOrder_.pop_front();
+    auto it = sessions_.find(id);
+    if (it != sessions_.end() && !it->second.established) eraseSession(it);
+  }
+  if (halfOpenOrder_.size() > 2 * size_t{options_.maxHalfOpen} + 64) {
+    // Mostly ids of sessions no longer half-open: keep the deque as small as the table.
+    std::deque<uint32_t> live;
+    for (uint32_t id : halfOpenOrder_) {
+      auto it = sessions_.find(id);
+      if (it != sessions_.end() && !it->second.established) live.push_back(id);
+    }
+    halfOpenOrder_.swap(live);
+  }
+  return halfOpen_ < options_.maxHalfOpen;
+}
+
+void UdpServer::evictOldestEstablished() noexcept {
   auto oldest = sessions_.end();
   for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    if (!it->second.established) continue;
     if (oldest == sessions_.end() || it->second.lastActive < oldest->second.lastActive) oldest = it;
   }
-  if (oldest == sessions_.end()) return;
-  byNonce_.erase(oldest->second.nonce);
-  sessions_.erase(oldest);
+  if (oldest != sessions_.end()) eraseSession(oldest);
 }
 
 void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
   const PacketHeader& h = p.header;
   Slot& slot = s.slots[h.seq % s.window];
-  if (slot.state != SlotState::kEmpty && h.seq < slot.seq) return;  // older than the window: stale
+  if (slot.state != SlotState::kEmpty && olderThan(h.seq, slot.seq)) return;  // older than the window: stale
   const bool fragment = (h.flags & kFlagFragment) != 0;
   if (slot.state != SlotState::kEmpty && h.seq == slot.seq) {
     switch (slot.state) {
@@ -273,11 +432,19 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
         // (The client resends only on its timeout, so this is a timeout: resend missing.)
         sendReply(s, slot, Resend::kMissing);
         return;
+      case SlotState::kRunning:
+        // A retransmission while the handler runs: not run again; the client learns the call
+        // is alive, so that a long handler is not taken for a dead server.
+        sendRunning(s, h.seq);
+        return;
       case SlotState::kDelivered: return;
       case SlotState::kReceiving: break;  // another fragment of the request
       case SlotState::kEmpty: return;
     }
   } else {
+    // A client never sends seq + window before seq finished; one that does (buggy or
+    // hostile) must not take the slot from a handler still using it.
+    if (slot.state == SlotState::kRunning) return;
     // A new call (seq above the slot's: the client finished the slot's previous call).
     slot.seq = h.seq;
     slot.procedure = h.procedure;
@@ -285,10 +452,19 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.fragmentedReply = false;
     slot.kept.reset();
     slot.reassembly.clear();
-    slot.request.reset();  // abandoned mid-reassembly (the client gave up on it)
     if (!fragment) {
       spareRequest_.reset();  // back to small calls: give the large buffer back
-      execute(s, slot, p.payload);
+      // Copied out of the receive buffer: the handler runs once the receive has returned.
+      if (slot.request && slot.request->capacity() > kKeepRequestBytes) slot.request.reset();
+      if (!slot.request) slot.request.reset(new (std::nothrow) MessageBuffer);
+      if (!slot.request || !slot.request->resizeForOverwrite(p.payload.size()).isOk()) {
+        slot.request.reset();
+        slot.state = SlotState::kEmpty;
+        slot.seq = h.seq - 1;  // no memory now: let a retransmission try again
+        return;
+      }
+      if (!p.payload.empty()) std::memcpy(slot.request->data(), p.payload.data(), p.payload.size());
+      schedule(s, slot);
       return;
     }
     if (h.total > options_.maxMessageBytes) {
@@ -300,7 +476,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
       sendReply(s, slot, Resend::kNone);
       return;
     }
-    slot.request = std::move(spareRequest_);
+    if (spareRequest_) slot.request = std::move(spareRequest_);
     if (!slot.request) slot.request.reset(new (std::nothrow) MessageBuffer);
     if (!slot.request || !slot.reassembly.begin(h.total, s.fragmentBytes, *slot.request, ackEvery(options_.fragmentWindow))
                               .isOk()) {
@@ -319,8 +495,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     AckBody ack = slot.reassembly.ack();
     sendHeaderOnly(s.peer, ackHeader, {reinterpret_cast<const std::byte*>(&ack), sizeof ack});
     slot.reassembly.clear();
-    execute(s, slot, slot.request->span());
-    spareRequest_ = std::move(slot.request);
+    schedule(s, slot);
     return;
   }
   if (slot.reassembly.ackDue()) {
@@ -330,32 +505,43 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
   }
 }
 
-void UdpServer::execute(Session& s, Slot& slot, std::span<const std::byte> frame) noexcept {
-  slot.state = SlotState::kDone;
-  const InterfaceDescriptor& iface = *s.service->iface;
-  Status result;
-  if (slot.procedure >= iface.procedureCount) {
-    result = Status(Errc::kInvalidArgument, "no procedure " + std::to_string(slot.procedure));
-  } else {
-    const ProcedureDescriptor& pd = iface.procedures[slot.procedure];
-    if (frame.size() < pd.argsSize) {
-      result = Status(Errc::kBadFrame, "request shorter than the argument frame");
-    } else if (Status st = fixed_.resize(0); !st.isOk()) {
-      result = st;
-    } else if (Status st2 = fixed_.resize(pd.resultsSize); !st2.isOk()) {  // zeroed
-      result = st2;
-    } else {
-      Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed_, slot.reply, replyShelf_);
-      executed_.fetch_add(1, std::memory_order_relaxed);
-      result = iface.dispatch(s.service->server, slot.procedure, call);
-      if (result.isOk()) slot.kept = call.takeKept(&slot.keptAt);
-      if (result.isOk() && !call.reserved()) {
-        (void)slot.reply.resize(0);  // no tail: the reply is the fixed part alone
-        result = slot.reply.resize(fixed_.size());
-      }
-      if (result.isOk() && fixed_.size() > 0) std::memcpy(slot.reply.data(), fixed_.data(), fixed_.size());
-    }
+void UdpServer::schedule(Session& s, Slot& slot) noexcept {
+  slot.state = SlotState::kRunning;
+  try {
+    jobs_.push_back(Job{s.id, s.service, s.slots, &slot});
+  } catch (...) {
+    slot.state = SlotState::kEmpty;
+    slot.seq -= 1;  // no memory now: let a retransmission try again
   }
+}
+
+void UdpServer::sendRunning(Session& s, uint32_t seq) noexcept {
+  sendHeaderOnly(s.peer, makeHeader(PacketType::kRunning, s.id, s.cookie, seq), {});
+}
+
+Status UdpServer::execute(const Service& svc, Slot& slot, MessageBuffer& fixed) noexcept {
+  const InterfaceDescriptor& iface = *svc.iface;
+  if (slot.procedure >= iface.procedureCount) return Status(Errc::kInvalidArgument, "no procedure " + std::to_string(slot.procedure));
+  const ProcedureDescriptor& pd = iface.procedures[slot.procedure];
+  std::span<const std::byte> frame = std::as_const(*slot.request).span();
+  if (frame.size() < pd.argsSize) return Status(Errc::kBadFrame, "request shorter than the argument frame");
+  if (Status st = fixed.resize(0); !st.isOk()) return st;
+  if (Status st = fixed.resize(pd.resultsSize); !st.isOk()) return st;  // zeroed
+  Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, replyShelf_);
+  executed_.fetch_add(1, std::memory_order_relaxed);
+  Status result = iface.dispatch(svc.server, slot.procedure, call);
+  if (result.isOk()) slot.kept = call.takeKept(&slot.keptAt);
+  if (result.isOk() && !call.reserved()) {
+    (void)slot.reply.resize(0);  // no tail: the reply is the fixed part alone
+    result = slot.reply.resize(fixed.size());
+  }
+  if (result.isOk() && fixed.size() > 0) std::memcpy(slot.reply.data(), fixed.data(), fixed.size());
+  return result;
+}
+
+void UdpServer::finishJob(const Job& job, Status result) noexcept {
+  Slot& slot = *job.slot;
+  slot.status = 0;
   if (!result.isOk()) {
     slot.status = static_cast<uint8_t>(result.code());
     slot.kept.reset();  // the reply is the error text alone
@@ -363,7 +549,12 @@ void UdpServer::execute(Session& s, Slot& slot, std::span<const std::byte> frame
     size_t n = std::min(text.size(), kMaxErrorText);
     if (slot.reply.resize(n).isOk() && n > 0) std::memcpy(slot.reply.data(), text.data(), n);
   }
-  sendReply(s, slot, Resend::kNone);
+  slot.state = SlotState::kDone;
+  // A large request's buffer serves the next large request, in whatever slot.
+  if (slot.request && slot.request->capacity() > kKeepRequestBytes) spareRequest_ = std::move(slot.request);
+  auto it = sessions_.find(job.session);
+  if (it == sessions_.end() || it->second.slots != job.slots) return;  // closed or evicted meanwhile
+  sendReply(it->second, slot, Resend::kNone);
 }
 
 void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
@@ -393,7 +584,13 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
 
 void UdpServer::onAck(Session& s, const Packet& p) noexcept {
   Slot& slot = s.slots[p.header.seq % s.window];
-  if (slot.seq != p.header.seq || slot.state != SlotState::kDone) return;
+  if (slot.seq != p.header.seq) return;
+  if (slot.state == SlotState::kRunning) {
+    // The client, waiting for the reply to a request it knows arrived, asks after it.
+    if ((p.header.flags & kFlagResend) != 0) sendRunning(s, p.header.seq);
+    return;
+  }
+  if (slot.state != SlotState::kDone) return;
   auto ack = decodeAck(p.payload);
   if (!ack) return;
   if (ack->complete) {

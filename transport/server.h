@@ -1,15 +1,20 @@
-// The server half of the UDP transport. One endpoint, one polling thread that also runs
-// the handlers (as U-Net Active Messages run handlers in the polling thread): a call's
-// arguments are dispatched straight from the receive buffer they arrived in. Many clients
-// and sessions; each session keeps a reply cache of `window` slots so that a duplicate
-// request is answered from the cache and every call executes at most once.
+// The server half of the UDP transport. One endpoint and a pool of `workers` threads that take
+// turns (leader/followers): one of them polls the endpoint and runs the handlers of the calls
+// it received itself, so a fast call is handed between no threads. A handler that runs long
+// is noticed by an idle pool thread, which takes over polling; the slow handler's thread joins
+// the idle ones when it is done. Many clients and sessions; each session keeps a reply cache
+// of `window` slots so that a duplicate request is answered from the cache (or, while its
+// handler runs, with "still running") and every call executes at most once.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,13 +38,27 @@ struct ServerOptions {
   size_t maxDatagram = kDefaultMaxDatagram;
   size_t maxMessageBytes = (64u << 20) + (1u << 20);  // largest request accepted
   uint32_t fragmentWindow = 1024;  // reply fragments in flight (<= kAckBits)
-  uint32_t maxSessions = 4096;   // beyond this the least recently used session is dropped
+  // Established sessions (the client has made a call, so it receives at its address):
+  // beyond this the least recently used one is dropped.
+  uint32_t maxSessions = 4096;
+  // Sessions welcomed but not yet used, which anyone can open with one datagram: beyond this
+  // the oldest of them is dropped. They never push out an established session, and cost no
+  // reply cache until their first call.
+  uint32_t maxHalfOpen = 1024;
+  // Threads that poll and run handlers (1..256). While a handler runs longer than
+  // `takeoverAfter`, another of them takes over polling; with all of them inside handlers,
+  // datagrams wait in the socket.
+  uint32_t workers = 4;
+  std::chrono::milliseconds takeoverAfter{5};
   uint32_t receiveBuffers = 512;
   // Reply buffers of delivered calls kept for the next large reply (at most two per server,
   // each holding a payload of at most this size; see BufferShelf and ClientOptions). 0 keeps
   // none.
   size_t keepBufferBytes = 64u << 20;
 };
+
+// kInvalidArgument, naming the option, when `options` cannot work.
+Status validate(const ServerOptions& options);
 
 class UdpServer {
  public:
@@ -57,6 +76,7 @@ class UdpServer {
   }
 
   // Opens the UDP endpoint ("0.0.0.0:7000"; port 0 picks one) and returns the port.
+  // kInvalidArgument when the options are invalid (see validate()).
   Result<uint16_t> bind(std::string_view address);
   // Or serve on an endpoint made elsewhere (the in-memory loopback in tests).
   void attach(std::unique_ptr<Endpoint> endpoint);
@@ -71,21 +91,25 @@ class UdpServer {
   const char* endpointKind() const noexcept;
   // Calls executed so far (each distinct request at most once).
   uint64_t executed() const noexcept { return executed_.load(std::memory_order_relaxed); }
+  // Sessions held (established and half-open) and, of them, the half-open ones.
   size_t sessionCount() const noexcept { return sessionCount_.load(std::memory_order_relaxed); }
+  size_t halfOpenCount() const noexcept { return halfOpenCount_.load(std::memory_order_relaxed); }
 
  private:
   struct Service {
     const InterfaceDescriptor* iface;
     void* server;
   };
-  enum class SlotState : uint8_t { kEmpty, kReceiving, kDone, kDelivered };
+  enum class SlotState : uint8_t { kEmpty, kReceiving, kRunning, kDone, kDelivered };
   struct Slot {
     uint32_t seq = 0;
     SlotState state = SlotState::kEmpty;
     uint16_t procedure = 0;
     uint8_t status = 0;
     bool fragmentedReply = false;
-    std::unique_ptr<MessageBuffer> request;  // reassembly of a fragmented request
+    // The request's frame: reassembled, or copied out of the receive buffer (the handler runs
+    // after the receive returns, possibly while another thread polls).
+    std::unique_ptr<MessageBuffer> request;
     Reassembly reassembly;
     MessageBuffer reply;                     // the cached reply payload (results or error text)
     std::unique_ptr<KeptResult> kept;        // a large result value, sent in place of reply[keptAt, ...)
@@ -101,42 +125,75 @@ class UdpServer {
     uint32_t window;
     size_t fragmentBytes;
     uint64_t lastActive;
-    std::unique_ptr<Slot[]> slots;
+    bool established = false;  // a call came with the cookie: the peer receives at its address
+    // Allocated at the first call, so that a half-open session costs no reply cache. Shared
+    // with the handlers running on it, which may outlive the session (bye, eviction).
+    std::shared_ptr<Slot[]> slots;
+  };
+  // A request whose handler is due: run by the polling thread once its receive returns.
+  struct Job {
+    uint32_t session;
+    const Service* service;
+    std::shared_ptr<Slot[]> slots;
+    Slot* slot;
   };
   class Sink;
   class Call;
 
-  void run();
-  void onDatagram(const Datagram& d) noexcept;
+  void worker() noexcept;
+  void idle() noexcept;  // until this thread may poll again (or stop)
+  // Runs the due handlers; false when this pool thread lost the polling role meanwhile.
+  bool runJobs(MessageBuffer& fixed, bool pooled) noexcept;
+  void onDatagram(const Datagram& d) noexcept;  // with mu_ held
   void onHello(const Datagram& d, const Packet& p) noexcept;
   void onRequest(Session& s, const Packet& p) noexcept;
   void onAck(Session& s, const Packet& p) noexcept;
-  void execute(Session& s, Slot& slot, std::span<const std::byte> frame) noexcept;
+  void schedule(Session& s, Slot& slot) noexcept;
+  Status execute(const Service& svc, Slot& slot, MessageBuffer& fixed) noexcept;  // no lock held
+  void finishJob(const Job& job, Status result) noexcept;                         // with mu_ held
   enum class Resend { kNone, kHoles, kMissing };
   void sendReply(Session& s, Slot& slot, Resend resend) noexcept;
+  void sendRunning(Session& s, uint32_t seq) noexcept;
   void sendHeaderOnly(NetAddress to, PacketHeader h, std::span<const std::byte> payload) noexcept;
-  void evictOldest();
+  void eraseSession(std::unordered_map<uint32_t, Session>::iterator it) noexcept;
+  bool makeRoomForHalfOpen() noexcept;
+  void evictOldestEstablished() noexcept;
 
   ServerOptions options_;
   std::map<std::string, Service, std::less<>> services_;
   std::unique_ptr<Endpoint> endpoint_;
-  // Owned by the polling thread once started.
-  std::unordered_map<uint32_t, Session> sessions_;
-  std::unordered_map<uint64_t, uint32_t> byNonce_;  // client nonce -> session (duplicate hellos)
-  uint32_t nextSession_ = 1;
-  uint64_t tick_ = 0;
-  MessageBuffer fixed_;  // result fixed part of the call being dispatched
-  BufferShelf replyShelf_;
-  std::vector<uint32_t> scratch_;
-  FragmentBatch batch_;
+
+  // The pool: whoever holds pollMu_ polls the endpoint. It lets go only to run a handler, and
+  // while it runs one longer than takeoverAfter (handlerStarts_ unchanged, inHandler_ set)
+  // an idle pool thread takes pollMu_. Neither costs the fast path a system call.
+  std::mutex pollMu_;
+  std::atomic<uint64_t> handlerStarts_{0};  // written by pollMu_'s holder
+  std::atomic<bool> inHandler_{false};      // written by pollMu_'s holder
+  // One idle pool thread watches for a stuck poller; the others sleep until it takes over.
+  std::mutex idleMu_;
+  std::condition_variable idleCv_;
+  bool watcher_ = false;  // GUARDED_BY(idleMu_)
+
+  std::mutex mu_;  // the server's state below; never held while a handler runs
+  std::unordered_map<uint32_t, Session> sessions_;     // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, uint32_t> byNonce_;     // GUARDED_BY(mu_): nonce -> session
+  std::deque<uint32_t> halfOpenOrder_;                 // GUARDED_BY(mu_): oldest first (lazily pruned)
+  size_t halfOpen_ = 0;                                // GUARDED_BY(mu_)
+  std::deque<Job> jobs_;                               // GUARDED_BY(mu_)
+  uint32_t nextSession_ = 1;                           // GUARDED_BY(mu_)
+  uint64_t tick_ = 0;                                  // GUARDED_BY(mu_)
+  std::vector<uint32_t> scratch_;                      // GUARDED_BY(mu_)
+  FragmentBatch batch_;                                // GUARDED_BY(mu_)
   // The last large request's buffer, for the next one (in any slot or session): a client
   // streaming large calls costs no allocation, page faults or zeroing per call, and the
   // server holds at most one such buffer beyond those being reassembled.
-  std::unique_ptr<MessageBuffer> spareRequest_;
+  std::unique_ptr<MessageBuffer> spareRequest_;  // GUARDED_BY(mu_)
+  BufferShelf replyShelf_;                       // its own lock
   std::atomic<uint64_t> executed_{0};
   std::atomic<size_t> sessionCount_{0};
+  std::atomic<size_t> halfOpenCount_{0};
   std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace lrpc::net

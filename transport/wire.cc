@@ -12,7 +12,7 @@ Result<Packet> decodePacket(std::span<const std::byte> bytes) noexcept {
   const PacketHeader& h = p.header;
   if (h.magic != kMagic) return Status(Errc::kBadFrame, "bad magic");
   if (h.version != kVersion) return Status(Errc::kBadFrame, "unknown protocol version");
-  if (h.type < static_cast<uint8_t>(PacketType::kHello) || h.type > static_cast<uint8_t>(PacketType::kBye)) {
+  if (h.type < static_cast<uint8_t>(PacketType::kHello) || h.type > kLastPacketType) {
     return Status(Errc::kBadFrame, "unknown packet type");
   }
   if ((h.flags & ~kKnownFlags) != 0) return Status(Errc::kBadFrame, "unknown flags");

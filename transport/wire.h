@@ -16,7 +16,8 @@
 namespace lrpc::net {
 
 inline constexpr uint16_t kMagic = 0x524c;  // "LR" on the wire
-inline constexpr uint8_t kVersion = 2;  // 2: acks carry a 2048-fragment bitmap
+// 2: acks carry a 2048-fragment bitmap; 3: kRunning, sequence numbers wrap modulo 2^32.
+inline constexpr uint8_t kVersion = 3;
 
 // One U-Net cell: header and payload of a single-cell message. 64 bytes is one cache line,
 // so a single-cell message is read and written as one line, and it holds the paper's
@@ -37,7 +38,9 @@ enum class PacketType : uint8_t {
   kAck = 5,      // either way: which fragments of a message arrived (selective)
   kReset = 6,    // server -> client: no such session (server restarted, session evicted)
   kBye = 7,      // client -> server: session closed, free its state
+  kRunning = 8,  // server -> client: the call `seq` arrived whole and its handler is running
 };
+inline constexpr uint8_t kLastPacketType = static_cast<uint8_t>(PacketType::kRunning);
 
 // Flag bits in PacketHeader::flags.
 inline constexpr uint8_t kFlagSingleCell = 0x01;  // whole message fits one cell

@@ -54,5 +54,54 @@ TEST(Connect, SameClientTypeLocalAndRemote) {
   (void)std::system(rm.c_str());
 }
 
+// One table of bad requests against both paths: the same mistake gets the same code, and a
+// malformed name the very same words (runtime/names.h words them on both paths).
+TEST(Connect, BadNamesGetTheSameErrorOnBothPaths) {
+  char tmpl[] = "/tmp/lrpc-connect-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  net::testing::ForkedServer server("", "127.0.0.1:0", [dir](const std::string& bind) -> uint16_t {
+    net::NetExporter::Options o;
+    o.local.dir = dir;
+    auto* exporter = new net::NetExporter(o);  // lives until the child exits
+    auto* impl = new PaperImpl;
+    if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
+    auto port = exporter->start(bind);
+    return port.isOk() ? *port : 0;
+  });
+  ASSERT_NE(server.port(), 0);
+  ConnectOptions co;
+  co.local.dir = dir;
+  const std::string remote = "udp://127.0.0.1:" + std::to_string(server.port()) + "/";
+  struct Case {
+    std::string name;
+    Errc code;
+  };
+  const Case cases[] = {
+      {"bad*name", Errc::kInvalidArgument},      {"", Errc::kInvalidArgument},
+      {".hidden", Errc::kInvalidArgument},       {"sp ace", Errc::kInvalidArgument},
+      {std::string(65, 'a'), Errc::kInvalidArgument}, {std::string(300, 'b'), Errc::kInvalidArgument},
+      {"nope", Errc::kNotFound},                 {std::string(64, 'c'), Errc::kNotFound},
+  };
+  for (const Case& c : cases) {
+    auto local = connect<paper::Paper>(c.name, co);
+    auto net = connect<paper::Paper>(remote + c.name, co);
+    ASSERT_FALSE(local.isOk()) << c.name;
+    ASSERT_FALSE(net.isOk()) << c.name;
+    EXPECT_EQ(local.status(), c.code) << c.name << ": " << local.status().toString();
+    EXPECT_EQ(net.status(), c.code) << c.name << ": " << net.status().toString();
+    if (c.code == Errc::kInvalidArgument) {
+      EXPECT_EQ(net.status().detail(), local.status().detail());
+    } else {
+      // The same-host path adds where it looked ("in <dir>"); the words before are the same.
+      const std::string words = "no server exports \"" + c.name + "\"";
+      EXPECT_EQ(local.status().detail().rfind(words, 0), 0u) << local.status().detail();
+      EXPECT_EQ(net.status().detail(), words);
+    }
+  }
+  std::string rm = "rm -rf " + dir;
+  (void)std::system(rm.c_str());
+}
+
 }  // namespace
 }  // namespace lrpc

@@ -12,9 +12,11 @@
 namespace lrpc::net {
 namespace {
 
-// The test service minus the handler that sleeps (a fuzzer would find the long sleep).
+// The test service minus the handlers that sleep (a fuzzer would find the long sleeps).
 Status fuzzDispatch(void* self, uint32_t procedure, ServerCall& call) noexcept {
-  if (procedure == testing::Svc::kSlow) return Status(Errc::kInvalidArgument, "not in the fuzzer");
+  if (procedure == testing::Svc::kSlow || procedure == testing::Svc::kSlowToken) {
+    return Status(Errc::kInvalidArgument, "not in the fuzzer");
+  }
   return testing::Svc::dispatch(self, procedure, call);
 }
 

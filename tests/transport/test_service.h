@@ -13,7 +13,7 @@
 namespace lrpc::net::testing {
 
 struct Svc {
-  enum : uint32_t { kNull = 0, kAdd = 1, kBigInOut = 2, kEcho = 3, kFail = 4, kToken = 5, kSlow = 6, kQuery = 7, kCount };
+  enum : uint32_t { kNull = 0, kAdd = 1, kBigInOut = 2, kEcho = 3, kFail = 4, kToken = 5, kSlow = 6, kQuery = 7, kSlowToken = 8, kCount };
   struct AddArgs { int32_t a, b; };
   struct AddResults { int32_t sum; };
   struct Big { uint8_t bytes[200]; };
@@ -21,6 +21,7 @@ struct Svc {
   struct EchoResults { VarRef data; uint64_t sum; };
   struct TokenArgs { uint64_t token; };
   struct SlowArgs { uint32_t millis; };
+  struct SlowTokenArgs { uint64_t token; uint32_t millis; uint32_t pad; };
 
   static constexpr ProcedureDescriptor kProcedures[] = {
       {0, 0, "null", 0, 0, 8, 5, 0, false},
@@ -31,6 +32,7 @@ struct Svc {
       {5, 5, "token", 8, 8, 8, 5, 8, false},
       {6, 6, "slow", 4, 0, 8, 5, 4, false},
       {7, 7, "query", 8, 8, 8, 5, 8, false},
+      {8, 8, "slowToken", sizeof(SlowTokenArgs), 8, 8, 5, sizeof(SlowTokenArgs), false},
   };
 
   // The server object the dispatch function receives.
@@ -101,6 +103,18 @@ struct Svc {
         std::this_thread::sleep_for(std::chrono::milliseconds(a.millis));
         return {};
       }
+      case kSlowToken: {  // counts the token, then sleeps: a long handler that must run once
+        SlowTokenArgs a;
+        std::memcpy(&a, args.data(), sizeof a);
+        {
+          std::lock_guard lock(impl->mu);
+          ++impl->tokens[a.token];
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(a.millis));
+        uint64_t r = a.token * 3;
+        std::memcpy(call.results(), &r, sizeof r);
+        return {};
+      }
       case kQuery: {  // how often `token` ran: lets a test read counts from a server process
         uint64_t token;
         std::memcpy(&token, args.data(), sizeof token);
@@ -136,6 +150,17 @@ inline Result<int32_t> callAdd(const Binding& b, int32_t x, int32_t y, CallOptio
 inline Result<uint64_t> callToken(const Binding& b, uint64_t token, CallOptions o = {}) {
   RemoteCall c(b, Svc::kToken, o);
   std::memcpy(c.args(), &token, sizeof token);
+  if (Status s = c.invoke(); !s.isOk()) return s;
+  uint64_t r;
+  std::memcpy(&r, c.results(), sizeof r);
+  return r;
+}
+
+// A call that takes `millis` on the server; returns token * 3 (the server counts the token).
+inline Result<uint64_t> callSlowToken(const Binding& b, uint64_t token, uint32_t millis, CallOptions o = {}) {
+  RemoteCall c(b, Svc::kSlowToken, o);
+  Svc::SlowTokenArgs a{token, millis, 0};
+  std::memcpy(c.args(), &a, sizeof a);
   if (Status s = c.invoke(); !s.isOk()) return s;
   uint64_t r;
   std::memcpy(&r, c.results(), sizeof r);

@@ -112,7 +112,7 @@ TEST(Wire, RejectsMalformed) {
   b = good;
   b[2] = std::byte{kVersion + 1};
   expectBad(b, "version");
-  for (uint8_t t : {0, 8, 255}) {
+  for (uint8_t t : {uint8_t{0}, uint8_t(kLastPacketType + 1), uint8_t{255}}) {
     b = good;
     b[3] = std::byte{t};
     expectBad(b, "type");
