@@ -629,15 +629,16 @@ void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
     }
     out += "      default: break;\n";
     out += "    }\n";
-    out += "  } catch (const std::bad_alloc&) {\n";
-    out += "    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);\n";
-    out += "  }\n";
   } else {
     out += "  static_cast<void>(self);\n";
     out += "  static_cast<void>(call);\n";
+    out += "  try {  // the message allocates: running out of memory is an error, not a crash\n";
   }
-  out += "  return ::lrpc::Status(::lrpc::Errc::kBadFrame, " + quoted(d.descriptorName + ": no procedure ") +
+  out += "    return ::lrpc::Status(::lrpc::Errc::kBadFrame, " + quoted(d.descriptorName + ": no procedure ") +
          " + std::to_string(procedure));\n";
+  out += "  } catch (const std::bad_alloc&) {\n";
+  out += "    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);\n";
+  out += "  }\n";
   out += "}\n\n";
 }
 

@@ -279,10 +279,10 @@ Sensor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::C
       case kDump: return dispatchSensorDump(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));
 }
 
 }  // namespace golden::v1

@@ -121,10 +121,10 @@ Base::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::Cal
       case kPair: return dispatchBasePair(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Base: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Base: no procedure " + std::to_string(procedure));
 }
 
 const ::lrpc::InterfaceDescriptor Derived::kDescriptor = {
@@ -149,10 +149,10 @@ Derived::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::
       case kOwn: return dispatchDerivedOwn(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Derived: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Derived: no procedure " + std::to_string(procedure));
 }
 
 const ::lrpc::InterfaceDescriptor Empty::kDescriptor = {
@@ -172,6 +172,10 @@ Empty::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::Ca
 ::lrpc::Status Empty::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   static_cast<void>(self);
   static_cast<void>(call);
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Empty: no procedure " + std::to_string(procedure));
+  try {  // the message allocates: running out of memory is an error, not a crash
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Empty: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
 }
 
