@@ -34,6 +34,7 @@ Type elemOf(const Type& list) {
   e.id = list.elemId;
   e.cppName = list.cppName;
   e.boolOffsets = list.boolOffsets;
+  e.padding = list.padding;
   return e;
 }
 
@@ -266,8 +267,17 @@ std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(lis
 
 // Writes `fields`, whose values are `valueOf(field)`, into a frame: fixed values by memcpy at
 // their constant offsets, variable ones into one tail reservation at 8-byte aligned offsets.
-void emitWrite(const std::vector<Field>& fields, const std::function<std::string(const Field&)>& valueOf,
-               const WriteSpec& spec, int in, std::string& out) {
+// Zeroes the padding ranges of a struct value at `base` (a std::byte* expression).
+void emitZeroPadding(const std::string& base, const std::vector<std::pair<uint32_t, uint32_t>>& padding,
+                     const std::string& I, std::string& out) {
+  for (auto [o, n] : padding) {
+    out += I + "std::memset(" + base + " + " + std::to_string(o) + ", 0, " + std::to_string(n) + ");\n";
+  }
+}
+
+void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
+               const std::function<std::string(const Field&)>& valueOf, const WriteSpec& spec, int in,
+               std::string& out) {
   const std::string I = ind(in);
   bool anyVar = false;
   std::string prevEnd = "0";
@@ -319,8 +329,17 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Ref_, sizeof " + f.name + "Ref_);\n";
       } else {
         out += I + "std::memcpy(fixed_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
+        // The caller's struct padding holds whatever its memory held before.
+        if (f.type.kind == Kind::kStruct) emitZeroPadding("fixed_ + " + off, f.type.padding, I, out);
       }
     }
+    // The frame's own gaps: a reused A-stack or buffer holds earlier calls' bytes there.
+    uint32_t end = 0;
+    for (const auto& f : fields) {
+      if (f.offset > end) emitZeroPadding("fixed_", {{end, f.offset - end}}, I, out);
+      end = f.offset + f.size;
+    }
+    if (frameSize > end) emitZeroPadding("fixed_", {{end, frameSize - end}}, I, out);
   };
   auto tailPart = [&] {
     if (!anyVar) return;
@@ -353,6 +372,21 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
       } else if (f.type.kind == Kind::kList && e.kind == Kind::kBool) {
         out += I + "for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
         out += I + "  t_[" + at + " + i_] = std::byte{static_cast<uint8_t>(" + v + "[i_] ? 1 : 0)};\n";
+        out += I + "}\n";
+      } else if (e.kind == Kind::kStruct && !e.padding.empty() && spec.moveTail) {
+        // The handler's own values: their padding is zeroed in place before they go.
+        out += I + "for (auto& e_ : " + v + ") {\n";
+        out += I + "  std::byte* p_ = reinterpret_cast<std::byte*>(&e_);\n";
+        emitZeroPadding("p_", e.padding, I + "  ", out);
+        out += I + "}\n";
+        out += I + "if (" + f.name + "Bytes_ != 0) call_.moveResultTail(t_ + " + at + ", " + v + ");\n";
+      } else if (e.kind == Kind::kStruct && !e.padding.empty()) {
+        // The caller's values are const: each goes through a copy whose padding is zeroed.
+        out += I + "for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
+        out += I + "  " + e.cppName + " e_ = " + v + "[i_];\n";
+        out += I + "  std::byte* p_ = reinterpret_cast<std::byte*>(&e_);\n";
+        emitZeroPadding("p_", e.padding, I + "  ", out);
+        out += I + "  " + spec.copyTail + "(t_ + " + at + " + i_ * sizeof e_, p_, sizeof e_);\n";
         out += I + "}\n";
       } else if (spec.moveTail) {
         out += I + "if (" + f.name + "Bytes_ != 0) call_.moveResultTail(t_ + " + at + ", " + v + ");\n";
@@ -524,7 +558,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "  if (!call_.status().isOk()) return call_.status();\n";
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
-  emitWrite(m.params, [](const Field& f) { return f.name; }, spec, 2, out);
+  emitWrite(m.params, m.argsSize, [](const Field& f) { return f.name; }, spec, 2, out);
   const auto isVar = [](const Field& f) { return isVariable(f.type.kind); };
   const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
   if (var != m.results.end() && var->type.kind == Kind::kData &&
@@ -653,8 +687,8 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   out += single ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
                  "call_.resultTail", false, "std::memcpy", true};
-  emitWrite(m.results, [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2,
-            out);
+  emitWrite(m.results, m.resultsSize,
+            [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2, out);
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 }
 

@@ -345,6 +345,8 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       out.cppName = cppNameOf(id);
       out.boolOffsets.clear();
       boolOffsets(id, 0, out.boolOffsets);
+      out.padding.clear();
+      paddingOf(id, 0, out.padding);
       return true;
     }
     case CType::LIST: {
@@ -371,6 +373,7 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       out.elemId = elem.id;
       out.cppName = elem.cppName;
       out.boolOffsets = elem.boolOffsets;
+      out.padding = elem.padding;
       return true;
     }
     case CType::INTERFACE:
@@ -502,6 +505,25 @@ void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uin
     }
     offset += fl.size;
   }
+}
+
+// The gaps C++ leaves between a struct's members and after the last one, as it lays them out.
+void ModelBuilder::paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out) {
+  uint32_t offset = 0;
+  for (auto f : fieldsInCodeOrder(node(structId).getProto(), nullptr)) {
+    ::lrpc::stubgen::Type t;
+    std::vector<Diag> ignored;  // the struct passed checkStruct
+    if (f.isGroup() || !convertType(f.getSlot().getType(), true, "", 0, 0, t, ignored)) continue;
+    Layout fl = layoutOf(t);
+    const uint32_t at = alignUp(offset, fl.align);
+    if (at != offset) out.emplace_back(base + offset, at - offset);
+    if (t.kind == Kind::kStruct) {
+      for (auto [o, n] : t.padding) out.emplace_back(base + at + o, n);
+    }
+    offset = at + fl.size;
+  }
+  const uint32_t size = layouts_[structId].size;
+  if (size > offset) out.emplace_back(base + offset, size - offset);
 }
 
 EnumDecl ModelBuilder::makeEnum(uint64_t id) {

@@ -43,6 +43,10 @@ struct Type {
   // kStruct (kList: of struct elements): offsets of every Bool inside one value, nested
   // structs included. Readers force those bytes to 0/1 before the value is used as C++ bools.
   std::vector<uint32_t> boolOffsets;
+  // kStruct (kList: of struct elements): every padding byte range {offset, length} inside one
+  // value, nested structs included. Writers zero them, so no stale byte of the sender's
+  // memory reaches the peer.
+  std::vector<std::pair<uint32_t, uint32_t>> padding;
 };
 
 // One member of a generated plain struct, or one parameter / result of a method.
@@ -194,6 +198,7 @@ class ModelBuilder {
                    int line, Type& out, std::vector<Diag>& diags);
   Layout layoutOf(const Type& t) const;
   void boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out);
+  void paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out);
   bool checkStruct(uint64_t id, std::vector<Diag>& diags);
   void collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
                     std::vector<InterfaceDecl>* interfaces);

@@ -50,7 +50,9 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.q, sizeof out_.q);
+  std::memset(fixed_ + 0 + 1, 0, 7);
   std::memcpy(fixed_ + 16, &out_.r, sizeof out_.r);
+  std::memset(fixed_ + 16 + 1, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -72,7 +74,9 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.q, sizeof out_.q);
+  std::memset(fixed_ + 0 + 1, 0, 7);
   std::memcpy(fixed_ + 16, &out_.r, sizeof out_.r);
+  std::memset(fixed_ + 16 + 1, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -94,7 +98,9 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.p, sizeof out_.p);
+  std::memset(fixed_ + 0 + 5, 0, 3);
   std::memcpy(fixed_ + 8, &out_.k, sizeof out_.k);
+  std::memset(fixed_ + 10, 0, 2);
   return ::lrpc::Status::ok();
 }
 
