@@ -123,7 +123,8 @@ void emitStruct(const StructDecl& s, int in, std::string& out) {
   for (const auto& n : s.nestedStructs) emitStruct(n, in + 2, out);
   for (const auto& f : s.fields) {
     out += docLines(f.doc, in + 2);
-    out += ind(in + 2) + memberType(f.type) + " " + f.name + ";\n";
+    out += ind(in + 2) + memberType(f.type) + " " + f.name +
+           (f.defaultValue.empty() ? std::string() : " = " + f.defaultValue) + ";\n";
   }
   out += ind(in) + "};\n";
 }
@@ -146,10 +147,15 @@ void emitStructAsserts(const StructDecl& s, std::string& out) {
   emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
 }
 
-std::string paramList(const Method& m) {
+// `withDefaults`: the client's public methods, where the schema's defaults of the trailing
+// parameters become C++ default arguments (C++ allows them only there).
+std::string paramList(const Method& m, bool withDefaults = false) {
+  size_t firstDefault = m.params.size();
+  while (withDefaults && firstDefault > 0 && !m.params[firstDefault - 1].defaultValue.empty()) --firstDefault;
   std::string s;
   for (size_t i = 0; i < m.params.size(); ++i) {
     s += (i ? ", " : "") + paramType(m.params[i].type) + " " + m.params[i].name;
+    if (i >= firstDefault) s += " = " + m.params[i].defaultValue;
   }
   return s;
 }
@@ -529,7 +535,7 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
-    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") {\n";
+    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m, true) + ") {\n";
     out += "    if (binding_->remote) [[unlikely]] {\n";
     out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
     out += "      return " + m.name + "Via(call_" + argNames(m) + ");\n";
@@ -735,7 +741,7 @@ FileText emitFile(const FileModel& f) {
   h += banner;
   h += "// The layout and API are described in stubgen/generated_code.md.\n";
   h += "#pragma once\n\n";
-  h += "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <initializer_list>\n#include <memory>\n"
+  h += "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <initializer_list>\n#include <limits>\n#include <memory>\n"
        "#include <span>\n#include <string>\n#include <string_view>\n#include <type_traits>\n#include <vector>\n\n";
   h += "#include \"runtime/stub_support.h\"\n";
   for (const auto& inc : f.includes) h += "#include \"" + inc + "\"\n";

@@ -1,6 +1,8 @@
 #include "stubgen/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -108,6 +110,34 @@ std::vector<schema::Field::Reader> fieldsInCodeOrder(Node::Reader n, std::vector
     if (indexes) indexes->push_back(i);
   }
   return out;
+}
+
+// A C++ string literal of `text`, every byte outside printable ASCII escaped.
+std::string cppStringLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7f && c != '?') {  // '?': no trigraphs
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+// An exact C++ literal of a float or double (hex float), or the numeric_limits expression.
+std::string floatLiteral(double v, bool isFloat) {
+  const std::string type = isFloat ? "float" : "double";
+  if (std::isnan(v)) return "std::numeric_limits<" + type + ">::quiet_NaN()";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + type + ">::infinity()";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return std::string(buf) + (isFloat ? "f" : "");
 }
 
 }  // namespace
@@ -452,6 +482,7 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
       continue;
     }
     if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) continue;  // reported as a union
+    if (f.getSlot().getType().isVoid()) continue;  // carries nothing: no member
     ::lrpc::stubgen::Type t;
     if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
     if (t.kind == Kind::kStruct || t.kind == Kind::kEnum) {
@@ -465,10 +496,11 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
         continue;
       }
     }
-    if (f.getSlot().getHadExplicitDefault()) {
+    std::string literal, refused;
+    if (f.getSlot().getHadExplicitDefault() && !defaultLiteral(t, f.getSlot().getDefaultValue(), literal, refused)) {
       mine.push_back(diag(fileId, line,
-                          path + ": default values are not supported (every value travels explicitly: remove the "
-                                 "default and set the field in the caller)"));
+                          path + ": default values that are " + refused +
+                                 " are not supported (remove the default and set the field in the caller)"));
       continue;
     }
     uint32_t ignored = 0;
@@ -504,6 +536,43 @@ void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uin
       for (uint32_t o : t.boolOffsets) out.push_back(base + offset + o);
     }
     offset += fl.size;
+  }
+}
+
+// The C++ expression of a schema default of type `t`. Numbers, Bool, enums and (for
+// parameters) Text become literals; every other form is refused, named in `refused`.
+bool ModelBuilder::defaultLiteral(const ::lrpc::stubgen::Type& t, schema::Value::Reader v, std::string& out,
+                                  std::string& refused) const {
+  switch (v.which()) {
+    case schema::Value::BOOL: out = v.getBool() ? "true" : "false"; return true;
+    case schema::Value::INT8: out = std::to_string(v.getInt8()); return true;
+    case schema::Value::INT16: out = std::to_string(v.getInt16()); return true;
+    case schema::Value::INT32: out = std::to_string(v.getInt32()); return true;
+    case schema::Value::INT64:
+      out = v.getInt64() == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(v.getInt64()) + "LL";
+      return true;
+    case schema::Value::UINT8: out = std::to_string(v.getUint8()) + "u"; return true;
+    case schema::Value::UINT16: out = std::to_string(v.getUint16()) + "u"; return true;
+    case schema::Value::UINT32: out = std::to_string(v.getUint32()) + "u"; return true;
+    case schema::Value::UINT64: out = std::to_string(v.getUint64()) + "ull"; return true;
+    case schema::Value::FLOAT32: out = floatLiteral(v.getFloat32(), true); return true;
+    case schema::Value::FLOAT64: out = floatLiteral(v.getFloat64(), false); return true;
+    case schema::Value::ENUM: {
+      auto enumerants = node(t.id).getProto().getEnum().getEnumerants();
+      if (v.getEnum() >= enumerants.size()) {
+        refused = "numbers outside their enum";
+        return false;
+      }
+      out = t.cppName + "::k" + pascal(enumerants[v.getEnum()].getName().cStr());
+      return true;
+    }
+    case schema::Value::TEXT:
+      out = cppStringLiteral(std::string_view(v.getText().cStr(), v.getText().size()));
+      return true;
+    case schema::Value::DATA: refused = "Data literals"; return false;
+    case schema::Value::LIST: refused = "List literals"; return false;
+    case schema::Value::STRUCT: refused = "struct literals"; return false;
+    default: refused = "of this kind"; return false;
   }
 }
 
@@ -553,12 +622,17 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
     auto fields = fieldsInCodeOrder(s, &indexes);
     uint32_t offset = 0;
     for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].getSlot().getType().isVoid()) continue;
       Field f;
       f.schemaName = fields[i].getName();
       f.name = cppIdent(f.schemaName);
       f.doc = memberDoc(id, indexes[i]);
       std::vector<Diag> ignored;  // checkStruct passed
       convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
+      if (fields[i].getSlot().getHadExplicitDefault()) {
+        std::string refused;  // checkStruct accepted it
+        defaultLiteral(f.type, fields[i].getSlot().getDefaultValue(), f.defaultValue, refused);
+      }
       noteUse(f.type);
       Layout fl = layoutOf(f.type);
       f.offset = alignUp(offset, fl.align);
@@ -740,16 +814,22 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, 
       continue;
     }
     if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) continue;  // reported as a union
+    if (f.getSlot().getType().isVoid()) continue;  // carries nothing: not in the frame or the C++ call
     if (!convertType(f.getSlot().getType(), false, path, fileId, line, p.type, diags)) {
       ok = false;
       continue;
     }
-    if (f.getSlot().getHadExplicitDefault()) {
-      diags.push_back(diag(fileId, line,
-                           path + ": default values are not supported (every argument is passed explicitly: "
-                                  "remove the default and pass the value)"));
-      ok = false;
-      continue;
+    // A result always travels, so its default never applies; a parameter's is the client's
+    // default argument.
+    if (params && f.getSlot().getHadExplicitDefault()) {
+      std::string refused;
+      if (!defaultLiteral(p.type, f.getSlot().getDefaultValue(), p.defaultValue, refused)) {
+        diags.push_back(diag(fileId, line,
+                             path + ": default values that are " + refused +
+                                    " are not supported (remove the default and pass the value)"));
+        ok = false;
+        continue;
+      }
     }
     if (getUInt32Annotation(f.getAnnotations(), kMaxBytesId, p.maxBytes) && !isVariable(p.type.kind)) {
       diags.push_back(diag(fileId, line,
@@ -788,6 +868,7 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t) const {
       auto n = node(t.id).getProto();
       std::string s = "Struct(" + localPath(n) + "{";
       for (auto f : fieldsInCodeOrder(n, nullptr)) {
+        if (f.isGroup() || f.getSlot().getType().isVoid()) continue;
         ::lrpc::stubgen::Type ft;
         std::vector<Diag> ignored;
         const_cast<ModelBuilder*>(this)->convertType(f.getSlot().getType(), true, "", 0, 0, ft, ignored);

@@ -58,6 +58,10 @@ struct Field {
   uint32_t size = 0;      // of its slot in the struct or frame
   uint32_t maxBytes = 0;  // $Lrpc.maxBytes, 0 = none (then the tail's bound applies)
   bool inPlace = false;   // $Lrpc.inPlace: the server reads this Data argument without copy "E"
+  // The schema's default as a C++ expression ("3", "::ns::Color::kRed", "\"abc\""), or empty.
+  // Struct fields: the member initializer; parameters: the client's default argument (trailing
+  // ones only; see idl/README.md).
+  std::string defaultValue;
   std::string doc;
 };
 
@@ -210,6 +214,7 @@ class ModelBuilder {
                   const std::vector<Step>& methodSteps, int methodLine, std::vector<Field>& out,
                   std::vector<Diag>& diags);
   std::string canonicalType(const Type& t) const;
+  bool defaultLiteral(const Type& t, capnp::schema::Value::Reader v, std::string& out, std::string& refused) const;
   void noteUse(const Type& t);
 
   const capnp::SchemaLoader& loader_;

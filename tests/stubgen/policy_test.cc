@@ -98,7 +98,7 @@ TEST(Policy, ARefusedStructIsOneLineHoweverOftenItIsUsed) {
   ASSERT_EQ(lines.size(), 3u) << run.output;
   // Sorted by line, each construct once, no internal references.
   EXPECT_EQ(lines[0].rfind("shared_struct.capnp:6: Entry.name: Text is not allowed in a struct (", 0), 0u) << lines[0];
-  EXPECT_EQ(lines[1].rfind("shared_struct.capnp:11: A.ping(nothing): Void is not supported (", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[1].rfind("shared_struct.capnp:11: A.ping(nothing): List(Void) is not supported (", 0), 0u) << lines[1];
   EXPECT_FALSE(contains(run.output, "DESIGN")) << run.output;
   EXPECT_FALSE(contains(run.output, "cannot be used")) << run.output;
 }

@@ -8,7 +8,7 @@ struct Entry {
 interface A {
   get @0 () -> (e :Entry);
   put @1 (e :Entry) -> ();
-  ping @2 (nothing :Void) -> ();
+  ping @2 (nothing :List(Void)) -> ();
 }
 interface B extends(A) {
   all @0 () -> (es :List(Entry));
