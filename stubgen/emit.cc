@@ -193,6 +193,32 @@ void emitFrames(const Method& m, std::string& out) {
   }
 }
 
+void emitInterfaceStruct(const InterfaceDecl& d, std::string& out);
+
+// `text` with every non-empty line indented by `in` spaces (a nested interface's struct).
+std::string indented(const std::string& text, int in) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (end > pos) out += ind(in);
+    out += text.substr(pos, end - pos) + "\n";
+    pos = end + 1;
+  }
+  return out;
+}
+
+// Interfaces declared inside an interface: their structs go inside the enclosing one (their
+// Client and Server classes are defined after it, at namespace scope).
+void emitNestedInterfaces(const InterfaceDecl& d, std::string& out) {
+  for (const auto& n : d.nestedInterfaces) {
+    std::string text;
+    emitInterfaceStruct(n, text);
+    out += indented(text, 2);
+  }
+}
+
 // An interface left out by LRPC_SKIP_UNSUPPORTED: a comment saying why, and its nested types
 // (other declarations may use them).
 void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
@@ -200,11 +226,12 @@ void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
   for (const auto& r : d.refusals) reasons.push_back(r.str());
   out += "// interface " + d.name + " is not generated (LRPC_SKIP_UNSUPPORTED), it uses what lrpc does not support:\n";
   out += reasonLines(reasons, 0);
-  if (d.nestedEnums.empty() && d.nestedStructs.empty()) return;
+  if (d.nestedEnums.empty() && d.nestedStructs.empty() && d.nestedInterfaces.empty()) return;
   out += "struct " + d.name + " {  // only its nested types\n";
   out += "  " + d.name + "() = delete;\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
   for (const auto& n : d.nestedStructs) emitStruct(n, 2, out);
+  emitNestedInterfaces(d, out);
   out += "};\n";
   for (const auto& n : d.nestedStructs) emitStructAsserts(n, out);
 }
@@ -219,6 +246,7 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
   out += "  " + d.name + "() = delete;\n\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
   for (const auto& s : d.nestedStructs) emitStruct(s, 2, out);
+  emitNestedInterfaces(d, out);
   if (!d.nestedEnums.empty() || !d.nestedStructs.empty()) out += "\n";
   for (size_t i = d.ownBegin; i < d.methods.size(); ++i) emitFrames(d.methods[i], out);
   out += "\n  // PDL indexes, the `procedure` of a call.\n";
@@ -521,7 +549,7 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
 
 void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "// Calls " + d.name + " through a binding, same host or remote. Copies share the binding.\n";
-  out += "class " + d.name + "::Client {\n";
+  out += "class " + d.relName + "::Client {\n";
   out += " public:\n";
   out += "  // An unbound client: every call fails with kBindingRejected.\n";
   out += "  Client();\n";
@@ -559,7 +587,7 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
 void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   std::string ps = paramList(m);
   out += "template <class Call>\n";
-  out += returnType(m) + " " + d.name + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
+  out += returnType(m) + " " + d.relName + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
          ") {\n";
   out += "  if (!call_.status().isOk()) return call_.status();\n";
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
@@ -608,7 +636,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
 void emitServerClass(const InterfaceDecl& d, std::string& out) {
   out += "// Implement this to serve " + d.name + "; export it with the runtime or the transport.\n";
   out += "// Handlers may throw: the caller gets kServerFault with the exception's what().\n";
-  out += "class " + d.name + "::Server {\n";
+  out += "class " + d.relName + "::Server {\n";
   out += " public:\n";
   out += "  virtual ~Server() = default;\n";
   for (const auto& m : d.methods) {
@@ -623,7 +651,9 @@ void emitServerClass(const InterfaceDecl& d, std::string& out) {
 }
 
 std::string dispatchFnName(const InterfaceDecl& d, const Method& m) {
-  return "dispatch" + pascal(d.name) + m.framePrefix;
+  std::string scope = d.relName;
+  for (size_t at; (at = scope.find("::")) != std::string::npos;) scope.erase(at, 2);
+  return "dispatch" + pascal(scope) + m.framePrefix;
 }
 
 void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& out) {
@@ -699,7 +729,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
 }
 
 void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
-  out += "::lrpc::Status " + d.name + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
+  out += "::lrpc::Status " + d.relName + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
   if (!d.methods.empty()) {
     out += "  auto& server = *static_cast<" + d.cppName + "::Server*>(self);\n";
     out += "  try {  // the copies allocate: running out of memory is an error, not a crash\n";
@@ -731,10 +761,15 @@ std::string nsClose(const FileModel& f) {
 
 FileText emitFile(const FileModel& f) {
   FileText text;
-  std::vector<const InterfaceDecl*> generated;  // without those LRPC_SKIP_UNSUPPORTED left out
-  for (const auto& d : f.interfaces) {
-    if (d.refusals.empty()) generated.push_back(&d);
-  }
+  // Without those LRPC_SKIP_UNSUPPORTED left out (and what is nested in them); nested ones
+  // after their enclosing interface.
+  std::vector<const InterfaceDecl*> generated;
+  std::function<void(const InterfaceDecl&)> collect = [&](const InterfaceDecl& d) {
+    if (!d.refusals.empty()) return;
+    generated.push_back(&d);
+    for (const auto& n : d.nestedInterfaces) collect(n);
+  };
+  for (const auto& d : f.interfaces) collect(d);
   const std::string banner = "// Generated by capnpc-lrpc from " + f.sourceName +
                              ". DO NOT EDIT: change the schema and rebuild.\n";
   std::string& h = text.header;
@@ -812,17 +847,17 @@ FileText emitFile(const FileModel& f) {
   c += nsOpen(f);
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;
-    c += "const ::lrpc::InterfaceDescriptor " + d.name + "::kDescriptor = {\n";
+    c += "const ::lrpc::InterfaceDescriptor " + d.relName + "::kDescriptor = {\n";
     c += "    " + quoted(d.descriptorName) + ",\n";
     c += "    " + hex64(d.id) + ",\n";
     c += "    " + hex64(d.signatureHash) + ",  // FNV-1a 64 over method names, ordinals and types\n";
-    c += "    " + d.name + "::kProcedures,\n";
-    c += "    " + d.name + "::kProcedureCount,\n";
-    c += "    &" + d.name + "::Server::dispatch,\n";
+    c += "    " + d.relName + "::kProcedures,\n";
+    c += "    " + d.relName + "::kProcedureCount,\n";
+    c += "    &" + d.relName + "::Server::dispatch,\n";
     c += "};\n\n";
-    c += d.name + "::Client::Client() : Client(nullptr) {}\n\n";
-    c += d.name + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
-    c += "    : binding_(checkedBinding(std::move(binding), " + d.name + "::kDescriptor)), options_(options) {}\n\n";
+    c += d.relName + "::Client::Client() : Client(nullptr) {}\n\n";
+    c += d.relName + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
+    c += "    : binding_(checkedBinding(std::move(binding), " + d.relName + "::kDescriptor)), options_(options) {}\n\n";
     emitServerDispatch(d, c);
   }
   c += nsClose(f);

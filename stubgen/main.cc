@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,8 +57,17 @@ int run() {
   for (auto file : request.getRequestedFiles()) {
     lrpc::stubgen::ModelBuilder builder(loader, request);
     lrpc::stubgen::FileModel model = builder.build(file.getId());
+    std::vector<const lrpc::stubgen::InterfaceDecl*> all;
+    std::function<void(const lrpc::stubgen::InterfaceDecl&)> collect = [&](const lrpc::stubgen::InterfaceDecl& d) {
+      all.push_back(&d);
+      for (const auto& n : d.nestedInterfaces) collect(n);
+    };
     for (const auto* list : {&model.interfaces, &model.nestedInterfaces}) {
-      for (const auto& d : *list) {
+      for (const auto& d : *list) collect(d);
+    }
+    {
+      for (const auto* dp : all) {
+        const auto& d = *dp;
         if (d.refusals.empty()) continue;
         errors.insert(errors.end(), d.refusals.begin(), d.refusals.end());
         warnings.push_back(d.file + (d.line > 0 ? ":" + std::to_string(d.line) : std::string()) +

@@ -759,8 +759,8 @@ void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, 
           d.file = fileOf(d.id);
           d.line = lineOf(fileIdOf(d.id), scopeSteps(d.id));
           d.refusals.push_back(diag(fileIdOf(d.id), d.line,
-                                    localPath(n) + ": interfaces nested in a struct or interface are not supported "
-                                                   "(declare it at file scope)"));
+                                    localPath(n) + ": interfaces nested in a struct are not supported (declare it at "
+                                                   "file scope or inside an interface)"));
           nestedInterfaces_.push_back(std::move(d));
         }
         break;
@@ -986,7 +986,13 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
   d.id = id;
   d.name = cppIdent(n.getDisplayName().cStr() + n.getDisplayNamePrefixLength());
   d.cppName = cppNameOf(id);
-  d.descriptorName = baseNameOf(fileOf(id)) + ".capnp:" + localPath(n);
+  const std::string path = localPath(n);
+  for (size_t pos = 0; pos <= path.size();) {
+    size_t end = std::min(path.find('.', pos), path.size());
+    d.relName += (pos ? "::" : "") + cppIdent(path.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  d.descriptorName = baseNameOf(fileOf(id)) + ".capnp:" + path;
   d.doc = docOf(id);
   d.file = fileOf(id);
   d.line = lineOf(fileIdOf(id), scopeSteps(id));
@@ -1019,7 +1025,7 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
     d.methods = std::move(all);
     d.signatureHash = fnv1a64(signature);
   }
-  collectScope(id, d.nestedEnums, d.nestedStructs, nullptr);
+  collectScope(id, d.nestedEnums, d.nestedStructs, &d.nestedInterfaces);
   for (auto nested : n.getNestedNodes()) {
     const std::string nestedName = nested.getName();
     if (nestedName == "Client" || nestedName == "Server") {

@@ -133,6 +133,7 @@ struct Method {
 struct InterfaceDecl {
   uint64_t id = 0;
   std::string name;
+  std::string relName;  // inside the file's namespace: "Calc", or "Outer::Inner" when nested
   std::string cppName;
   std::string descriptorName;  // "calc.capnp:Calc"
   std::vector<Method> methods; // flattened PDL: bases first, depth-first, then its own
@@ -141,6 +142,7 @@ struct InterfaceDecl {
   std::vector<uint64_t> bases;  // direct superclasses
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;
+  std::vector<InterfaceDecl> nestedInterfaces;  // declared inside it, emitted inside its struct
   std::string doc;
   std::string file;  // the schema that declares it, and the line of its declaration
   int line = 0;
@@ -158,7 +160,7 @@ struct FileModel {
   std::vector<EnumDecl> enums;
   std::vector<StructDecl> structs;  // dependency order
   std::vector<InterfaceDecl> interfaces;  // refused ones included (see InterfaceDecl::refusals)
-  // Interfaces nested in a struct or interface: not generated, only reported.
+  // Interfaces nested in a struct: not generated, only reported.
   std::vector<InterfaceDecl> nestedInterfaces;
 };
 

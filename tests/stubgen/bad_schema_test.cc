@@ -49,7 +49,7 @@ const BadCase kCases[] = {
     {"default_list.capnp", {"default_list.capnp:4: Sum.add(xs): default values that are List literals are not supported ("}},
     {"list_void.capnp", {"list_void.capnp:4: Ping.ping(nothing): List(Void) is not supported ("}},
     {"nested_interface.capnp",
-     {"nested_interface.capnp:4: Outer.Inner: interfaces nested in a struct or interface are not supported ("}},
+     {"nested_interface.capnp:4: Outer.Inner: interfaces nested in a struct are not supported ("}},
     {"max_bytes_fixed.capnp",
      {"max_bytes_fixed.capnp:5: Calc.neg(a): $Lrpc.maxBytes applies only to Text, Data and List values ("}},
     {"max_bytes_field.capnp", {"max_bytes_field.capnp:5: Sample.value: $Lrpc.maxBytes applies only to Text, Data and List"}},
