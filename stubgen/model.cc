@@ -702,7 +702,25 @@ bool declares(const InterfaceDecl& d, uint64_t id) {
   for (const auto& n : d.nestedStructs) {
     if (declares(n, id)) return true;
   }
+  for (const auto& n : d.nestedInterfaces) {
+    if (declares(n, id)) return true;
+  }
   return false;
+}
+
+// The types and bases an interface's struct names: its own methods' and, since their structs
+// sit inside it, its nested interfaces'.
+void interfaceDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
+  deps.insert(d.bases.begin(), d.bases.end());
+  for (size_t m = d.ownBegin; m < d.methods.size(); ++m) {
+    for (const auto* fields : {&d.methods[m].params, &d.methods[m].results}) {
+      for (const auto& f : *fields) {
+        if (f.type.id) deps.insert(f.type.id);
+        if (f.type.elemId) deps.insert(f.type.elemId);
+      }
+    }
+  }
+  for (const auto& n : d.nestedInterfaces) interfaceDeps(n, deps);
 }
 
 // An interface's stubs name its bases' frames and the types its own methods use: when those
@@ -713,15 +731,8 @@ std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
   std::function<void(size_t)> visit = [&](size_t i) {
     if (state[i] != 0) return;
     state[i] = 1;
-    std::set<uint64_t> deps(in[i].bases.begin(), in[i].bases.end());
-    for (size_t m = in[i].ownBegin; m < in[i].methods.size(); ++m) {
-      for (const auto* fields : {&in[i].methods[m].params, &in[i].methods[m].results}) {
-        for (const auto& f : *fields) {
-          if (f.type.id) deps.insert(f.type.id);
-          if (f.type.elemId) deps.insert(f.type.elemId);
-        }
-      }
-    }
+    std::set<uint64_t> deps;
+    interfaceDeps(in[i], deps);
     for (uint64_t dep : deps) {
       for (size_t j = 0; j < in.size(); ++j) {
         if (j != i && declares(in[j], dep)) visit(j);

@@ -4,6 +4,11 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("nested");
 
+interface Audit {
+  # Declared first, but uses a type nested two interfaces deep in Store: Store comes first.
+  check @0 (pos :Store.Reader.Cursor.Pos) -> (ok :Bool);
+}
+
 interface Store {
   struct Key {
     id @0 :UInt64;
@@ -11,6 +16,9 @@ interface Store {
   interface Reader {
     get @0 (key :Key) -> (value :Text);
     interface Cursor {
+      struct Pos {
+        at @0 :UInt32;
+      }
       next @0 () -> (key :Key, more :Bool);
     }
   }

@@ -151,6 +151,28 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   return std::move(*result_);
 }
 
+::lrpc::Status dispatchAuditCheck(::nested::Audit::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 4) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Audit.check: argument frame shorter than 4 bytes");
+  }
+  ::nested::Audit::CheckArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  std::optional<::lrpc::Result<bool>> result_;
+  try {
+    result_.emplace(server_.check(frame_.pos));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Audit.check");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  const uint8_t okByte_ = value_ ? 1 : 0;
+  std::memcpy(fixed_ + 0, &okByte_, 1);
+  return ::lrpc::Status::ok();
+}
+
 }  // namespace
 
 namespace nested {
@@ -259,6 +281,33 @@ Store::Writer::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Writer: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
+}
+
+const ::lrpc::InterfaceDescriptor Audit::kDescriptor = {
+    "nested_iface.capnp:Audit",
+    0xf6b25f4e61020c5dull,
+    0xefabf62cfde146b7ull,  // FNV-1a 64 over method names, ordinals and types
+    Audit::kProcedures,
+    Audit::kProcedureCount,
+    &Audit::Server::dispatch,
+};
+
+Audit::Client::Client() : Client(nullptr) {}
+
+Audit::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
+    : binding_(checkedBinding(std::move(binding), Audit::kDescriptor)), options_(options) {}
+
+::lrpc::Status Audit::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
+  auto& server = *static_cast<::nested::Audit::Server*>(self);
+  try {  // the copies allocate: running out of memory is an error, not a crash
+    switch (procedure) {
+      case kCheck: return dispatchAuditCheck(server, call);
+      default: break;
+    }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Audit: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

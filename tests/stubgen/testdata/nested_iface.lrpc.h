@@ -37,6 +37,10 @@ struct Store {
     struct Cursor {
       Cursor() = delete;
 
+      struct Pos {
+        uint32_t at;
+      };
+
       // next @0: frames
       struct NextResultsFrame {
         ::nested::Store::Key key;
@@ -60,6 +64,9 @@ struct Store {
       class Client;
       class Server;
     };
+    static_assert(std::is_trivially_copyable_v<::nested::Store::Reader::Cursor::Pos>);
+    static_assert(sizeof(::nested::Store::Reader::Cursor::Pos) == 4 && alignof(::nested::Store::Reader::Cursor::Pos) == 4);
+    static_assert(offsetof(::nested::Store::Reader::Cursor::Pos, at) == 0);
     static_assert(std::is_trivially_copyable_v<::nested::Store::Reader::Cursor::NextResultsFrame>);
     static_assert(sizeof(::nested::Store::Reader::Cursor::NextResultsFrame) == 16 && alignof(::nested::Store::Reader::Cursor::NextResultsFrame) == 8);
     static_assert(offsetof(::nested::Store::Reader::Cursor::NextResultsFrame, key) == 0);
@@ -144,6 +151,37 @@ static_assert(offsetof(::nested::Store::Key, id) == 0);
 static_assert(std::is_trivially_copyable_v<::nested::Store::SizeResultsFrame>);
 static_assert(sizeof(::nested::Store::SizeResultsFrame) == 8 && alignof(::nested::Store::SizeResultsFrame) == 8);
 static_assert(offsetof(::nested::Store::SizeResultsFrame, n) == 0);
+
+// Declared first, but uses a type nested two interfaces deep in Store: Store comes first.
+struct Audit {
+  Audit() = delete;
+
+  // check @0: frames
+  struct CheckArgsFrame {
+    ::nested::Store::Reader::Cursor::Pos pos;
+  };
+  struct CheckResultsFrame {
+    uint8_t ok;
+  };
+
+  // PDL indexes, the `procedure` of a call.
+  static constexpr uint32_t kCheck = 0;
+  static constexpr uint32_t kProcedureCount = 1;
+  // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
+  static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
+      {0, 0, "check", 4, 1, 4, 5, 4, false},
+  };
+  static const ::lrpc::InterfaceDescriptor kDescriptor;
+
+  class Client;
+  class Server;
+};
+static_assert(std::is_trivially_copyable_v<::nested::Audit::CheckArgsFrame>);
+static_assert(sizeof(::nested::Audit::CheckArgsFrame) == 4 && alignof(::nested::Audit::CheckArgsFrame) == 4);
+static_assert(offsetof(::nested::Audit::CheckArgsFrame, pos) == 0);
+static_assert(std::is_trivially_copyable_v<::nested::Audit::CheckResultsFrame>);
+static_assert(sizeof(::nested::Audit::CheckResultsFrame) == 1 && alignof(::nested::Audit::CheckResultsFrame) == 1);
+static_assert(offsetof(::nested::Audit::CheckResultsFrame, ok) == 0);
 
 // Calls Store through a binding, same host or remote. Copies share the binding.
 class Store::Client {
@@ -338,6 +376,51 @@ class Store::Writer::Server {
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
 
+// Calls Audit through a binding, same host or remote. Copies share the binding.
+class Audit::Client {
+ public:
+  // An unbound client: every call fails with kBindingRejected.
+  Client();
+  // Calls go through `binding`, which must have been made for Audit::kDescriptor;
+  // a null or different binding makes every call fail with kBindingRejected.
+  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
+
+  // The same binding with other per-call options (e.g. a deadline).
+  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // The binding calls use (a rejecting stand-in when the client is unbound).
+  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+
+  ::lrpc::Result<bool> check(const ::nested::Store::Reader::Cursor::Pos& pos) {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Audit::kCheck, options_);
+      return checkVia(call_, pos);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Audit::kCheck, options_);
+    return checkVia(call_, pos);
+  }
+
+ private:
+  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Result<bool> checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
+
+  std::shared_ptr<::lrpc::Binding> binding_;  // never null
+  ::lrpc::CallOptions options_;
+};
+
+// Implement this to serve Audit; export it with the runtime or the transport.
+// Handlers may throw: the caller gets kServerFault with the exception's what().
+class Audit::Server {
+ public:
+  virtual ~Server() = default;
+
+  virtual ::lrpc::Result<bool> check(const ::nested::Store::Reader::Cursor::Pos& pos) = 0;
+
+  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
+  // write it), runs the handler on `self` (a Audit::Server*), writes the results.
+  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
+};
+
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
@@ -420,6 +503,20 @@ template <class Call>
   if (valueBytes_ != 0) call_.copyTail(t_ + valueAt_, value.data(), valueBytes_);
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+  if (!call_.status().isOk()) return call_.status();
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &pos, sizeof pos);
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Audit::CheckResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  bool value_{};
+  value_ = frame_.ok != 0;
+  return value_;
 }
 
 }  // namespace nested
