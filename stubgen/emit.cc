@@ -34,6 +34,7 @@ Type elemOf(const Type& list) {
   e.id = list.elemId;
   e.cppName = list.cppName;
   e.boolOffsets = list.boolOffsets;
+  e.padding = list.padding;
   return e;
 }
 
@@ -96,14 +97,34 @@ void emitEnum(const EnumDecl& e, int in, std::string& out) {
   out += ind(in) + "};\n";
 }
 
+// A comment line per reason, for what is left out of the header.
+std::string reasonLines(const std::vector<std::string>& reasons, int in) {
+  std::string out;
+  for (const auto& r : reasons) out += ind(in) + "//   " + r + "\n";
+  return out;
+}
+
 void emitStruct(const StructDecl& s, int in, std::string& out) {
+  if (!s.refused.empty()) {
+    // No method uses it (else generation would have failed): leave it out, keep its nested types.
+    out += ind(in) + "// struct " + s.name + " is not generated, it uses what lrpc does not support:\n";
+    out += reasonLines({s.refused}, in);
+    if (s.nestedEnums.empty() && s.nestedStructs.empty()) return;
+    out += ind(in) + "struct " + s.name + " {  // only its nested types\n";
+    out += ind(in + 2) + s.name + "() = delete;\n";
+    for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
+    for (const auto& n : s.nestedStructs) emitStruct(n, in + 2, out);
+    out += ind(in) + "};\n";
+    return;
+  }
   out += docLines(s.doc, in);
   out += ind(in) + "struct " + s.name + " {\n";
   for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
   for (const auto& n : s.nestedStructs) emitStruct(n, in + 2, out);
   for (const auto& f : s.fields) {
     out += docLines(f.doc, in + 2);
-    out += ind(in + 2) + memberType(f.type) + " " + f.name + ";\n";
+    out += ind(in + 2) + memberType(f.type) + " " + f.name +
+           (f.defaultValue.empty() ? std::string() : " = " + f.defaultValue) + ";\n";
   }
   out += ind(in) + "};\n";
 }
@@ -122,13 +143,19 @@ void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align
 
 void emitStructAsserts(const StructDecl& s, std::string& out) {
   for (const auto& n : s.nestedStructs) emitStructAsserts(n, out);
+  if (!s.refused.empty()) return;
   emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
 }
 
-std::string paramList(const Method& m) {
+// `withDefaults`: the client's public methods, where the schema's defaults of the trailing
+// parameters become C++ default arguments (C++ allows them only there).
+std::string paramList(const Method& m, bool withDefaults = false) {
+  size_t firstDefault = m.params.size();
+  while (withDefaults && firstDefault > 0 && !m.params[firstDefault - 1].defaultValue.empty()) --firstDefault;
   std::string s;
   for (size_t i = 0; i < m.params.size(); ++i) {
     s += (i ? ", " : "") + paramType(m.params[i].type) + " " + m.params[i].name;
+    if (i >= firstDefault) s += " = " + m.params[i].defaultValue;
   }
   return s;
 }
@@ -166,12 +193,60 @@ void emitFrames(const Method& m, std::string& out) {
   }
 }
 
+void emitInterfaceStruct(const InterfaceDecl& d, std::string& out);
+
+// `text` with every non-empty line indented by `in` spaces (a nested interface's struct).
+std::string indented(const std::string& text, int in) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (end > pos) out += ind(in);
+    out += text.substr(pos, end - pos) + "\n";
+    pos = end + 1;
+  }
+  return out;
+}
+
+// Interfaces declared inside an interface: their structs go inside the enclosing one (their
+// Client and Server classes are defined after it, at namespace scope).
+void emitNestedInterfaces(const InterfaceDecl& d, std::string& out) {
+  for (const auto& n : d.nestedInterfaces) {
+    std::string text;
+    emitInterfaceStruct(n, text);
+    out += indented(text, 2);
+  }
+}
+
+// An interface left out by LRPC_SKIP_UNSUPPORTED: a comment saying why, and its nested types
+// (other declarations may use them).
+void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
+  std::vector<std::string> reasons;
+  for (const auto& r : d.refusals) reasons.push_back(r.str());
+  out += "// interface " + d.name + " is not generated (LRPC_SKIP_UNSUPPORTED), it uses what lrpc does not support:\n";
+  out += reasonLines(reasons, 0);
+  if (d.nestedEnums.empty() && d.nestedStructs.empty() && d.nestedInterfaces.empty()) return;
+  out += "struct " + d.name + " {  // only its nested types\n";
+  out += "  " + d.name + "() = delete;\n";
+  for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
+  for (const auto& n : d.nestedStructs) emitStruct(n, 2, out);
+  emitNestedInterfaces(d, out);
+  out += "};\n";
+  for (const auto& n : d.nestedStructs) emitStructAsserts(n, out);
+}
+
 void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
+  if (!d.refusals.empty()) {
+    emitLeftOutInterface(d, out);
+    return;
+  }
   out += docLines(d.doc, 0);
   out += "struct " + d.name + " {\n";
   out += "  " + d.name + "() = delete;\n\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
   for (const auto& s : d.nestedStructs) emitStruct(s, 2, out);
+  emitNestedInterfaces(d, out);
   if (!d.nestedEnums.empty() || !d.nestedStructs.empty()) out += "\n";
   for (size_t i = d.ownBegin; i < d.methods.size(); ++i) emitFrames(d.methods[i], out);
   out += "\n  // PDL indexes, the `procedure` of a call.\n";
@@ -226,8 +301,17 @@ std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(lis
 
 // Writes `fields`, whose values are `valueOf(field)`, into a frame: fixed values by memcpy at
 // their constant offsets, variable ones into one tail reservation at 8-byte aligned offsets.
-void emitWrite(const std::vector<Field>& fields, const std::function<std::string(const Field&)>& valueOf,
-               const WriteSpec& spec, int in, std::string& out) {
+// Zeroes the padding ranges of a struct value at `base` (a std::byte* expression).
+void emitZeroPadding(const std::string& base, const std::vector<std::pair<uint32_t, uint32_t>>& padding,
+                     const std::string& I, std::string& out) {
+  for (auto [o, n] : padding) {
+    out += I + "std::memset(" + base + " + " + std::to_string(o) + ", 0, " + std::to_string(n) + ");\n";
+  }
+}
+
+void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
+               const std::function<std::string(const Field&)>& valueOf, const WriteSpec& spec, int in,
+               std::string& out) {
   const std::string I = ind(in);
   bool anyVar = false;
   std::string prevEnd = "0";
@@ -279,8 +363,17 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Ref_, sizeof " + f.name + "Ref_);\n";
       } else {
         out += I + "std::memcpy(fixed_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
+        // The caller's struct padding holds whatever its memory held before.
+        if (f.type.kind == Kind::kStruct) emitZeroPadding("fixed_ + " + off, f.type.padding, I, out);
       }
     }
+    // The frame's own gaps: a reused A-stack or buffer holds earlier calls' bytes there.
+    uint32_t end = 0;
+    for (const auto& f : fields) {
+      if (f.offset > end) emitZeroPadding("fixed_", {{end, f.offset - end}}, I, out);
+      end = f.offset + f.size;
+    }
+    if (frameSize > end) emitZeroPadding("fixed_", {{end, frameSize - end}}, I, out);
   };
   auto tailPart = [&] {
     if (!anyVar) return;
@@ -313,6 +406,21 @@ void emitWrite(const std::vector<Field>& fields, const std::function<std::string
       } else if (f.type.kind == Kind::kList && e.kind == Kind::kBool) {
         out += I + "for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
         out += I + "  t_[" + at + " + i_] = std::byte{static_cast<uint8_t>(" + v + "[i_] ? 1 : 0)};\n";
+        out += I + "}\n";
+      } else if (e.kind == Kind::kStruct && !e.padding.empty() && spec.moveTail) {
+        // The handler's own values: their padding is zeroed in place before they go.
+        out += I + "for (auto& e_ : " + v + ") {\n";
+        out += I + "  std::byte* p_ = reinterpret_cast<std::byte*>(&e_);\n";
+        emitZeroPadding("p_", e.padding, I + "  ", out);
+        out += I + "}\n";
+        out += I + "if (" + f.name + "Bytes_ != 0) call_.moveResultTail(t_ + " + at + ", " + v + ");\n";
+      } else if (e.kind == Kind::kStruct && !e.padding.empty()) {
+        // The caller's values are const: each goes through a copy whose padding is zeroed.
+        out += I + "for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
+        out += I + "  " + e.cppName + " e_ = " + v + "[i_];\n";
+        out += I + "  std::byte* p_ = reinterpret_cast<std::byte*>(&e_);\n";
+        emitZeroPadding("p_", e.padding, I + "  ", out);
+        out += I + "  " + spec.copyTail + "(t_ + " + at + " + i_ * sizeof e_, p_, sizeof e_);\n";
         out += I + "}\n";
       } else if (spec.moveTail) {
         out += I + "if (" + f.name + "Bytes_ != 0) call_.moveResultTail(t_ + " + at + ", " + v + ");\n";
@@ -441,7 +549,7 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
 
 void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "// Calls " + d.name + " through a binding, same host or remote. Copies share the binding.\n";
-  out += "class " + d.name + "::Client {\n";
+  out += "class " + d.relName + "::Client {\n";
   out += " public:\n";
   out += "  // An unbound client: every call fails with kBindingRejected.\n";
   out += "  Client();\n";
@@ -455,7 +563,7 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
-    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") {\n";
+    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m, true) + ") {\n";
     out += "    if (binding_->remote) [[unlikely]] {\n";
     out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
     out += "      return " + m.name + "Via(call_" + argNames(m) + ");\n";
@@ -479,12 +587,12 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
 void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   std::string ps = paramList(m);
   out += "template <class Call>\n";
-  out += returnType(m) + " " + d.name + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
+  out += returnType(m) + " " + d.relName + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
          ") {\n";
   out += "  if (!call_.status().isOk()) return call_.status();\n";
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
-  emitWrite(m.params, [](const Field& f) { return f.name; }, spec, 2, out);
+  emitWrite(m.params, m.argsSize, [](const Field& f) { return f.name; }, spec, 2, out);
   const auto isVar = [](const Field& f) { return isVariable(f.type.kind); };
   const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
   if (var != m.results.end() && var->type.kind == Kind::kData &&
@@ -528,7 +636,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
 void emitServerClass(const InterfaceDecl& d, std::string& out) {
   out += "// Implement this to serve " + d.name + "; export it with the runtime or the transport.\n";
   out += "// Handlers may throw: the caller gets kServerFault with the exception's what().\n";
-  out += "class " + d.name + "::Server {\n";
+  out += "class " + d.relName + "::Server {\n";
   out += " public:\n";
   out += "  virtual ~Server() = default;\n";
   for (const auto& m : d.methods) {
@@ -543,7 +651,9 @@ void emitServerClass(const InterfaceDecl& d, std::string& out) {
 }
 
 std::string dispatchFnName(const InterfaceDecl& d, const Method& m) {
-  return "dispatch" + pascal(d.name) + m.framePrefix;
+  std::string scope = d.relName;
+  for (size_t at; (at = scope.find("::")) != std::string::npos;) scope.erase(at, 2);
+  return "dispatch" + pascal(scope) + m.framePrefix;
 }
 
 void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& out) {
@@ -613,13 +723,13 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   out += single ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
                  "call_.resultTail", false, "std::memcpy", true};
-  emitWrite(m.results, [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2,
-            out);
+  emitWrite(m.results, m.resultsSize,
+            [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2, out);
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 }
 
 void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
-  out += "::lrpc::Status " + d.name + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
+  out += "::lrpc::Status " + d.relName + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
   if (!d.methods.empty()) {
     out += "  auto& server = *static_cast<" + d.cppName + "::Server*>(self);\n";
     out += "  try {  // the copies allocate: running out of memory is an error, not a crash\n";
@@ -629,15 +739,16 @@ void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
     }
     out += "      default: break;\n";
     out += "    }\n";
-    out += "  } catch (const std::bad_alloc&) {\n";
-    out += "    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);\n";
-    out += "  }\n";
   } else {
     out += "  static_cast<void>(self);\n";
     out += "  static_cast<void>(call);\n";
+    out += "  try {  // the message allocates: running out of memory is an error, not a crash\n";
   }
-  out += "  return ::lrpc::Status(::lrpc::Errc::kBadFrame, " + quoted(d.descriptorName + ": no procedure ") +
+  out += "    return ::lrpc::Status(::lrpc::Errc::kBadFrame, " + quoted(d.descriptorName + ": no procedure ") +
          " + std::to_string(procedure));\n";
+  out += "  } catch (const std::bad_alloc&) {\n";
+  out += "    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);\n";
+  out += "  }\n";
   out += "}\n\n";
 }
 
@@ -650,13 +761,22 @@ std::string nsClose(const FileModel& f) {
 
 FileText emitFile(const FileModel& f) {
   FileText text;
+  // Without those LRPC_SKIP_UNSUPPORTED left out (and what is nested in them); nested ones
+  // after their enclosing interface.
+  std::vector<const InterfaceDecl*> generated;
+  std::function<void(const InterfaceDecl&)> collect = [&](const InterfaceDecl& d) {
+    if (!d.refusals.empty()) return;
+    generated.push_back(&d);
+    for (const auto& n : d.nestedInterfaces) collect(n);
+  };
+  for (const auto& d : f.interfaces) collect(d);
   const std::string banner = "// Generated by capnpc-lrpc from " + f.sourceName +
                              ". DO NOT EDIT: change the schema and rebuild.\n";
   std::string& h = text.header;
   h += banner;
   h += "// The layout and API are described in stubgen/generated_code.md.\n";
   h += "#pragma once\n\n";
-  h += "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <initializer_list>\n#include <memory>\n"
+  h += "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <initializer_list>\n#include <limits>\n#include <memory>\n"
        "#include <span>\n#include <string>\n#include <string_view>\n#include <type_traits>\n#include <vector>\n\n";
   h += "#include \"runtime/stub_support.h\"\n";
   for (const auto& inc : f.includes) h += "#include \"" + inc + "\"\n";
@@ -674,16 +794,21 @@ FileText emitFile(const FileModel& f) {
     emitStructAsserts(s, h);
     h += "\n";
   }
+  for (const auto& d : f.nestedInterfaces) {
+    h += "// interface " + d.cppName + " is not generated (LRPC_SKIP_UNSUPPORTED):\n";
+    for (const auto& r : d.refusals) h += "//   " + r.str() + "\n";
+  }
   for (const auto& d : f.interfaces) emitInterfaceStruct(d, h);
-  for (const auto& d : f.interfaces) {
+  for (const auto* dp : generated) {
+    const InterfaceDecl& d = *dp;
     emitClientClass(d, h);
     emitServerClass(d, h);
   }
-  if (!f.interfaces.empty()) {
+  if (!generated.empty()) {
     h += "// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.\n\n";
   }
-  for (const auto& d : f.interfaces) {
-    for (const auto& m : d.methods) emitClientVia(d, m, h);
+  for (const auto* d : generated) {
+    for (const auto& m : d->methods) emitClientVia(*d, m, h);
   }
   h += nsClose(f);
 
@@ -691,7 +816,7 @@ FileText emitFile(const FileModel& f) {
   c += banner;
   c += "#include \"" + f.baseName + ".lrpc.h\"\n\n";
   c += "#include <new>\n#include <optional>\n#include <string>\n#include <utility>\n\n";
-  if (!f.interfaces.empty()) {
+  if (!generated.empty()) {
     c += "namespace {\n\n";
     c += "// Answers every call of a client that has no usable binding, so that the client's first\n";
     c += "// statement can stay the test of the remote bit.\n";
@@ -714,24 +839,25 @@ FileText emitFile(const FileModel& f) {
     c += "  ::lrpc::CallChannel* raw = channel.get();\n";
     c += "  return std::make_shared<::lrpc::Binding>(iface, raw, std::move(channel));\n";
     c += "}\n\n";
-    for (const auto& d : f.interfaces) {
-      for (const auto& m : d.methods) emitDispatchMethod(d, m, c);
+    for (const auto* d : generated) {
+      for (const auto& m : d->methods) emitDispatchMethod(*d, m, c);
     }
     c += "}  // namespace\n\n";
   }
   c += nsOpen(f);
-  for (const auto& d : f.interfaces) {
-    c += "const ::lrpc::InterfaceDescriptor " + d.name + "::kDescriptor = {\n";
+  for (const auto* dp : generated) {
+    const InterfaceDecl& d = *dp;
+    c += "const ::lrpc::InterfaceDescriptor " + d.relName + "::kDescriptor = {\n";
     c += "    " + quoted(d.descriptorName) + ",\n";
     c += "    " + hex64(d.id) + ",\n";
     c += "    " + hex64(d.signatureHash) + ",  // FNV-1a 64 over method names, ordinals and types\n";
-    c += "    " + d.name + "::kProcedures,\n";
-    c += "    " + d.name + "::kProcedureCount,\n";
-    c += "    &" + d.name + "::Server::dispatch,\n";
+    c += "    " + d.relName + "::kProcedures,\n";
+    c += "    " + d.relName + "::kProcedureCount,\n";
+    c += "    &" + d.relName + "::Server::dispatch,\n";
     c += "};\n\n";
-    c += d.name + "::Client::Client() : Client(nullptr) {}\n\n";
-    c += d.name + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
-    c += "    : binding_(checkedBinding(std::move(binding), " + d.name + "::kDescriptor)), options_(options) {}\n\n";
+    c += d.relName + "::Client::Client() : Client(nullptr) {}\n\n";
+    c += d.relName + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
+    c += "    : binding_(checkedBinding(std::move(binding), " + d.relName + "::kDescriptor)), options_(options) {}\n\n";
     emitServerDispatch(d, c);
   }
   c += nsClose(f);

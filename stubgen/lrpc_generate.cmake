@@ -1,4 +1,4 @@
-# lrpc_generate(<target> <schema.capnp>... [IMPORT_DIRS <dir>...])
+# lrpc_generate(<target> <schema.capnp>... [SKIP_UNSUPPORTED] [IMPORT_DIRS <dir>...])
 #
 # Runs capnpc-lrpc on each schema at build time and compiles the stubs into <target>:
 #   * outputs go to ${CMAKE_CURRENT_BINARY_DIR}/lrpc_gen/<target>/<name>.lrpc.{h,cc}, named after
@@ -9,7 +9,10 @@
 #   * capnp gets -I for idl/ (so `import "/lrpc.capnp"` works), for each schema's own directory
 #     and for IMPORT_DIRS; a schema that imports another one whose types it uses must have that
 #     one generated too (same call, or a target it links), since the stub includes its header;
-#   * <target> links lrpc::runtime.
+#   * <target> links lrpc::runtime;
+#   * SKIP_UNSUPPORTED runs the generator with LRPC_SKIP_UNSUPPORTED=1: an interface that uses
+#     something lrpc does not support is left out (a comment in the header, a warning) instead of
+#     failing the build.
 # capnp runs in the schema's directory so that error messages name it as written, with lines.
 # The installed package (cmake/lrpcConfig.cmake.in) sets LRPC_IDL_DIR and LRPC_CAPNPC_LRPC
 # (the imported lrpc::capnpc-lrpc) before including this file; in the tree they default to
@@ -24,7 +27,11 @@ if(NOT DEFINED LRPC_CAPNPC_LRPC)
 endif()
 
 function(lrpc_generate target)
-  cmake_parse_arguments(G "" "" "IMPORT_DIRS" ${ARGN})
+  cmake_parse_arguments(G "SKIP_UNSUPPORTED" "" "IMPORT_DIRS" ${ARGN})
+  set(env "")
+  if(G_SKIP_UNSUPPORTED)
+    set(env "${CMAKE_COMMAND}" -E env LRPC_SKIP_UNSUPPORTED=1)
+  endif()
   set(outdir "${CMAKE_CURRENT_BINARY_DIR}/lrpc_gen/${target}")
   file(MAKE_DIRECTORY "${outdir}")
   set(includes "-I${LRPC_IDL_DIR}")
@@ -46,7 +53,7 @@ function(lrpc_generate target)
     get_filename_component(name "${abs}" NAME_WE)
     add_custom_command(
       OUTPUT "${outdir}/${name}.lrpc.h" "${outdir}/${name}.lrpc.cc"
-      COMMAND "${CAPNP_EXECUTABLE}" compile ${includes} "--src-prefix=${dir}"
+      COMMAND ${env} "${CAPNP_EXECUTABLE}" compile ${includes} "--src-prefix=${dir}"
               "-o$<TARGET_FILE:${LRPC_CAPNPC_LRPC}>:${outdir}" "${file}"
       WORKING_DIRECTORY "${dir}"
       DEPENDS ${schemas} ${LRPC_CAPNPC_LRPC} "${LRPC_IDL_DIR}/lrpc.capnp"

@@ -3,16 +3,22 @@
 // foo.lrpc.cc into the current directory (capnp runs plugins inside OUTDIR). Output names use
 // the schema's base name only, so includes do not depend on how capnp was invoked.
 //
-// All or nothing: when any requested file uses something unsupported, every error is printed
-// (file:line: interface, method, field: why) and nothing is written, so a build never picks up
-// half-generated stubs.
+// Only what an interface's methods reach is checked; a struct nothing uses that cannot be
+// generated is left out with a comment. By default it is all or nothing: when an interface of
+// any requested file uses something unsupported, every refused construct is printed once
+// (file:line: Decl.path: why, sorted by file and line) and nothing is written, so a build never
+// picks up half-generated stubs. With LRPC_SKIP_UNSUPPORTED=1 such an interface is left out
+// instead (a comment in the header, one warning line on stderr) and the rest is generated.
 #include <capnp/schema-loader.h>
 #include <capnp/schema.capnp.h>
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,20 +47,49 @@ int run() {
   capnp::SchemaLoader loader;
   for (auto node : request.getNodes()) loader.load(node);
 
-  std::vector<std::string> errors;
+  const char* skipEnv = std::getenv("LRPC_SKIP_UNSUPPORTED");
+  const bool skip = skipEnv != nullptr && *skipEnv != '\0' && std::string(skipEnv) != "0";
+
+  std::vector<lrpc::stubgen::Diag> errors;
+  std::vector<std::string> warnings;
   std::vector<lrpc::stubgen::FileText> texts;
   std::vector<std::string> names;
   for (auto file : request.getRequestedFiles()) {
     lrpc::stubgen::ModelBuilder builder(loader, request);
-    lrpc::stubgen::FileModel model = builder.build(file.getId(), errors);
+    lrpc::stubgen::FileModel model = builder.build(file.getId());
+    std::vector<const lrpc::stubgen::InterfaceDecl*> all;
+    std::function<void(const lrpc::stubgen::InterfaceDecl&)> collect = [&](const lrpc::stubgen::InterfaceDecl& d) {
+      all.push_back(&d);
+      for (const auto& n : d.nestedInterfaces) collect(n);
+    };
+    for (const auto* list : {&model.interfaces, &model.nestedInterfaces}) {
+      for (const auto& d : *list) collect(d);
+    }
+    {
+      for (const auto* dp : all) {
+        const auto& d = *dp;
+        if (d.refusals.empty()) continue;
+        errors.insert(errors.end(), d.refusals.begin(), d.refusals.end());
+        warnings.push_back(d.file + (d.line > 0 ? ":" + std::to_string(d.line) : std::string()) +
+                           ": warning: interface " + d.descriptorName.substr(d.descriptorName.find(':') + 1) + " left out (LRPC_SKIP_UNSUPPORTED): " +
+                           d.refusals.front().str() +
+                           (d.refusals.size() > 1 ? " (and " + std::to_string(d.refusals.size() - 1) + " more)" : ""));
+      }
+    }
     names.push_back(model.baseName);
     texts.push_back(lrpc::stubgen::emitFile(model));
   }
-  if (!errors.empty()) {
-    for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.c_str());
-    std::fprintf(stderr, "capnpc-lrpc: %zu error(s); nothing generated\n", errors.size());
+  if (!errors.empty() && !skip) {
+    lrpc::stubgen::sortUnique(errors);
+    for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.str().c_str());
+    std::fprintf(stderr,
+                 "capnpc-lrpc: %zu error(s); nothing generated (LRPC_SKIP_UNSUPPORTED=1 leaves out the interfaces "
+                 "that need them instead)\n",
+                 errors.size());
     return 1;
   }
+  std::sort(warnings.begin(), warnings.end());
+  for (const auto& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
   for (size_t i = 0; i < texts.size(); ++i) {
     if (!writeFile(names[i] + ".lrpc.h", texts[i].header) || !writeFile(names[i] + ".lrpc.cc", texts[i].source)) {
       return 1;

@@ -1,6 +1,8 @@
 #include "stubgen/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -110,6 +112,34 @@ std::vector<schema::Field::Reader> fieldsInCodeOrder(Node::Reader n, std::vector
   return out;
 }
 
+// A C++ string literal of `text`, every byte outside printable ASCII escaped.
+std::string cppStringLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7f && c != '?') {  // '?': no trigraphs
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+// An exact C++ literal of a float or double (hex float), or the numeric_limits expression.
+std::string floatLiteral(double v, bool isFloat) {
+  const std::string type = isFloat ? "float" : "double";
+  if (std::isnan(v)) return "std::numeric_limits<" + type + ">::quiet_NaN()";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + type + ">::infinity()";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return std::string(buf) + (isFloat ? "f" : "");
+}
+
 }  // namespace
 
 ModelBuilder::ModelBuilder(const capnp::SchemaLoader& loader, schema::CodeGeneratorRequest::Reader request)
@@ -165,61 +195,112 @@ std::string ModelBuilder::cppNameOf(uint64_t id) const {
   return out;
 }
 
-// capnp 0.9's CodeGeneratorRequest carries no source positions, so the line of a declaration
-// is found by reading the schema text: each (keyword, name) step is searched from the line
-// where the previous one was found. A step that is not found keeps the previous line; a file
-// that cannot be read gives 0 (the message then names no line). Never fails.
-int ModelBuilder::lineOf(uint64_t fileId, const std::vector<std::pair<std::string, std::string>>& path) const {
-  if (fileId == 0) return 0;
-  std::string file = node(fileId).getProto().getDisplayName();
-  auto cached = sourceLines_.find(file);
-  if (cached == sourceLines_.end()) {
-    std::vector<std::string> candidates{file};
-    // capnp runs the plugin inside the output directory (and sets $PWD to it), but display
-    // names are relative to where capnp itself runs, or to its --src-prefix: ask the parent.
-    if (!file.empty() && file[0] != '/') {
-      const std::string parent = "/proc/" + std::to_string(getppid());
-      candidates.push_back(parent + "/cwd/" + file);
-      std::ifstream cmdline(parent + "/cmdline", std::ios::binary);
-      for (std::string arg; std::getline(cmdline, arg, '\0');) {
-        if (arg.rfind("--src-prefix=", 0) == 0) {
-          std::string prefix = arg.substr(13);
-          if (!prefix.empty() && prefix[0] != '/') prefix = parent + "/cwd/" + prefix;
-          candidates.push_back(prefix + "/" + file);
-        }
-      }
-      if (const char* dir = std::getenv("LRPC_SCHEMA_DIR")) candidates.push_back(std::string(dir) + "/" + file);
-    }
-    std::vector<std::string> lines;
-    for (const auto& c : candidates) {
-      std::ifstream in(c);
-      if (!in) continue;
-      for (std::string line; std::getline(in, line);) {
-        if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-        lines.push_back(line);
-      }
-      break;
-    }
-    cached = sourceLines_.emplace(file, std::move(lines)).first;
+void sortUnique(std::vector<Diag>& diags) {
+  std::sort(diags.begin(), diags.end());
+  diags.erase(std::unique(diags.begin(), diags.end()), diags.end());
+}
+
+// The scopes from the file down to `id`, each by keyword and name ("struct Outer", "interface
+// Inner"), so that a nested declaration's line is searched inside its own parents.
+std::vector<ModelBuilder::Step> ModelBuilder::scopeSteps(uint64_t id) const {
+  std::vector<Step> steps;
+  for (uint64_t at = id; at != 0;) {
+    auto n = node(at).getProto();
+    if (n.isFile()) break;
+    uint64_t parent = n.getScopeId();
+    if (parent == 0) break;  // a method's parameter struct
+    const char* kind = n.isStruct() ? "struct" : n.isInterface() ? "interface" : n.isEnum() ? "enum" : "";
+    std::string name = n.getDisplayName().cStr() + n.getDisplayNamePrefixLength();
+    if (*kind != '\0' && !(n.isStruct() && n.getStruct().getIsGroup())) steps.insert(steps.begin(), Step{kind, name});
+    at = parent;
   }
-  const auto& lines = cached->second;
+  return steps;
+}
+
+// The interface a declaration is nested in (at any depth), or 0.
+uint64_t ModelBuilder::enclosingInterface(uint64_t id) const {
+  for (uint64_t at = node(id).getProto().getScopeId(); at != 0;) {
+    auto n = node(at).getProto();
+    if (n.isInterface()) return at;
+    if (n.isFile()) return 0;
+    at = n.getScopeId();
+  }
+  return 0;
+}
+
+// capnp 0.9's CodeGeneratorRequest carries no source positions, so the line of a declaration
+// is found by reading the schema text. Display names are relative to where capnp runs, to its
+// --src-prefix, or (imported files) to one of its import paths, so those are asked of capnp,
+// the plugin's parent. A file that cannot be found gives no lines (messages then name no line).
+const std::vector<std::string>& ModelBuilder::sourceLines(uint64_t fileId) const {
+  auto cached = sourceLines_.find(fileId);
+  if (cached != sourceLines_.end()) return cached->second;
+  std::string file = node(fileId).getProto().getDisplayName();
+  std::vector<std::string> candidates{file};
+  if (!file.empty() && file[0] != '/') {
+    const std::string parent = "/proc/" + std::to_string(getppid());
+    auto rooted = [&](std::string dir) {
+      if (!dir.empty() && dir[0] != '/') dir = parent + "/cwd/" + dir;
+      candidates.push_back(dir + "/" + file);
+    };
+    candidates.push_back(parent + "/cwd/" + file);
+    std::ifstream cmdline(parent + "/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a.rfind("--src-prefix=", 0) == 0) rooted(a.substr(13));
+      if (a.rfind("--import-path=", 0) == 0) rooted(a.substr(14));
+      if (a.rfind("-I", 0) == 0) {
+        if (a.size() > 2) rooted(a.substr(2));
+        else if (i + 1 < args.size()) rooted(args[i + 1]);
+      }
+    }
+    if (const char* dir = std::getenv("LRPC_SCHEMA_DIR")) candidates.push_back(std::string(dir) + "/" + file);
+  }
+  std::vector<std::string> lines;
+  for (const auto& c : candidates) {
+    std::ifstream in(c);
+    if (!in) continue;
+    for (std::string line; std::getline(in, line);) {
+      if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+      lines.push_back(line);
+    }
+    break;
+  }
+  return sourceLines_.emplace(fileId, std::move(lines)).first->second;
+}
+
+// Each step is searched from where the previous one was found (a member by its name and
+// ordinal, which is unique in its scope). A step that is not found keeps the previous line.
+int ModelBuilder::lineOf(uint64_t fileId, const std::vector<Step>& path) const {
+  if (fileId == 0) return 0;
+  const auto& lines = sourceLines(fileId);
   if (lines.empty()) return 0;
   size_t at = 0;
   bool any = false;
-  for (const auto& [kind, name] : path) {
+  for (const auto& step : path) {
     std::string pattern;
-    if (kind == "interface" || kind == "struct" || kind == "enum") {
-      pattern = "\\b" + kind + "\\s+" + name + "\\b";
-    } else if (kind == "method") {
-      pattern = "\\b" + name + "\\s*@\\s*[0-9]+";
-    } else if (kind == "field") {  // "name @3 :T" or a group "name :group"
-      pattern = "\\b" + name + "\\s*(@\\s*[0-9]+|:)";
+    const std::string ord = step.ordinal >= 0 ? "\\s*@\\s*" + std::to_string(step.ordinal) + "\\b" : "";
+    if (step.kind == "interface" || step.kind == "struct" || step.kind == "enum") {
+      pattern = "\\b" + step.kind + "\\s+" + step.name + "\\b";
+    } else if (step.kind == "method") {
+      pattern = "\\b" + step.name + ord;
+    } else if (step.kind == "field") {  // "name @3 :T", or a group / union "name :group"
+      pattern = "\\b" + step.name + (step.ordinal >= 0 ? ord : "\\s*:\\s*(group|union)\\b");
     } else {  // param / result
-      pattern = "\\b" + name + "\\s*:";
+      pattern = "\\b" + step.name + "\\s*:";
     }
     std::regex re(pattern);
-    for (size_t i = at; i < lines.size(); ++i) {
-      if (std::regex_search(lines[i], re)) {
+    size_t from = at;
+    if (step.kind == "result") {  // results follow the method's "->"
+      while (from < lines.size() && lines[from].find("->") == std::string::npos) ++from;
+      if (from == lines.size()) from = at;
+    }
+    for (size_t i = from; i < lines.size(); ++i) {
+      std::string text = lines[i];
+      if (i == from && step.kind == "result" && text.find("->") != std::string::npos) text = text.substr(text.find("->"));
+      if (std::regex_search(text, re)) {
         at = i;
         any = true;
         break;
@@ -229,22 +310,32 @@ int ModelBuilder::lineOf(uint64_t fileId, const std::vector<std::pair<std::strin
   return any ? static_cast<int>(at) + 1 : 0;
 }
 
-namespace {
-std::string where(const std::string& file, int line) {
-  return line > 0 ? file + ":" + std::to_string(line) + ": " : file + ": ";
+Diag ModelBuilder::diag(uint64_t fileId, int line, const std::string& text) const {
+  return Diag{fileId ? std::string(node(fileId).getProto().getDisplayName()) : std::string("?"), line, text};
 }
+
+namespace {
+
+// How the schema spells an AnyPointer type.
+std::string anyPointerName(CType::Reader t) {
+  auto a = t.getAnyPointer();
+  if (!a.isUnconstrained()) return "AnyPointer";
+  switch (a.getUnconstrained().which()) {
+    case CType::AnyPointer::Unconstrained::STRUCT: return "AnyStruct";
+    case CType::AnyPointer::Unconstrained::LIST: return "AnyList";
+    case CType::AnyPointer::Unconstrained::CAPABILITY: return "Capability";
+    default: return "AnyPointer";
+  }
+}
+
 }  // namespace
 
-bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string& context, uint64_t fileId,
-                               int line, ::lrpc::stubgen::Type& out, std::vector<std::string>& errors) {
-  const std::string at = where(fileId ? std::string(node(fileId).getProto().getDisplayName()) : "?", line) + context;
+bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string& path, uint64_t fileId, int line,
+                               ::lrpc::stubgen::Type& out, std::vector<Diag>& diags) {
   auto fail = [&](const std::string& what) {
-    errors.push_back(at + ": " + what);
+    diags.push_back(diag(fileId, line, path + ": " + what));
     return false;
   };
-  const char* kFixed =
-      "lrpc structs are fixed-size and copied whole into the frame (DESIGN: structs are flattened); "
-      "pass variable-size values as method parameters or results instead";
   Kind k;
   if (primitiveKind(t.which(), k)) {
     out.kind = k;
@@ -252,18 +343,19 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
   }
   switch (t.which()) {
     case CType::VOID:
-      return fail("Void is not supported (a parameter, result or field must carry a value; "
-                  "use an empty parameter or result list instead)");
+      return fail("Void is not supported (it carries nothing: leave it out of the list)");
     case CType::TEXT:
     case CType::DATA:
       if (inStruct) {
-        return fail(std::string(t.isText() ? "Text" : "Data") + " is not allowed in a struct (" + kFixed + ")");
+        return fail(std::string(t.isText() ? "Text" : "Data") +
+                    " is not allowed in a struct (structs are fixed-size for now: pass the value as a "
+                    "method parameter or result instead)");
       }
       out.kind = t.isText() ? Kind::kText : Kind::kData;
       return true;
     case CType::ENUM: {
       auto e = node(t.getEnum().getTypeId()).getProto();
-      if (e.getIsGeneric()) return fail("generic scopes are not supported");
+      if (e.getIsGeneric()) return fail("enum " + localPath(e) + " in a generic scope is not supported (declare it outside)");
       out.kind = Kind::kEnum;
       out.id = e.getId();
       out.cppName = cppNameOf(out.id);
@@ -274,49 +366,62 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       auto s = node(id).getProto();
       if (s.getIsGeneric() || t.getStruct().getBrand().getScopes().size() > 0) {
         return fail("generic struct " + localPath(s) +
-                    " is not supported (frames need one concrete layout at generation time)");
+                    " is not supported (a frame needs one concrete layout: declare a struct with concrete field types)");
       }
-      if (!checkStruct(id, errors)) {
-        return fail("struct " + localPath(s) + " cannot be used (see its error)");
-      }
+      // A refused struct is reported once, where it is declared, not at every use.
+      if (!checkStruct(id, diags)) return false;
       out.kind = Kind::kStruct;
       out.id = id;
       out.cppName = cppNameOf(id);
       out.boolOffsets.clear();
       boolOffsets(id, 0, out.boolOffsets);
+      out.padding.clear();
+      paddingOf(id, 0, out.padding);
       return true;
     }
     case CType::LIST: {
-      if (inStruct) return fail(std::string("List is not allowed in a struct (") + kFixed + ")");
+      if (inStruct) {
+        return fail("List is not allowed in a struct (structs are fixed-size for now: pass the list as a method "
+                    "parameter or result instead)");
+      }
       auto e = t.getList().getElementType();
       ::lrpc::stubgen::Type elem;
       if (e.isList()) {
-        return fail("List(List(...)) is not supported (only one level of variable size per value: "
-                    "a frame names each value by one offset and length)");
+        return fail("List(List(...)) is not supported (pass the inner lists flattened, with a List(UInt32) of their "
+                    "lengths)");
       }
       if (e.isAnyPointer() || e.isInterface() || e.isVoid()) {
-        const char* what = e.isVoid() ? "List(Void)" : e.isInterface() ? "List of an interface" : "List(AnyPointer)";
-        return fail(std::string(what) + " is not supported (lists carry plain data: primitives, enums, "
-                    "fixed-size structs, Text or Data)");
+        const std::string what = e.isVoid()        ? "List(Void)"
+                                 : e.isInterface() ? "List of an interface"
+                                                   : "List(" + anyPointerName(e) + ")";
+        return fail(what + " is not supported (lists carry plain data: primitives, enums, fixed-size structs, "
+                           "Text or Data)");
       }
-      if (!convertType(e, false, context, fileId, line, elem, errors)) return false;
+      if (!convertType(e, false, path, fileId, line, elem, diags)) return false;
       out.kind = Kind::kList;
       out.elem = elem.kind;
       out.elemId = elem.id;
       out.cppName = elem.cppName;
       out.boolOffsets = elem.boolOffsets;
+      out.padding = elem.padding;
       return true;
     }
     case CType::INTERFACE:
       return fail("interface " + localPath(node(t.getInterface().getTypeId()).getProto()) +
-                  " as a value is not supported (capabilities are not passed: lrpc moves plain data "
-                  "through A-stacks and datagrams; bind to the interface by name instead)");
-    case CType::ANY_POINTER:
+                  " as a value is not supported (capabilities are not passed yet: bind to the interface by name "
+                  "instead)");
+    case CType::ANY_POINTER: {
       if (t.getAnyPointer().isParameter() || t.getAnyPointer().isImplicitMethodParameter()) {
-        return fail("generic parameter type is not supported (generics are not supported: frames need "
-                    "one concrete layout at generation time)");
+        return fail("generic parameter type is not supported (a frame needs one concrete layout: use a concrete "
+                    "type)");
       }
-      return fail("AnyPointer is not supported (frames need a type known at generation time)");
+      const std::string name = anyPointerName(t);
+      if (name == "Capability") {
+        return fail("Capability as a value is not supported (capabilities are not passed yet: bind to the "
+                    "interface by name instead)");
+      }
+      return fail(name + " is not supported (a frame needs a type known at generation time: use a concrete type)");
+    }
     default:
       return fail("this type is not supported");
   }
@@ -332,65 +437,77 @@ ModelBuilder::Layout ModelBuilder::layoutOf(const ::lrpc::stubgen::Type& t) cons
   return {s, s};
 }
 
-// Validates a struct used by value (in any file) and computes its layout, once.
-bool ModelBuilder::checkStruct(uint64_t id, std::vector<std::string>& errors) {
-  if (auto it = structOk_.find(id); it != structOk_.end()) return it->second;
+// Checks a struct (in any file) and computes its layout, once. Its refusals are kept and
+// appended to `diags` at each use, so a struct used by many methods is still one line each.
+bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
+  if (auto it = structDiags_.find(id); it != structDiags_.end()) {
+    diags.insert(diags.end(), it->second.begin(), it->second.end());
+    return it->second.empty();
+  }
+  auto s = node(id).getProto();
+  const std::string name = localPath(s);
+  const uint64_t fileId = fileIdOf(id);
+  const std::vector<Step> steps = scopeSteps(id);
   if (inProgress_.count(id)) {
-    auto s = node(id).getProto();
-    uint64_t fileId = fileIdOf(id);
-    errors.push_back(where(fileOf(id), lineOf(fileId, {{"struct", s.getDisplayName().cStr() + s.getDisplayNamePrefixLength()}})) +
-                     "struct " + localPath(s) +
-                     ": contains itself (a fixed-size struct cannot; capnp allows it only through pointers)");
+    diags.push_back(diag(fileId, lineOf(fileId, steps),
+                         name + ": a struct that contains itself is not supported (it would have no fixed size; "
+                                "pass the parts as separate values)"));
     return false;
   }
   inProgress_.insert(id);
-  auto s = node(id).getProto();
-  const std::string name = localPath(s);
-  const std::string shortName = s.getDisplayName().cStr() + s.getDisplayNamePrefixLength();
-  uint64_t fileId = fileIdOf(id);
-  const std::string file = fileOf(id);
-  bool ok = true;
-  int structLine = lineOf(fileId, {{"struct", shortName}});
+  std::vector<Diag> mine;
+  const int structLine = lineOf(fileId, steps);
   if (s.getIsGeneric()) {
-    errors.push_back(where(file, structLine) + "struct " + name +
-                     ": generic structs are not supported (frames need one concrete layout at generation time)");
-    ok = false;
+    mine.push_back(diag(fileId, structLine,
+                        name + ": generic structs are not supported (a frame needs one concrete layout: declare a "
+                               "struct with concrete field types)"));
   }
   if (s.getStruct().getDiscriminantCount() > 0) {
-    errors.push_back(where(file, structLine) + "struct " + name +
-                     ": unions are not supported (a frame has one fixed layout; use separate fields or methods)");
-    ok = false;
+    mine.push_back(diag(fileId, structLine,
+                        name + ": unions are not supported (a frame has one fixed layout: use separate fields or "
+                               "methods)"));
   }
+  const uint64_t inIface = enclosingInterface(id);
   Layout layout{0, 1};
   for (auto f : fieldsInCodeOrder(s, nullptr)) {
-    std::string fname = f.getName();
-    int line = lineOf(fileId, {{"struct", shortName}, {"field", fname}});
-    std::string ctx = "struct " + name + ", field " + fname;
+    const std::string fname = f.getName();
+    std::vector<Step> fsteps = steps;
+    fsteps.push_back({"field", fname, f.isGroup() ? -1 : static_cast<int>(f.getOrdinal().getExplicit())});
+    const int line = lineOf(fileId, fsteps);
+    const std::string path = name + "." + fname;
     if (f.isGroup()) {
-      errors.push_back(where(file, line) + ctx +
-                       ": groups and unions are not supported (a frame has one fixed layout)");
-      ok = false;
+      mine.push_back(diag(fileId, line,
+                          path + ": groups and unions are not supported (a frame has one fixed layout: use a "
+                                 "nested struct or separate fields)"));
       continue;
     }
     if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) continue;  // reported as a union
+    if (f.getSlot().getType().isVoid()) continue;  // carries nothing: no member
     ::lrpc::stubgen::Type t;
-    if (!convertType(f.getSlot().getType(), true, ctx, fileId, line, t, errors)) {
-      ok = false;
-      continue;
+    if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
+    if (t.kind == Kind::kStruct || t.kind == Kind::kEnum) {
+      // File-scope structs are emitted before a file's interfaces.
+      const uint64_t typeIface = enclosingInterface(t.id);
+      if (typeIface != 0 && inIface == 0 && fileIdOf(t.id) == fileId) {
+        mine.push_back(diag(fileId, line,
+                            path + ": a struct outside interfaces using " + localPath(node(t.id).getProto()) +
+                                ", which is nested in interface " + localPath(node(typeIface).getProto()) +
+                                ", is not supported (declare that type at file scope)"));
+        continue;
+      }
     }
-    if (f.getSlot().getHadExplicitDefault()) {
-      errors.push_back(where(file, line) + ctx +
-                       ": default values are not supported (lrpc frames carry every value; a schema default "
-                       "would silently not apply)");
-      ok = false;
+    std::string literal, refused;
+    if (f.getSlot().getHadExplicitDefault() && !defaultLiteral(t, f.getSlot().getDefaultValue(), literal, refused)) {
+      mine.push_back(diag(fileId, line,
+                          path + ": default values that are " + refused +
+                                 " are not supported (remove the default and set the field in the caller)"));
       continue;
     }
     uint32_t ignored = 0;
     if (getUInt32Annotation(f.getAnnotations(), kMaxBytesId, ignored)) {
-      errors.push_back(where(file, line) + ctx +
-                       ": $Lrpc.maxBytes applies only to Text, Data and List parameters and results (a struct "
-                       "field's size is already known)");
-      ok = false;
+      mine.push_back(diag(fileId, line,
+                          path + ": $Lrpc.maxBytes applies only to Text, Data and List parameters and results (a "
+                                 "struct field's size is already known: remove it)"));
       continue;
     }
     Layout fl = layoutOf(t);
@@ -400,15 +517,17 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<std::string>& errors) {
   layout.size = std::max<uint32_t>(1, alignUp(layout.size, layout.align));  // as C++ lays it out
   inProgress_.erase(id);
   layouts_[id] = layout;
-  structOk_[id] = ok;
-  return ok;
+  sortUnique(mine);
+  structDiags_[id] = mine;
+  diags.insert(diags.end(), mine.begin(), mine.end());
+  return mine.empty();
 }
 
 void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out) {
   uint32_t offset = 0;
   for (auto f : fieldsInCodeOrder(node(structId).getProto(), nullptr)) {
     ::lrpc::stubgen::Type t;
-    std::vector<std::string> ignored;  // the struct passed checkStruct
+    std::vector<Diag> ignored;  // the struct passed checkStruct
     if (f.isGroup() || !convertType(f.getSlot().getType(), true, "", 0, 0, t, ignored)) continue;
     Layout fl = layoutOf(t);
     offset = alignUp(offset, fl.align);
@@ -418,6 +537,62 @@ void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uin
     }
     offset += fl.size;
   }
+}
+
+// The C++ expression of a schema default of type `t`. Numbers, Bool, enums and (for
+// parameters) Text become literals; every other form is refused, named in `refused`.
+bool ModelBuilder::defaultLiteral(const ::lrpc::stubgen::Type& t, schema::Value::Reader v, std::string& out,
+                                  std::string& refused) const {
+  switch (v.which()) {
+    case schema::Value::BOOL: out = v.getBool() ? "true" : "false"; return true;
+    case schema::Value::INT8: out = std::to_string(v.getInt8()); return true;
+    case schema::Value::INT16: out = std::to_string(v.getInt16()); return true;
+    case schema::Value::INT32: out = std::to_string(v.getInt32()); return true;
+    case schema::Value::INT64:
+      out = v.getInt64() == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(v.getInt64()) + "LL";
+      return true;
+    case schema::Value::UINT8: out = std::to_string(v.getUint8()) + "u"; return true;
+    case schema::Value::UINT16: out = std::to_string(v.getUint16()) + "u"; return true;
+    case schema::Value::UINT32: out = std::to_string(v.getUint32()) + "u"; return true;
+    case schema::Value::UINT64: out = std::to_string(v.getUint64()) + "ull"; return true;
+    case schema::Value::FLOAT32: out = floatLiteral(v.getFloat32(), true); return true;
+    case schema::Value::FLOAT64: out = floatLiteral(v.getFloat64(), false); return true;
+    case schema::Value::ENUM: {
+      auto enumerants = node(t.id).getProto().getEnum().getEnumerants();
+      if (v.getEnum() >= enumerants.size()) {
+        refused = "numbers outside their enum";
+        return false;
+      }
+      out = t.cppName + "::k" + pascal(enumerants[v.getEnum()].getName().cStr());
+      return true;
+    }
+    case schema::Value::TEXT:
+      out = cppStringLiteral(std::string_view(v.getText().cStr(), v.getText().size()));
+      return true;
+    case schema::Value::DATA: refused = "Data literals"; return false;
+    case schema::Value::LIST: refused = "List literals"; return false;
+    case schema::Value::STRUCT: refused = "struct literals"; return false;
+    default: refused = "of this kind"; return false;
+  }
+}
+
+// The gaps C++ leaves between a struct's members and after the last one, as it lays them out.
+void ModelBuilder::paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out) {
+  uint32_t offset = 0;
+  for (auto f : fieldsInCodeOrder(node(structId).getProto(), nullptr)) {
+    ::lrpc::stubgen::Type t;
+    std::vector<Diag> ignored;  // the struct passed checkStruct
+    if (f.isGroup() || !convertType(f.getSlot().getType(), true, "", 0, 0, t, ignored)) continue;
+    Layout fl = layoutOf(t);
+    const uint32_t at = alignUp(offset, fl.align);
+    if (at != offset) out.emplace_back(base + offset, at - offset);
+    if (t.kind == Kind::kStruct) {
+      for (auto [o, n] : t.padding) out.emplace_back(base + at + o, n);
+    }
+    offset = at + fl.size;
+  }
+  const uint32_t size = layouts_[structId].size;
+  if (size > offset) out.emplace_back(base + offset, size - offset);
 }
 
 EnumDecl ModelBuilder::makeEnum(uint64_t id) {
@@ -434,34 +609,44 @@ EnumDecl ModelBuilder::makeEnum(uint64_t id) {
   return d;
 }
 
-StructDecl ModelBuilder::makeStruct(uint64_t id, std::vector<std::string>& errors) {
+StructDecl ModelBuilder::makeStruct(uint64_t id) {
   auto s = node(id).getProto();
   StructDecl d;
   d.id = id;
   d.name = cppIdent(s.getDisplayName().cStr() + s.getDisplayNamePrefixLength());
   d.cppName = cppNameOf(id);
   d.doc = docOf(id);
-  if (!checkStruct(id, errors)) return d;
-  std::vector<unsigned> indexes;
-  auto fields = fieldsInCodeOrder(s, &indexes);
-  uint32_t offset = 0;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    Field f;
-    f.schemaName = fields[i].getName();
-    f.name = cppIdent(f.schemaName);
-    f.doc = memberDoc(id, indexes[i]);
-    std::vector<std::string> ignored;  // already reported by checkStruct
-    convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
-    noteUse(f.type);
-    Layout fl = layoutOf(f.type);
-    f.offset = alignUp(offset, fl.align);
-    f.size = fl.size;
-    offset = f.offset + fl.size;
-    d.fields.push_back(std::move(f));
+  std::vector<Diag> why;
+  if (checkStruct(id, why)) {
+    std::vector<unsigned> indexes;
+    auto fields = fieldsInCodeOrder(s, &indexes);
+    uint32_t offset = 0;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].getSlot().getType().isVoid()) continue;
+      Field f;
+      f.schemaName = fields[i].getName();
+      f.name = cppIdent(f.schemaName);
+      f.doc = memberDoc(id, indexes[i]);
+      std::vector<Diag> ignored;  // checkStruct passed
+      convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
+      if (fields[i].getSlot().getHadExplicitDefault()) {
+        std::string refused;  // checkStruct accepted it
+        defaultLiteral(f.type, fields[i].getSlot().getDefaultValue(), f.defaultValue, refused);
+      }
+      noteUse(f.type);
+      Layout fl = layoutOf(f.type);
+      f.offset = alignUp(offset, fl.align);
+      f.size = fl.size;
+      offset = f.offset + fl.size;
+      d.fields.push_back(std::move(f));
+    }
+    d.size = layouts_[id].size;
+    d.align = layouts_[id].align;
+  } else {
+    sortUnique(why);
+    d.refused = why.front().str();
   }
-  d.size = layouts_[id].size;
-  d.align = layouts_[id].align;
-  collectScope(id, d.nestedEnums, d.nestedStructs, nullptr, errors);
+  collectScope(id, d.nestedEnums, d.nestedStructs, nullptr);
   return d;
 }
 
@@ -517,7 +702,25 @@ bool declares(const InterfaceDecl& d, uint64_t id) {
   for (const auto& n : d.nestedStructs) {
     if (declares(n, id)) return true;
   }
+  for (const auto& n : d.nestedInterfaces) {
+    if (declares(n, id)) return true;
+  }
   return false;
+}
+
+// The types and bases an interface's struct names: its own methods' and, since their structs
+// sit inside it, its nested interfaces'.
+void interfaceDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
+  deps.insert(d.bases.begin(), d.bases.end());
+  for (size_t m = d.ownBegin; m < d.methods.size(); ++m) {
+    for (const auto* fields : {&d.methods[m].params, &d.methods[m].results}) {
+      for (const auto& f : *fields) {
+        if (f.type.id) deps.insert(f.type.id);
+        if (f.type.elemId) deps.insert(f.type.elemId);
+      }
+    }
+  }
+  for (const auto& n : d.nestedInterfaces) interfaceDeps(n, deps);
 }
 
 // An interface's stubs name its bases' frames and the types its own methods use: when those
@@ -528,15 +731,8 @@ std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
   std::function<void(size_t)> visit = [&](size_t i) {
     if (state[i] != 0) return;
     state[i] = 1;
-    std::set<uint64_t> deps(in[i].bases.begin(), in[i].bases.end());
-    for (size_t m = in[i].ownBegin; m < in[i].methods.size(); ++m) {
-      for (const auto* fields : {&in[i].methods[m].params, &in[i].methods[m].results}) {
-        for (const auto& f : *fields) {
-          if (f.type.id) deps.insert(f.type.id);
-          if (f.type.elemId) deps.insert(f.type.elemId);
-        }
-      }
-    }
+    std::set<uint64_t> deps;
+    interfaceDeps(in[i], deps);
     for (uint64_t dep : deps) {
       for (size_t j = 0; j < in.size(); ++j) {
         if (j != i && declares(in[j], dep)) visit(j);
@@ -552,7 +748,7 @@ std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
 }  // namespace
 
 void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
-                                std::vector<InterfaceDecl>* interfaces, std::vector<std::string>& errors) {
+                                std::vector<InterfaceDecl>* interfaces) {
   for (auto nested : node(scopeId).getProto().getNestedNodes()) {
     auto n = node(nested.getId()).getProto();
     switch (n.which()) {
@@ -560,16 +756,23 @@ void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, 
         enums.push_back(makeEnum(n.getId()));
         break;
       case Node::STRUCT:
-        structs.push_back(makeStruct(n.getId(), errors));
+        structs.push_back(makeStruct(n.getId()));
         break;
       case Node::INTERFACE:
         if (interfaces) {
-          interfaces->push_back(makeInterface(n.getId(), errors));
+          interfaces->push_back(makeInterface(n.getId()));
         } else {
-          uint64_t fileId = fileIdOf(n.getId());
-          errors.push_back(where(fileOf(n.getId()), lineOf(fileId, {{"interface", nested.getName().cStr()}})) +
-                           "interface " + localPath(n) +
-                           ": interfaces nested in a struct or interface are not supported; declare it at file scope");
+          InterfaceDecl d;
+          d.id = n.getId();
+          d.name = cppIdent(nested.getName().cStr());
+          d.cppName = cppNameOf(d.id);
+          d.descriptorName = baseNameOf(fileOf(d.id)) + ".capnp:" + localPath(n);
+          d.file = fileOf(d.id);
+          d.line = lineOf(fileIdOf(d.id), scopeSteps(d.id));
+          d.refusals.push_back(diag(fileIdOf(d.id), d.line,
+                                    localPath(n) + ": interfaces nested in a struct are not supported (declare it at "
+                                                   "file scope or inside an interface)"));
+          nestedInterfaces_.push_back(std::move(d));
         }
         break;
       default:  // constants and annotation declarations generate nothing
@@ -580,21 +783,24 @@ void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, 
   if (interfaces) *interfaces = dependencyOrder(std::move(*interfaces));
 }
 
-bool ModelBuilder::makeFields(uint64_t structId, const std::string& ifaceName, const std::string& methodName,
-                              const char* role, uint64_t fileId, int methodLine, std::vector<Field>& out,
-                              std::vector<std::string>& errors) {
+// The parameters (or results) of a method as frame fields. `methodPath` is "Calc.add"; a
+// parameter is named "Calc.add(b)", a result "Calc.add -> sum".
+bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, bool params, uint64_t fileId,
+                              const std::vector<Step>& methodSteps, int methodLine, std::vector<Field>& out,
+                              std::vector<Diag>& diags) {
   auto s = node(structId).getProto();
-  const std::string file = node(fileId).getProto().getDisplayName();
-  bool ok = true;
-  const std::string ctxBase = "interface " + ifaceName + ", method " + methodName;
+  const char* role = params ? "parameter" : "result";
   if (s.getIsGeneric()) {
-    errors.push_back(where(file, methodLine) + ctxBase + ": generic " + role +
-                     "s are not supported (frames need one concrete layout at generation time)");
+    diags.push_back(diag(fileId, methodLine,
+                         methodPath + ": generic " + role +
+                             " lists are not supported (a frame needs one concrete layout: use concrete types)"));
     return false;
   }
+  bool ok = true;
   if (s.getStruct().getDiscriminantCount() > 0) {
-    errors.push_back(where(file, methodLine) + ctxBase + ": unions in " + role +
-                     "s are not supported (a frame has one fixed layout)");
+    diags.push_back(diag(fileId, methodLine,
+                         methodPath + ": unions in a " + role +
+                             " list are not supported (a frame has one fixed layout: use separate methods)"));
     ok = false;
   }
   std::vector<unsigned> indexes;
@@ -606,39 +812,48 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& ifaceName, c
     p.schemaName = f.getName();
     p.name = cppIdent(p.schemaName);
     p.doc = memberDoc(structId, indexes[i]);
-    std::string ctx = ctxBase + ", " + role + " " + p.schemaName;
-    // Params and results are on the method's line or the lines after it.
-    std::vector<std::pair<std::string, std::string>> path{{"interface", ifaceName}, {"method", methodName}, {"param", p.schemaName}};
-    int line = lineOf(fileId, path);
+    const std::string path = params ? methodPath + "(" + p.schemaName + ")" : methodPath + " -> " + p.schemaName;
+    std::vector<Step> steps = methodSteps;
+    steps.push_back({params ? "param" : "result", p.schemaName});
+    int line = lineOf(fileId, steps);
     if (line == 0) line = methodLine;
-    if (f.isGroup() || f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) {
-      errors.push_back(where(file, line) + ctx + ": groups and unions are not supported (a frame has one fixed layout)");
+    if (f.isGroup()) {
+      diags.push_back(diag(fileId, line,
+                           path + ": groups and unions are not supported (a frame has one fixed layout: use "
+                                  "separate parameters or a struct)"));
       ok = false;
       continue;
     }
-    if (!convertType(f.getSlot().getType(), false, ctx, fileId, line, p.type, errors)) {
+    if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) continue;  // reported as a union
+    if (f.getSlot().getType().isVoid()) continue;  // carries nothing: not in the frame or the C++ call
+    if (!convertType(f.getSlot().getType(), false, path, fileId, line, p.type, diags)) {
       ok = false;
       continue;
     }
-    if (f.getSlot().getHadExplicitDefault()) {
-      errors.push_back(where(file, line) + ctx +
-                       ": default values are not supported (every argument is passed explicitly; a schema "
-                       "default would silently not apply)");
-      ok = false;
-      continue;
+    // A result always travels, so its default never applies; a parameter's is the client's
+    // default argument.
+    if (params && f.getSlot().getHadExplicitDefault()) {
+      std::string refused;
+      if (!defaultLiteral(p.type, f.getSlot().getDefaultValue(), p.defaultValue, refused)) {
+        diags.push_back(diag(fileId, line,
+                             path + ": default values that are " + refused +
+                                    " are not supported (remove the default and pass the value)"));
+        ok = false;
+        continue;
+      }
     }
     if (getUInt32Annotation(f.getAnnotations(), kMaxBytesId, p.maxBytes) && !isVariable(p.type.kind)) {
-      errors.push_back(where(file, line) + ctx +
-                       ": $Lrpc.maxBytes applies only to Text, Data and List values (a fixed-size value's size is "
-                       "already known)");
+      diags.push_back(diag(fileId, line,
+                           path + ": $Lrpc.maxBytes applies only to Text, Data and List values (a fixed-size "
+                                  "value's size is already known: remove it)"));
       ok = false;
       continue;
     }
     p.inPlace = hasAnnotation(f.getAnnotations(), kInPlaceId);
-    if (p.inPlace && (p.type.kind != Kind::kData || std::string_view(role) != "param")) {
-      errors.push_back(where(file, line) + ctx +
-                       ": $Lrpc.inPlace applies only to Data parameters (the server reads those bytes where the "
-                       "client wrote them; anything else is checked, so it must be copied first)");
+    if (p.inPlace && (p.type.kind != Kind::kData || !params)) {
+      diags.push_back(diag(fileId, line,
+                           path + ": $Lrpc.inPlace applies only to Data parameters (anything else is checked, so "
+                                  "it must be copied first: remove it)"));
       ok = false;
       continue;
     }
@@ -664,8 +879,9 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t) const {
       auto n = node(t.id).getProto();
       std::string s = "Struct(" + localPath(n) + "{";
       for (auto f : fieldsInCodeOrder(n, nullptr)) {
+        if (f.isGroup() || f.getSlot().getType().isVoid()) continue;
         ::lrpc::stubgen::Type ft;
-        std::vector<std::string> ignored;
+        std::vector<Diag> ignored;
         const_cast<ModelBuilder*>(this)->convertType(f.getSlot().getType(), true, "", 0, 0, ft, ignored);
         s += std::string(f.getName().cStr()) + ":" + canonicalType(ft) + ",";
       }
@@ -683,22 +899,22 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t) const {
 }
 
 void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::vector<Method>& out,
-                              std::vector<std::string>& errors) {
+                              std::vector<Diag>& diags) {
   if (!seen.insert(ifaceId).second) return;  // a diamond: each interface's methods once
   auto iface = node(ifaceId).getProto();
-  const std::string ifaceName = iface.getDisplayName().cStr() + iface.getDisplayNamePrefixLength();
   const std::string ifaceLocal = localPath(iface);
-  uint64_t fileId = fileIdOf(ifaceId);
-  const std::string file = fileOf(ifaceId);
+  const uint64_t fileId = fileIdOf(ifaceId);
+  const std::vector<Step> ifaceSteps = scopeSteps(ifaceId);
   for (auto sup : iface.getInterface().getSuperclasses()) {
     if (sup.getBrand().getScopes().size() > 0 || node(sup.getId()).getProto().getIsGeneric()) {
-      errors.push_back(where(file, lineOf(fileId, {{"interface", ifaceName}})) + "interface " + ifaceLocal +
-                       ": extending a generic interface is not supported");
+      diags.push_back(diag(fileId, lineOf(fileId, ifaceSteps),
+                           ifaceLocal + ": extending a generic interface is not supported (a frame needs one "
+                                        "concrete layout: extend a non-generic interface)"));
       continue;
     }
     usedFiles_.insert(fileIdOf(sup.getId()));
     if (ifaceId == rootId_) rootBases_.push_back(sup.getId());
-    addMethods(sup.getId(), seen, out, errors);
+    addMethods(sup.getId(), seen, out, diags);
   }
   uint32_t ifaceBytes = 0;
   bool haveIfaceBytes = getUInt32Annotation(iface.getAnnotations(), kAstackBytesId, ifaceBytes);
@@ -714,28 +930,39 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     d.qualifiedName = ifaceLocal + "." + d.schemaName;
     d.ordinal = static_cast<uint16_t>(i);
     d.doc = memberDoc(ifaceId, i);
-    const int line = lineOf(fileId, {{"interface", ifaceName}, {"method", d.schemaName}});
-    const std::string ctx = "interface " + ifaceLocal + ", method " + d.schemaName;
+    std::vector<Step> steps = ifaceSteps;
+    steps.push_back({"method", d.schemaName, static_cast<int>(i)});
+    const int line = lineOf(fileId, steps);
+    const std::string& path = d.qualifiedName;
     static const std::set<std::string> kReserved = {"dispatch", "binding", "withOptions", "procedures",
                                                     "descriptor", "procedureCount"};
     if (kReserved.count(d.schemaName)) {
-      errors.push_back(where(file, line) + ctx + ": the name '" + d.schemaName +
-                       "' is reserved by the generated Client/Server classes; rename the method");
+      diags.push_back(diag(fileId, line,
+                           path + ": the method name '" + d.schemaName +
+                               "' is reserved by the generated Client/Server classes (rename the method)"));
     }
     for (const auto& other : out) {
       if (other.schemaName == d.schemaName) {
-        errors.push_back(where(file, line) + ctx + ": in interface " + rootInterface_ +
-                         ", the name clashes with method " + other.qualifiedName +
-                         " (an interface and all its bases share one C++ class, so method names must be unique across them)");
+        diags.push_back(diag(fileId, line,
+                             path + ": in interface " + rootInterface_ + ", the name clashes with method " +
+                                 other.qualifiedName +
+                                 " (an interface and all its bases share one C++ class: rename one of them)"));
       }
     }
     if (m.getImplicitParameters().size() > 0) {
-      errors.push_back(where(file, line) + ctx +
-                       ": generic methods are not supported (frames need one concrete layout at generation time)");
+      diags.push_back(diag(fileId, line,
+                           path + ": generic methods are not supported (a frame needs one concrete layout: use "
+                                  "concrete types)"));
       continue;
     }
-    bool ok = makeFields(m.getParamStructType(), ifaceLocal, d.schemaName, "param", fileId, line, d.params, errors);
-    ok = makeFields(m.getResultStructType(), ifaceLocal, d.schemaName, "result", fileId, line, d.results, errors) && ok;
+    if (m.getResultStructType() == kStreamResultId) {
+      diags.push_back(diag(fileId, line,
+                           path + ": -> stream is not supported (lrpc has no flow-controlled streaming calls "
+                                  "yet: return an empty result list, -> ())"));
+      continue;
+    }
+    bool ok = makeFields(m.getParamStructType(), path, true, fileId, steps, line, d.params, diags);
+    ok = makeFields(m.getResultStructType(), path, false, fileId, steps, line, d.results, diags) && ok;
     if (!ok) continue;
     auto frame = [&](const std::vector<Field>& fs, uint32_t& size, uint32_t& align) {
       uint32_t end = 0;
@@ -750,7 +977,9 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     frame(d.results, d.resultsSize, d.resultsAlign);
     getUInt32Annotation(m.getAnnotations(), kAstacksId, d.astackCount);
     if (d.astackCount == 0) {
-      errors.push_back(where(file, line) + ctx + ": $Lrpc.astacks(0) leaves no A-stack to call it with");
+      diags.push_back(diag(fileId, line,
+                           path + ": $Lrpc.astacks(0) leaves no A-stack to call it with (remove it, or give 1 or "
+                                  "more)"));
     }
     d.astackBytes = std::max(d.argsSize, d.resultsSize);
     if (d.variable) {
@@ -762,55 +991,65 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
   }
 }
 
-InterfaceDecl ModelBuilder::makeInterface(uint64_t id, std::vector<std::string>& errors) {
+InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
   auto n = node(id).getProto();
   InterfaceDecl d;
   d.id = id;
   d.name = cppIdent(n.getDisplayName().cStr() + n.getDisplayNamePrefixLength());
   d.cppName = cppNameOf(id);
-  d.descriptorName = baseNameOf(fileOf(id)) + ".capnp:" + localPath(n);
+  const std::string path = localPath(n);
+  for (size_t pos = 0; pos <= path.size();) {
+    size_t end = std::min(path.find('.', pos), path.size());
+    d.relName += (pos ? "::" : "") + cppIdent(path.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  d.descriptorName = baseNameOf(fileOf(id)) + ".capnp:" + path;
   d.doc = docOf(id);
+  d.file = fileOf(id);
+  d.line = lineOf(fileIdOf(id), scopeSteps(id));
   if (n.getIsGeneric()) {
-    errors.push_back(where(fileOf(id), lineOf(fileIdOf(id), {{"interface", d.name}})) + "interface " + localPath(n) +
-                     ": generic interfaces are not supported (frames need one concrete layout at generation time)");
-    return d;
+    d.refusals.push_back(diag(fileIdOf(id), d.line,
+                              localPath(n) + ": generic interfaces are not supported (a frame needs one concrete "
+                                             "layout: use concrete types)"));
+  } else {
+    std::set<uint64_t> seen;
+    std::vector<Method> all;
+    rootInterface_ = localPath(n);
+    rootId_ = id;
+    rootBases_.clear();
+    addMethods(id, seen, all, d.refusals);
+    d.bases = rootBases_;
+    const std::string self = d.cppName;
+    std::string signature;
+    for (size_t i = 0; i < all.size(); ++i) {
+      all[i].index = static_cast<uint32_t>(i);
+      all[i].inherited = all[i].frameScope != self;
+      signature += all[i].schemaName + "@" + std::to_string(all[i].ordinal) + "(";
+      for (const auto& p : all[i].params) signature += p.schemaName + ":" + canonicalType(p.type) + ",";
+      signature += ")->(";
+      for (const auto& r : all[i].results) signature += r.schemaName + ":" + canonicalType(r.type) + ",";
+      signature += ");";
+    }
+    d.ownBegin = static_cast<size_t>(
+        std::find_if(all.begin(), all.end(), [](const Method& m) { return !m.inherited; }) - all.begin());
+    // Inherited methods all come first (depth-first, bases before the interface itself).
+    d.methods = std::move(all);
+    d.signatureHash = fnv1a64(signature);
   }
-  std::set<uint64_t> seen;
-  std::vector<Method> all;
-  rootInterface_ = localPath(n);
-  rootId_ = id;
-  rootBases_.clear();
-  addMethods(id, seen, all, errors);
-  d.bases = rootBases_;
-  const std::string self = d.cppName;
-  std::string signature;
-  for (size_t i = 0; i < all.size(); ++i) {
-    all[i].index = static_cast<uint32_t>(i);
-    all[i].inherited = all[i].frameScope != self;
-    signature += all[i].schemaName + "@" + std::to_string(all[i].ordinal) + "(";
-    for (const auto& p : all[i].params) signature += p.schemaName + ":" + canonicalType(p.type) + ",";
-    signature += ")->(";
-    for (const auto& r : all[i].results) signature += r.schemaName + ":" + canonicalType(r.type) + ",";
-    signature += ");";
-  }
-  d.ownBegin = static_cast<size_t>(std::find_if(all.begin(), all.end(), [](const Method& m) { return !m.inherited; }) -
-                                   all.begin());
-  // Inherited methods all come first (depth-first, bases before the interface itself).
-  d.methods = std::move(all);
-  d.signatureHash = fnv1a64(signature);
-  collectScope(id, d.nestedEnums, d.nestedStructs, nullptr, errors);
+  collectScope(id, d.nestedEnums, d.nestedStructs, &d.nestedInterfaces);
   for (auto nested : n.getNestedNodes()) {
     const std::string nestedName = nested.getName();
     if (nestedName == "Client" || nestedName == "Server") {
-      errors.push_back(where(fileOf(id), lineOf(fileIdOf(id), {{"interface", d.name}})) + "interface " + localPath(n) +
-                       ": a nested type named " + nestedName + " clashes with the generated " + d.name +
-                       "::" + nestedName + "; rename it");
+      d.refusals.push_back(diag(fileIdOf(id), d.line,
+                                localPath(n) + ": a nested type named " + nestedName + " clashes with the generated " +
+                                    d.name + "::" + nestedName + " (rename the nested type)"));
     }
   }
+  sortUnique(d.refusals);
   return d;
 }
 
-FileModel ModelBuilder::build(uint64_t fileId, std::vector<std::string>& errors) {
+FileModel ModelBuilder::build(uint64_t fileId) {
   FileModel m;
   auto f = node(fileId).getProto();
   m.sourceName = f.getDisplayName();
@@ -819,18 +1058,20 @@ FileModel ModelBuilder::build(uint64_t fileId, std::vector<std::string>& errors)
     if (a.getId() == kCxxNamespaceId && a.getValue().isText()) m.cppNamespace = a.getValue().getText();
   }
   m.doc = docOf(fileId);
-  collectScope(fileId, m.enums, m.structs, &m.interfaces, errors);
-  // File-scope structs are emitted before the interfaces, so they cannot use a type nested in one.
-  for (const auto& s : m.structs) {
-    std::set<uint64_t> deps;
-    structDeps(s, deps);
-    for (uint64_t dep : deps) {
-      for (const auto& i : m.interfaces) {
-        if (i.id != dep && declares(i, dep)) {
-          errors.push_back(where(m.sourceName, lineOf(fileId, {{"struct", s.name}})) + "struct " + s.name + ": uses " +
-                           cppNameOf(dep) + ", which is declared inside interface " + i.name +
-                           "; declare it at file scope");
-        }
+  collectScope(fileId, m.enums, m.structs, &m.interfaces);
+  m.nestedInterfaces = std::move(nestedInterfaces_);
+  // An interface whose base is refused is refused too: its stubs name the base's frames.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& d : m.interfaces) {
+      if (!d.refusals.empty()) continue;
+      for (const auto& base : m.interfaces) {
+        if (base.refusals.empty() || std::find(d.bases.begin(), d.bases.end(), base.id) == d.bases.end()) continue;
+        d.refusals.push_back(diag(fileId, d.line, localPath(node(d.id).getProto()) + ": extends " +
+                                                      localPath(node(base.id).getProto()) +
+                                                      ", which is not generated (see its errors)"));
+        changed = true;
+        break;
       }
     }
   }

@@ -22,6 +22,8 @@ inline constexpr uint64_t kAstackBytesId = 0xc8c88bdaef2152a0ull;
 inline constexpr uint64_t kMaxBytesId = 0xd54e77b422219b17ull;
 inline constexpr uint64_t kInPlaceId = 0xd9d8806d032a08e7ull;
 
+inline constexpr uint64_t kStreamResultId = 0x995f9a3377c0b16eull;  // capnp/stream.capnp
+
 inline constexpr uint32_t kDefaultAstacks = 5;
 inline constexpr uint32_t kDefaultAstackBytes = 1500;  // the Ethernet payload
 
@@ -41,6 +43,10 @@ struct Type {
   // kStruct (kList: of struct elements): offsets of every Bool inside one value, nested
   // structs included. Readers force those bytes to 0/1 before the value is used as C++ bools.
   std::vector<uint32_t> boolOffsets;
+  // kStruct (kList: of struct elements): every padding byte range {offset, length} inside one
+  // value, nested structs included. Writers zero them, so no stale byte of the sender's
+  // memory reaches the peer.
+  std::vector<std::pair<uint32_t, uint32_t>> padding;
 };
 
 // One member of a generated plain struct, or one parameter / result of a method.
@@ -52,8 +58,31 @@ struct Field {
   uint32_t size = 0;      // of its slot in the struct or frame
   uint32_t maxBytes = 0;  // $Lrpc.maxBytes, 0 = none (then the tail's bound applies)
   bool inPlace = false;   // $Lrpc.inPlace: the server reads this Data argument without copy "E"
+  // The schema's default as a C++ expression ("3", "::ns::Color::kRed", "\"abc\""), or empty.
+  // Struct fields: the member initializer; parameters: the client's default argument (trailing
+  // ones only; see idl/README.md).
+  std::string defaultValue;
   std::string doc;
 };
+
+// One refused construct: where it is declared and why. Printed as
+// "file:line: Decl.path: what is refused (what to do instead)"; line 0 when unknown.
+struct Diag {
+  std::string file;
+  int line = 0;
+  std::string text;  // "Person.emails: Text is not allowed in a struct (...)"
+
+  std::string str() const { return file + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " + text; }
+  bool operator<(const Diag& o) const {
+    if (file != o.file) return file < o.file;
+    if (line != o.line) return line < o.line;
+    return text < o.text;
+  }
+  bool operator==(const Diag& o) const { return file == o.file && line == o.line && text == o.text; }
+};
+
+// Sorted by file and line, each construct once (a struct used by many methods is one line).
+void sortUnique(std::vector<Diag>& diags);
 
 struct EnumDecl {
   uint64_t id = 0;
@@ -73,6 +102,9 @@ struct StructDecl {
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;  // in dependency order
   std::string doc;
+  // Not empty: the struct uses a refused construct and is not generated (only its nested types
+  // are, inside an empty shell); this says why, for a comment in the header.
+  std::string refused;
 };
 
 // A procedure, as it appears in one interface's flattened PDL.
@@ -101,6 +133,7 @@ struct Method {
 struct InterfaceDecl {
   uint64_t id = 0;
   std::string name;
+  std::string relName;  // inside the file's namespace: "Calc", or "Outer::Inner" when nested
   std::string cppName;
   std::string descriptorName;  // "calc.capnp:Calc"
   std::vector<Method> methods; // flattened PDL: bases first, depth-first, then its own
@@ -109,7 +142,13 @@ struct InterfaceDecl {
   std::vector<uint64_t> bases;  // direct superclasses
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;
+  std::vector<InterfaceDecl> nestedInterfaces;  // declared inside it, emitted inside its struct
   std::string doc;
+  std::string file;  // the schema that declares it, and the line of its declaration
+  int line = 0;
+  // Everything refused in what its methods reach (their types, its bases). Not empty: the
+  // interface cannot be generated (strict: an error; LRPC_SKIP_UNSUPPORTED: left out).
+  std::vector<Diag> refusals;
 };
 
 struct FileModel {
@@ -120,24 +159,34 @@ struct FileModel {
   std::vector<std::string> includes;  // "other.lrpc.h", for imported schemas we use
   std::vector<EnumDecl> enums;
   std::vector<StructDecl> structs;  // dependency order
-  std::vector<InterfaceDecl> interfaces;
+  std::vector<InterfaceDecl> interfaces;  // refused ones included (see InterfaceDecl::refusals)
+  // Interfaces nested in a struct: not generated, only reported.
+  std::vector<InterfaceDecl> nestedInterfaces;
 };
 
-// Builds the model of one requested file. Every unsupported construct adds one message
-// ("calc.capnp:12: interface Calc, method get, result value: AnyPointer is not supported
-// (...)") to `errors`; the model is only usable when `errors` stays empty.
+// Builds the model of one requested file. Only what an interface's methods reach is checked:
+// every refused construct an interface needs lands in its `refusals` ("calc.capnp:12:
+// Calc.get -> value: AnyPointer is not supported (...)"); a struct no method uses and that
+// cannot be generated is left out with a comment, never an error.
 class ModelBuilder {
  public:
   ModelBuilder(const capnp::SchemaLoader& loader, capnp::schema::CodeGeneratorRequest::Reader request);
 
-  FileModel build(uint64_t fileId, std::vector<std::string>& errors);
+  FileModel build(uint64_t fileId);
 
  private:
   struct Layout {
     uint32_t size = 0;
     uint32_t align = 1;
   };
-  struct Context;  // where a type is used, for messages
+  // One step of a declaration's place in its file, to find its line: a scope ("struct",
+  // "interface", "enum") by name, a "field" or "method" by name and ordinal (-1: a group or
+  // union, which has none), or a method's "param" / "result" by name.
+  struct Step {
+    std::string kind;
+    std::string name;
+    int ordinal = -1;
+  };
 
   capnp::Schema node(uint64_t id) const;
   std::string docOf(uint64_t id) const;
@@ -145,24 +194,29 @@ class ModelBuilder {
   std::string cppNameOf(uint64_t id) const;
   std::string fileOf(uint64_t id) const;
   uint64_t fileIdOf(uint64_t id) const;
-  int lineOf(uint64_t fileId, const std::vector<std::pair<std::string, std::string>>& path) const;
+  std::vector<Step> scopeSteps(uint64_t id) const;
+  uint64_t enclosingInterface(uint64_t id) const;
+  const std::vector<std::string>& sourceLines(uint64_t fileId) const;
+  int lineOf(uint64_t fileId, const std::vector<Step>& path) const;
+  Diag diag(uint64_t fileId, int line, const std::string& text) const;
 
-  bool convertType(capnp::schema::Type::Reader t, bool inStruct, const std::string& where,
-                   uint64_t fileId, int line, Type& out, std::vector<std::string>& errors);
+  bool convertType(capnp::schema::Type::Reader t, bool inStruct, const std::string& path, uint64_t fileId,
+                   int line, Type& out, std::vector<Diag>& diags);
   Layout layoutOf(const Type& t) const;
   void boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out);
-  bool checkStruct(uint64_t id, std::vector<std::string>& errors);
+  void paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out);
+  bool checkStruct(uint64_t id, std::vector<Diag>& diags);
   void collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
-                    std::vector<InterfaceDecl>* interfaces, std::vector<std::string>& errors);
+                    std::vector<InterfaceDecl>* interfaces);
   EnumDecl makeEnum(uint64_t id);
-  StructDecl makeStruct(uint64_t id, std::vector<std::string>& errors);
-  InterfaceDecl makeInterface(uint64_t id, std::vector<std::string>& errors);
-  void addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::vector<Method>& out,
-                  std::vector<std::string>& errors);
-  bool makeFields(uint64_t structId, const std::string& ifaceName, const std::string& methodName,
-                  const char* role, uint64_t fileId, int methodLine, std::vector<Field>& out,
-                  std::vector<std::string>& errors);
+  StructDecl makeStruct(uint64_t id);
+  InterfaceDecl makeInterface(uint64_t id);
+  void addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::vector<Method>& out, std::vector<Diag>& diags);
+  bool makeFields(uint64_t structId, const std::string& methodPath, bool params, uint64_t fileId,
+                  const std::vector<Step>& methodSteps, int methodLine, std::vector<Field>& out,
+                  std::vector<Diag>& diags);
   std::string canonicalType(const Type& t) const;
+  bool defaultLiteral(const Type& t, capnp::schema::Value::Reader v, std::string& out, std::string& refused) const;
   void noteUse(const Type& t);
 
   const capnp::SchemaLoader& loader_;
@@ -170,12 +224,13 @@ class ModelBuilder {
   std::map<uint64_t, capnp::schema::Node::SourceInfo::Reader> sourceInfo_;
   std::map<uint64_t, Layout> layouts_;       // struct id -> layout, once computed
   std::set<uint64_t> inProgress_;            // structs being laid out (cycle check)
-  std::map<uint64_t, bool> structOk_;        // struct id -> passed checks
+  std::map<uint64_t, std::vector<Diag>> structDiags_;  // struct id -> why it is refused (empty: ok)
+  std::vector<InterfaceDecl> nestedInterfaces_;  // found while collecting scopes
   std::string rootInterface_;               // the interface whose PDL is being flattened
   uint64_t rootId_ = 0;
   std::vector<uint64_t> rootBases_;
   std::set<uint64_t> usedFiles_;             // files whose types the requested file uses
-  mutable std::map<std::string, std::vector<std::string>> sourceLines_;  // file -> lines
+  mutable std::map<uint64_t, std::vector<std::string>> sourceLines_;  // file id -> lines
 };
 
 }  // namespace lrpc::stubgen

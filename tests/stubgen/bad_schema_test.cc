@@ -1,5 +1,6 @@
-// Every unsupported construct makes generation fail: non-zero exit, nothing written, and a
-// message naming the schema file, the line, the interface / method / field and the reason.
+// Every unsupported construct an interface's methods reach makes generation fail: non-zero exit,
+// nothing written, and one message naming the schema file, the line, the declaration path
+// (Struct.field, Iface.method(param), Iface.method -> result) and what to do instead.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,38 +24,46 @@ TEST_P(BadSchema, FailsWithAMessageAndWritesNothing) {
   EXPECT_NE(run.exitCode, 0) << run.output;
   EXPECT_TRUE(run.files.empty()) << "generated " << run.files.begin()->first << " anyway";
   for (const auto& want : c.expected) EXPECT_NE(run.output.find(want), std::string::npos) << "want: " << want << "\ngot:\n" << run.output;
+  // One line per refused construct (each case has one), then the count.
+  EXPECT_NE(run.output.find("capnpc-lrpc: 1 error(s); nothing generated"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("DESIGN"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("Uncaught exception"), std::string::npos) << run.output;
 }
 
 const BadCase kCases[] = {
-    {"any_pointer.capnp", {"any_pointer.capnp:4: interface Calc, method get, result value: AnyPointer is not supported"}},
-    {"capability.capnp", {"capability.capnp:7: interface Calc, method subscribe, param cb: interface Callback as a value is not supported"}},
-    {"generic_struct.capnp", {"generic_struct.capnp:3: struct Box: generic structs are not supported",
-                              "generic_struct.capnp:7: interface Store, method put, param box: generic struct Box"}},
-    {"generic_method.capnp", {"generic_method.capnp:4: interface Store, method put: generic methods are not supported"}},
-    {"generic_interface.capnp", {"generic_interface.capnp:3: interface Store: generic interfaces are not supported"}},
-    {"union_struct.capnp", {"union_struct.capnp:3: struct Shape: unions are not supported",
-                            "union_struct.capnp:10: interface Draw, method draw, param shape: struct Shape cannot be used"}},
-    {"group_struct.capnp", {"group_struct.capnp:5: struct Person, field address: groups and unions are not supported"}},
-    {"struct_text.capnp", {"struct_text.capnp:5: struct Entry, field name: Text is not allowed in a struct (lrpc structs are fixed-size",
-                           "struct_text.capnp:8: interface Directory, method list, result entries: struct Entry cannot be used"}},
-    {"struct_list.capnp", {"struct_list.capnp:4: struct Poly, field points: List is not allowed in a struct"}},
-    {"list_of_list.capnp", {"list_of_list.capnp:4: interface Matrix, method set, param rows: List(List(...)) is not supported"}},
-    {"list_of_interface.capnp", {"list_of_interface.capnp:7: interface Bag, method all, result items: List of an interface is not supported"}},
-    {"default_param.capnp", {"default_param.capnp:4: interface Calc, method add, param b: default values are not supported"}},
-    {"default_field.capnp", {"default_field.capnp:4: struct Config, field retries: default values are not supported"}},
-    {"void_param.capnp", {"void_param.capnp:4: interface Ping, method ping, param nothing: Void is not supported"}},
-    {"nested_interface.capnp", {"nested_interface.capnp:4: interface Outer.Inner: interfaces nested in a struct or interface are not supported"}},
-    {"max_bytes_fixed.capnp", {"max_bytes_fixed.capnp:5: interface Calc, method neg, param a: $Lrpc.maxBytes applies only to Text, Data and List"}},
-    {"max_bytes_field.capnp", {"max_bytes_field.capnp:5: struct Sample, field value: $Lrpc.maxBytes applies only to Text, Data and List"}},
-    {"in_place_text.capnp", {"in_place_text.capnp:5: interface Notes, method put, param note: $Lrpc.inPlace applies only to Data parameters"}},
-    {"in_place_result.capnp", {"in_place_result.capnp:5: interface Store, method get, result value: $Lrpc.inPlace applies only to Data parameters"}},
-    {"nested_client.capnp", {"nested_client.capnp:3: interface Calc: a nested type named Client clashes with the generated Calc::Client"}},
-    {"name_clash.capnp", {"name_clash.capnp:7: interface B, method run: in interface C, the name clashes with method A.run"}},
-    {"reserved_name.capnp", {"reserved_name.capnp:4: interface Calc, method dispatch: the name 'dispatch' is reserved"}},
-    {"recursive_struct.capnp", {"recursive_struct.capnp:3: struct Node: contains itself"}},
-    {"nested_type_use.capnp", {"nested_type_use.capnp:3: struct Outer: uses ::Service::Inner, which is declared inside interface Service"}},
-    {"zero_astacks.capnp", {"zero_astacks.capnp:5: interface Calc, method add: $Lrpc.astacks(0) leaves no A-stack"}},
+    {"any_pointer.capnp", {"any_pointer.capnp:4: Calc.get -> value: AnyPointer is not supported ("}},
+    {"capability.capnp", {"capability.capnp:7: Calc.subscribe(cb): interface Callback as a value is not supported ("}},
+    {"generic_struct.capnp", {"generic_struct.capnp:7: Store.put(box): generic struct Box is not supported ("}},
+    {"generic_method.capnp", {"generic_method.capnp:4: Store.put: generic methods are not supported ("}},
+    {"generic_interface.capnp", {"generic_interface.capnp:3: Store: generic interfaces are not supported ("}},
+    {"union_struct.capnp", {"union_struct.capnp:3: Shape: unions are not supported ("}},
+    {"group_struct.capnp", {"group_struct.capnp:5: Person.address: groups and unions are not supported ("}},
+    {"struct_text.capnp", {"struct_text.capnp:5: Entry.name: Text is not allowed in a struct ("}},
+    {"struct_list.capnp", {"struct_list.capnp:4: Poly.points: List is not allowed in a struct ("}},
+    {"list_of_list.capnp", {"list_of_list.capnp:4: Matrix.set(rows): List(List(...)) is not supported ("}},
+    {"list_of_interface.capnp", {"list_of_interface.capnp:7: Bag.all -> items: List of an interface is not supported ("}},
+    {"default_param.capnp",
+     {"default_param.capnp:4: Store.put(d): default values that are Data literals are not supported ("}},
+    {"default_field.capnp",
+     {"default_field.capnp:8: Config.origin: default values that are struct literals are not supported ("}},
+    {"default_list.capnp", {"default_list.capnp:4: Sum.add(xs): default values that are List literals are not supported ("}},
+    {"list_void.capnp", {"list_void.capnp:4: Ping.ping(nothing): List(Void) is not supported ("}},
+    {"nested_interface.capnp",
+     {"nested_interface.capnp:4: Outer.Inner: interfaces nested in a struct are not supported ("}},
+    {"max_bytes_fixed.capnp",
+     {"max_bytes_fixed.capnp:5: Calc.neg(a): $Lrpc.maxBytes applies only to Text, Data and List values ("}},
+    {"max_bytes_field.capnp", {"max_bytes_field.capnp:5: Sample.value: $Lrpc.maxBytes applies only to Text, Data and List"}},
+    {"in_place_text.capnp", {"in_place_text.capnp:5: Notes.put(note): $Lrpc.inPlace applies only to Data parameters ("}},
+    {"in_place_result.capnp",
+     {"in_place_result.capnp:5: Store.get -> value: $Lrpc.inPlace applies only to Data parameters ("}},
+    {"nested_client.capnp", {"nested_client.capnp:3: Calc: a nested type named Client clashes with the generated Calc::Client ("}},
+    {"name_clash.capnp", {"name_clash.capnp:7: B.run: in interface C, the name clashes with method A.run ("}},
+    {"reserved_name.capnp", {"reserved_name.capnp:4: Calc.dispatch: the method name 'dispatch' is reserved"}},
+    {"recursive_struct.capnp", {"recursive_struct.capnp:3: Node: a struct that contains itself is not supported ("}},
+    {"nested_type_use.capnp",
+     {"nested_type_use.capnp:4: Outer.inner: a struct outside interfaces using Service.Inner, which is nested in "
+      "interface Service, is not supported ("}},
+    {"zero_astacks.capnp", {"zero_astacks.capnp:5: Calc.add: $Lrpc.astacks(0) leaves no A-stack to call it with ("}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Unsupported, BadSchema, ::testing::ValuesIn(kCases), [](const ::testing::TestParamInfo<BadCase>& p) {

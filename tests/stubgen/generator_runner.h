@@ -28,14 +28,17 @@ inline std::string readFile(const std::filesystem::path& p) {
   return s.str();
 }
 
-inline GeneratorRun runGenerator(const std::string& schemaDir, const std::string& schema) {
+// `env` is prepended to capnp's command line ("LRPC_SKIP_UNSUPPORTED=1"), `args` added to it
+// ("-I<dir>" for absolute imports).
+inline GeneratorRun runGenerator(const std::string& schemaDir, const std::string& schema, const std::string& env = "",
+                                 const std::string& args = "") {
   namespace fs = std::filesystem;
   GeneratorRun run;
   char tmpl[] = "/tmp/lrpc_stubgen_XXXXXX";
   const char* out = mkdtemp(tmpl);
   if (out == nullptr) return run;
-  const std::string cmd = "cd '" + schemaDir + "' && '" LRPC_CAPNP "' compile -I'" LRPC_IDL_DIR "' -o'" LRPC_PLUGIN
-                          "':'" + std::string(out) + "' '" + schema + "' 2>&1";
+  const std::string cmd = "cd '" + schemaDir + "' && " + env + " '" LRPC_CAPNP "' compile " + args + " -I'" LRPC_IDL_DIR
+                          "' -o'" LRPC_PLUGIN "':'" + std::string(out) + "' '" + schema + "' 2>&1";
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
     size_t n;

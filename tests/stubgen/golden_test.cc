@@ -42,6 +42,8 @@ void expectGolden(const std::string& schema, const std::string& base) {
 TEST(Golden, Golden) { expectGolden("golden.capnp", "golden"); }
 TEST(Golden, GoldenBase) { expectGolden("golden_base.capnp", "golden_base"); }
 TEST(Golden, Ordering) { expectGolden("ordering.capnp", "ordering"); }
+TEST(Golden, Defaults) { expectGolden("defaults.capnp", "defaults"); }
+TEST(Golden, NestedInterfaces) { expectGolden("nested_iface.capnp", "nested_iface"); }
 
 TEST(Golden, GeneratedCodeCompilesAndNamesAreEscaped) {
   // `delete` is a C++ keyword: the parameter and frame field become delete_.

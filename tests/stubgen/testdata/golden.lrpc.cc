@@ -68,6 +68,8 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& value_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &value_, sizeof value_);
+  std::memset(fixed_ + 0 + 14, 0, 2);
+  std::memset(fixed_ + 0 + 17, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -96,12 +98,18 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
+  for (auto& e_ : out_.readings) {
+    std::byte* p_ = reinterpret_cast<std::byte*>(&e_);
+    std::memset(p_ + 14, 0, 2);
+    std::memset(p_ + 17, 0, 7);
+  }
   if (readingsBytes_ != 0) call_.moveResultTail(t_ + readingsAt_, out_.readings);
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef readingsRef_{static_cast<uint32_t>(readingsAt_), static_cast<uint32_t>(readingsBytes_)};
   std::memcpy(fixed_ + 0, &readingsRef_, sizeof readingsRef_);
   const uint8_t moreByte_ = out_.more ? 1 : 0;
   std::memcpy(fixed_ + 8, &moreByte_, 1);
+  std::memset(fixed_ + 9, 0, 3);
   return ::lrpc::Status::ok();
 }
 
@@ -184,6 +192,7 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   std::memcpy(fixed_ + 0, &out_.stored, sizeof out_.stored);
   const uint8_t okByte_ = out_.ok ? 1 : 0;
   std::memcpy(fixed_ + 4, &okByte_, 1);
+  std::memset(fixed_ + 5, 0, 3);
   return ::lrpc::Status::ok();
 }
 
@@ -279,10 +288,10 @@ Sensor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::C
       case kDump: return dispatchSensorDump(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));
 }
 
 }  // namespace golden::v1

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -399,6 +400,7 @@ template <class Call>
   std::memcpy(fixed_ + 0, &blobRef_, sizeof blobRef_);
   const uint8_t delete_Byte_ = delete_ ? 1 : 0;
   std::memcpy(fixed_ + 8, &delete_Byte_, 1);
+  std::memset(fixed_ + 9, 0, 3);
   auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();

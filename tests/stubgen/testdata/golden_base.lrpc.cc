@@ -80,9 +80,9 @@ Named::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::Ca
       case kName: return dispatchNamedName(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden_base.capnp:Named: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden_base.capnp:Named: no procedure " + std::to_string(procedure));
 }
 

@@ -50,7 +50,9 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.q, sizeof out_.q);
+  std::memset(fixed_ + 0 + 1, 0, 7);
   std::memcpy(fixed_ + 16, &out_.r, sizeof out_.r);
+  std::memset(fixed_ + 16 + 1, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -72,7 +74,9 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.q, sizeof out_.q);
+  std::memset(fixed_ + 0 + 1, 0, 7);
   std::memcpy(fixed_ + 16, &out_.r, sizeof out_.r);
+  std::memset(fixed_ + 16 + 1, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -94,7 +98,9 @@ std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding>
   auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
   std::memcpy(fixed_ + 0, &out_.p, sizeof out_.p);
+  std::memset(fixed_ + 0 + 5, 0, 3);
   std::memcpy(fixed_ + 8, &out_.k, sizeof out_.k);
+  std::memset(fixed_ + 10, 0, 2);
   return ::lrpc::Status::ok();
 }
 
@@ -121,10 +127,10 @@ Base::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::Cal
       case kPair: return dispatchBasePair(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Base: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Base: no procedure " + std::to_string(procedure));
 }
 
 const ::lrpc::InterfaceDescriptor Derived::kDescriptor = {
@@ -149,10 +155,10 @@ Derived::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::
       case kOwn: return dispatchDerivedOwn(server, call);
       default: break;
     }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Derived: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Derived: no procedure " + std::to_string(procedure));
 }
 
 const ::lrpc::InterfaceDescriptor Empty::kDescriptor = {
@@ -172,6 +178,10 @@ Empty::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::Ca
 ::lrpc::Status Empty::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   static_cast<void>(self);
   static_cast<void>(call);
-  return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Empty: no procedure " + std::to_string(procedure));
+  try {  // the message allocates: running out of memory is an error, not a crash
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Empty: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -281,6 +282,7 @@ template <class Call>
   if (!call_.status().isOk()) return call_.status();
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &p, sizeof p);
+  std::memset(fixed_ + 0 + 1, 0, 7);
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
@@ -296,6 +298,7 @@ template <class Call>
   if (!call_.status().isOk()) return call_.status();
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &p, sizeof p);
+  std::memset(fixed_ + 0 + 1, 0, 7);
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
@@ -312,6 +315,8 @@ template <class Call>
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &k, sizeof k);
   std::memcpy(fixed_ + 4, &p, sizeof p);
+  std::memset(fixed_ + 4 + 5, 0, 3);
+  std::memset(fixed_ + 2, 0, 2);
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Derived::OwnResultsFrame frame_;

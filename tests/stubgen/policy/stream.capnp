@@ -1,0 +1,6 @@
+@0xc7a2f9e15b3d6084;
+# A streaming method.
+interface Sink {
+  write @0 (bytes :Data) -> stream;
+  done @1 () -> ();
+}

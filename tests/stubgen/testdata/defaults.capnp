@@ -1,0 +1,35 @@
+@0xf3b7a61c2d9e4085;
+# Void and default values: Void carries nothing; struct field defaults are member
+# initializers; trailing parameter defaults are the client's C++ default arguments.
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("defaults");
+
+enum Level {
+  low @0;
+  high @1;
+}
+
+struct Config {
+  retries @0 :UInt32 = 3;
+  ratio @1 :Float64 = 0.25;
+  scale @2 :Float32 = -1.5;
+  level @3 :Level = high;
+  verbose @4 :Bool = true;
+  marker @5 :Void;
+  floor @6 :Int64 = -9223372036854775808;
+  ceiling @7 :UInt64 = 18446744073709551615;
+  small @8 :Int8 = -7;
+  plain @9 :Int32;
+  forever @10 :Float64 = inf;
+}
+
+interface Settings {
+  apply @0 (config :Config, dryRun :Bool = false) -> (applied :UInt32);
+  greet @1 (name :Text = "world \"quoted\"", times :UInt16 = 2) -> (greeting :Text);
+  tick @2 (nothing :Void) -> (done :Void);
+  # Void in and out: called as tick(), returns lrpc::Status.
+  mix @3 (a :Int32 = 1, b :Int32, c :Level = low, marker :Void) -> (sum :Int32, ignored :Void);
+  # Only the trailing defaults (c) become C++ default arguments; a's needs b first.
+  withResultDefault @4 () -> (n :Int32 = 42);
+  # A result's default never applies: results always travel.
+}
