@@ -84,7 +84,8 @@ TEST(StatusTest, CopiesAndMovesKeepCodeAndDetail) {
   EXPECT_TRUE(b.detail().empty());
   b = c;
   EXPECT_EQ(b.detail().size(), 200u);
-  b = b;  // self-assignment keeps the record
+  const Status& same = b;
+  b = same;  // self-assignment keeps the record
   EXPECT_EQ(b.detail().size(), 200u);
   std::string_view view = "from a view";
   Status d(Errc::kApplication, view);
