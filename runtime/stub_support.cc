@@ -5,6 +5,30 @@
 
 namespace lrpc::detail {
 
+namespace {
+// Answers every call of a client that has no usable binding.
+class RejectingChannel final : public CallChannel {
+ public:
+  explicit RejectingChannel(std::string why) : why_(std::move(why)) {}
+  Status call(const InterfaceDescriptor&, uint32_t, const OutMessage&, MessageBuffer&,
+              const CallOptions&) noexcept override {
+    return Status(Errc::kBindingRejected, std::string_view(why_));
+  }
+
+ private:
+  std::string why_;
+};
+}  // namespace
+
+std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const InterfaceDescriptor& iface) {
+  if (binding && binding->iface == &iface) return binding;
+  std::string why = binding ? std::string("binding is for ") + binding->iface->name + ", not " + iface.name
+                            : std::string("client of ") + iface.name + " is not bound";
+  auto channel = std::make_shared<RejectingChannel>(std::move(why));
+  CallChannel* raw = channel.get();
+  return std::make_shared<Binding>(iface, raw, std::move(channel));
+}
+
 Status handlerThrew(const char* method) noexcept {
   // Building the detail can itself run out of memory: then the caller still learns that the
   // handler failed, without the text.

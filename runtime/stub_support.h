@@ -509,6 +509,12 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
 // Rounds a tail offset up so that the next value is 8-byte aligned.
 constexpr uint32_t alignTail(uint64_t n) noexcept { return static_cast<uint32_t>((n + 7) & ~uint64_t{7}); }
 
+// The binding a generated Foo::Client keeps: `binding` when it is for `iface`; otherwise (none,
+// or one for another interface) a stand-in whose remote channel answers every call with
+// kBindingRejected naming both, so that a client's first statement can stay the test of the
+// remote bit, with no null check.
+std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const InterfaceDescriptor& iface);
+
 // Turns the exception a handler threw into the status the caller sees. Call only from
 // inside a catch block (it rethrows the current exception to read it).
 Status handlerThrew(const char* method) noexcept;

@@ -818,27 +818,6 @@ FileText emitFile(const FileModel& f) {
   c += "#include <new>\n#include <optional>\n#include <string>\n#include <utility>\n\n";
   if (!generated.empty()) {
     c += "namespace {\n\n";
-    c += "// Answers every call of a client that has no usable binding, so that the client's first\n";
-    c += "// statement can stay the test of the remote bit.\n";
-    c += "class RejectingChannel final : public ::lrpc::CallChannel {\n";
-    c += " public:\n";
-    c += "  explicit RejectingChannel(std::string why) : why_(std::move(why)) {}\n";
-    c += "  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, const ::lrpc::OutMessage&,\n";
-    c += "                      ::lrpc::MessageBuffer&, const ::lrpc::CallOptions&) noexcept override {\n";
-    c += "    return ::lrpc::Status(::lrpc::Errc::kBindingRejected, why_);\n";
-    c += "  }\n\n";
-    c += " private:\n";
-    c += "  std::string why_;\n";
-    c += "};\n\n";
-    c += "std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding> binding,\n";
-    c += "                                                const ::lrpc::InterfaceDescriptor& iface) {\n";
-    c += "  if (binding && binding->iface == &iface) return binding;\n";
-    c += "  std::string why = binding ? std::string(\"binding is for \") + binding->iface->name + \", not \" + iface.name\n";
-    c += "                            : std::string(\"client of \") + iface.name + \" is not bound\";\n";
-    c += "  auto channel = std::make_shared<RejectingChannel>(std::move(why));\n";
-    c += "  ::lrpc::CallChannel* raw = channel.get();\n";
-    c += "  return std::make_shared<::lrpc::Binding>(iface, raw, std::move(channel));\n";
-    c += "}\n\n";
     for (const auto* d : generated) {
       for (const auto& m : d->methods) emitDispatchMethod(*d, m, c);
     }
@@ -857,7 +836,7 @@ FileText emitFile(const FileModel& f) {
     c += "};\n\n";
     c += d.relName + "::Client::Client() : Client(nullptr) {}\n\n";
     c += d.relName + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
-    c += "    : binding_(checkedBinding(std::move(binding), " + d.relName + "::kDescriptor)), options_(options) {}\n\n";
+    c += "    : binding_(::lrpc::detail::checkedBinding(std::move(binding), " + d.relName + "::kDescriptor)), options_(options) {}\n\n";
     emitServerDispatch(d, c);
   }
   c += nsClose(f);

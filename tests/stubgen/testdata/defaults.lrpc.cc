@@ -8,30 +8,6 @@
 
 namespace {
 
-// Answers every call of a client that has no usable binding, so that the client's first
-// statement can stay the test of the remote bit.
-class RejectingChannel final : public ::lrpc::CallChannel {
- public:
-  explicit RejectingChannel(std::string why) : why_(std::move(why)) {}
-  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, const ::lrpc::OutMessage&,
-                      ::lrpc::MessageBuffer&, const ::lrpc::CallOptions&) noexcept override {
-    return ::lrpc::Status(::lrpc::Errc::kBindingRejected, why_);
-  }
-
- private:
-  std::string why_;
-};
-
-std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding> binding,
-                                                const ::lrpc::InterfaceDescriptor& iface) {
-  if (binding && binding->iface == &iface) return binding;
-  std::string why = binding ? std::string("binding is for ") + binding->iface->name + ", not " + iface.name
-                            : std::string("client of ") + iface.name + " is not bound";
-  auto channel = std::make_shared<RejectingChannel>(std::move(why));
-  ::lrpc::CallChannel* raw = channel.get();
-  return std::make_shared<::lrpc::Binding>(iface, raw, std::move(channel));
-}
-
 ::lrpc::Status dispatchSettingsApply(::defaults::Settings::Server& server_, ::lrpc::ServerCall& call_) {
   // Copy "E": take the fixed part out of the (shared) frame before looking at it.
   const std::span<const std::byte> args_ = call_.args();
@@ -158,7 +134,7 @@ const ::lrpc::InterfaceDescriptor Settings::kDescriptor = {
 Settings::Client::Client() : Client(nullptr) {}
 
 Settings::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(checkedBinding(std::move(binding), Settings::kDescriptor)), options_(options) {}
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Settings::kDescriptor)), options_(options) {}
 
 ::lrpc::Status Settings::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::defaults::Settings::Server*>(self);

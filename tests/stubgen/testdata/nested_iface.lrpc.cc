@@ -8,30 +8,6 @@
 
 namespace {
 
-// Answers every call of a client that has no usable binding, so that the client's first
-// statement can stay the test of the remote bit.
-class RejectingChannel final : public ::lrpc::CallChannel {
- public:
-  explicit RejectingChannel(std::string why) : why_(std::move(why)) {}
-  ::lrpc::Status call(const ::lrpc::InterfaceDescriptor&, uint32_t, const ::lrpc::OutMessage&,
-                      ::lrpc::MessageBuffer&, const ::lrpc::CallOptions&) noexcept override {
-    return ::lrpc::Status(::lrpc::Errc::kBindingRejected, why_);
-  }
-
- private:
-  std::string why_;
-};
-
-std::shared_ptr<::lrpc::Binding> checkedBinding(std::shared_ptr<::lrpc::Binding> binding,
-                                                const ::lrpc::InterfaceDescriptor& iface) {
-  if (binding && binding->iface == &iface) return binding;
-  std::string why = binding ? std::string("binding is for ") + binding->iface->name + ", not " + iface.name
-                            : std::string("client of ") + iface.name + " is not bound";
-  auto channel = std::make_shared<RejectingChannel>(std::move(why));
-  ::lrpc::CallChannel* raw = channel.get();
-  return std::make_shared<::lrpc::Binding>(iface, raw, std::move(channel));
-}
-
 ::lrpc::Status dispatchStoreSize(::nested::Store::Server& server_, ::lrpc::ServerCall& call_) {
   std::optional<::lrpc::Result<uint64_t>> result_;
   try {
@@ -189,7 +165,7 @@ const ::lrpc::InterfaceDescriptor Store::kDescriptor = {
 Store::Client::Client() : Client(nullptr) {}
 
 Store::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(checkedBinding(std::move(binding), Store::kDescriptor)), options_(options) {}
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::kDescriptor)), options_(options) {}
 
 ::lrpc::Status Store::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Server*>(self);
@@ -216,7 +192,7 @@ const ::lrpc::InterfaceDescriptor Store::Reader::kDescriptor = {
 Store::Reader::Client::Client() : Client(nullptr) {}
 
 Store::Reader::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(checkedBinding(std::move(binding), Store::Reader::kDescriptor)), options_(options) {}
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Reader::kDescriptor)), options_(options) {}
 
 ::lrpc::Status Store::Reader::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Reader::Server*>(self);
@@ -243,7 +219,7 @@ const ::lrpc::InterfaceDescriptor Store::Reader::Cursor::kDescriptor = {
 Store::Reader::Cursor::Client::Client() : Client(nullptr) {}
 
 Store::Reader::Cursor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(checkedBinding(std::move(binding), Store::Reader::Cursor::kDescriptor)), options_(options) {}
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Reader::Cursor::kDescriptor)), options_(options) {}
 
 ::lrpc::Status Store::Reader::Cursor::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Reader::Cursor::Server*>(self);
@@ -270,7 +246,7 @@ const ::lrpc::InterfaceDescriptor Store::Writer::kDescriptor = {
 Store::Writer::Client::Client() : Client(nullptr) {}
 
 Store::Writer::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(checkedBinding(std::move(binding), Store::Writer::kDescriptor)), options_(options) {}
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Writer::kDescriptor)), options_(options) {}
 
 ::lrpc::Status Store::Writer::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Writer::Server*>(self);
@@ -298,7 +274,7 @@ const ::lrpc::InterfaceDescriptor Audit::kDescriptor = {
 Audit::Client::Client() : Client(nullptr) {}
 
 Audit::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(checkedBinding(std::move(binding), Audit::kDescriptor)), options_(options) {}
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Audit::kDescriptor)), options_(options) {}
 
 ::lrpc::Status Audit::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Audit::Server*>(self);
