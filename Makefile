@@ -51,9 +51,10 @@ bench:
 # leaves its input (crash-*) in the current directory.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = tests/fuzz/dispatch_fuzz:tests/fuzz/corpus/dispatch \
-               tests/transport/packet_fuzz:tests/transport/corpus/packet \
-               tests/campaign/segment_fuzz:tests/campaign/fuzz/corpus/segment \
-               tests/campaign/handshake_fuzz:tests/campaign/fuzz/corpus/handshake
+               tests/fuzz/packet_fuzz:tests/fuzz/corpus/packet \
+               tests/fuzz/segment_fuzz:tests/fuzz/corpus/segment \
+               tests/fuzz/handshake_fuzz:tests/fuzz/corpus/handshake \
+               tests/fuzz/secure_fuzz:
 fuzz: deps
 	@$(call configure,build-fuzz,-DLRPC_BUILD_TESTS=ON -DLRPC_BUILD_FUZZ=ON \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=address$(comma)undefined)

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/campaign/fuzz/fuzz_target.h"
+#include "tests/fuzz/fuzz_target.h"
 
 namespace lrpc::campaign {
 namespace {

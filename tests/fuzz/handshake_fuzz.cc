@@ -33,7 +33,7 @@
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
 #include "runtime/transfer.h"
-#include "tests/campaign/fuzz/fuzz_target.h"
+#include "tests/fuzz/fuzz_target.h"
 #include "tests/integration/test_service.h"
 #include "transport/wire.h"
 

@@ -1,4 +1,4 @@
-#include "tests/transport/packet_fuzz.h"
+#include "tests/fuzz/packet_fuzz.h"
 
 #include <cstring>
 #include <vector>

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <vector>
 
-#include "tests/transport/packet_fuzz.h"
+#include "tests/fuzz/packet_fuzz.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "transport/secure/data_channel.h"
 #include "transport/secure/handshake.h"
-#include "tests/secure/secure_fuzz.h"
+#include "tests/fuzz/secure_fuzz.h"
 
 namespace lrpc::secure {
 namespace {

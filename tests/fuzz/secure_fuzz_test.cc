@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "tests/secure/secure_fuzz.h"
+#include "tests/fuzz/secure_fuzz.h"
 
 namespace lrpc::secure {
 namespace {

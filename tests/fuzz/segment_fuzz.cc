@@ -19,7 +19,7 @@
 //   8  u32 argument segment bytes (claimed), 12 u32 its real memfd size (both capped)
 //  16  u32 result segment bytes (claimed),   20 u32 its real memfd size
 // The results part of the frame is filled from the record's bytes too.
-#include "tests/campaign/fuzz/fuzz_target.h"
+#include "tests/fuzz/fuzz_target.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
