@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/codec.h"
 
 // Generated headers check this against the value they were generated for.
 #define LRPC_STUB_ABI_VERSION 1
@@ -40,14 +41,6 @@ static_assert(std::endian::native == std::endian::little,
               "lrpc frames are little-endian and copied as host bytes; big-endian hosts are unsupported");
 
 namespace lrpc {
-
-// Names a variable-size value in a frame's tail. `length` is in bytes (a List's element
-// count is length / element size). Never trusted: checked against the tail's real size.
-struct VarRef {
-  uint32_t offset;
-  uint32_t length;
-};
-static_assert(sizeof(VarRef) == 8 && alignof(VarRef) == 4);
 
 // One entry of a procedure descriptor list (PDL), emitted per method by the generator.
 struct ProcedureDescriptor {
@@ -483,13 +476,6 @@ class ServerCall {
 
 namespace detail {
 
-// Checks that `ref` (already copied out of the frame) names `elemSize`-aligned bytes
-// inside a tail of `tailSize` bytes. Used by generated code on both sides.
-inline bool varRefOk(VarRef ref, size_t tailSize, size_t elemSize) noexcept {
-  return ref.offset <= tailSize && ref.length <= tailSize - ref.offset &&
-         (elemSize <= 1 || ref.length % elemSize == 0);
-}
-
 // Copy "E" of a Data argument, a chunk at a time as the client streams the tail (`ref` has
 // been checked against the tail already).
 inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
@@ -505,9 +491,6 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
   }
   return {};
 }
-
-// Rounds a tail offset up so that the next value is 8-byte aligned.
-constexpr uint32_t alignTail(uint64_t n) noexcept { return static_cast<uint32_t>((n + 7) & ~uint64_t{7}); }
 
 // The binding a generated Foo::Client keeps: `binding` when it is for `iface`; otherwise (none,
 // or one for another interface) a stand-in whose remote channel answers every call with

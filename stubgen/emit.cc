@@ -3,149 +3,14 @@
 #include <algorithm>
 #include <functional>
 
+#include "stubgen/cpp_text.h"
+#include "stubgen/emit_struct.h"
 #include "stubgen/names.h"
 
 namespace lrpc::stubgen {
 namespace {
 
-bool isVariable(Kind k) { return k == Kind::kText || k == Kind::kData || k == Kind::kList; }
-
-const char* primitive(Kind k) {
-  switch (k) {
-    case Kind::kBool: return "bool";
-    case Kind::kInt8: return "int8_t";
-    case Kind::kInt16: return "int16_t";
-    case Kind::kInt32: return "int32_t";
-    case Kind::kInt64: return "int64_t";
-    case Kind::kUInt8: return "uint8_t";
-    case Kind::kUInt16: return "uint16_t";
-    case Kind::kUInt32: return "uint32_t";
-    case Kind::kUInt64: return "uint64_t";
-    case Kind::kFloat32: return "float";
-    case Kind::kFloat64: return "double";
-    default: return nullptr;
-  }
-}
-
-// A List element as a Type of its own.
-Type elemOf(const Type& list) {
-  Type e;
-  e.kind = list.elem;
-  e.id = list.elemId;
-  e.cppName = list.cppName;
-  e.boolOffsets = list.boolOffsets;
-  e.padding = list.padding;
-  return e;
-}
-
-// How a value sits in a frame (and a List element in the tail).
-std::string frameType(const Type& t) {
-  if (t.kind == Kind::kBool) return "uint8_t";  // 0/1, read as != 0
-  if (const char* p = primitive(t.kind)) return p;
-  if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
-  return "::lrpc::VarRef";
-}
-
-// A member of a generated plain struct.
-std::string memberType(const Type& t) { return t.kind == Kind::kBool ? "bool" : frameType(t); }
-
-std::string elemParamType(const Type& e) {
-  if (e.kind == Kind::kText) return "std::string_view";
-  if (e.kind == Kind::kData) return "std::span<const uint8_t>";
-  return memberType(e);
-}
-
-std::string paramType(const Type& t) {
-  switch (t.kind) {
-    case Kind::kStruct: return "const " + t.cppName + "&";
-    case Kind::kText: return "std::string_view";
-    case Kind::kData: return "std::span<const uint8_t>";
-    case Kind::kList: return "std::span<const " + elemParamType(elemOf(t)) + ">";
-    default: return memberType(t);
-  }
-}
-
-std::string valueType(const Type& t) {
-  switch (t.kind) {
-    case Kind::kText: return "std::string";
-    case Kind::kData: return "std::vector<uint8_t>";
-    case Kind::kList: {
-      Type e = elemOf(t);
-      return "std::vector<" + (isVariable(e.kind) ? valueType(e) : memberType(e)) + ">";
-    }
-    default: return memberType(t);
-  }
-}
-
-std::string ind(int n) { return std::string(static_cast<size_t>(n), ' '); }
-
-std::string offsetList(const std::vector<uint32_t>& offsets) {
-  std::string s = "{";
-  for (size_t i = 0; i < offsets.size(); ++i) s += (i ? ", " : "") + std::to_string(offsets[i]) + "u";
-  return s + "}";
-}
-
 // ---- Declarations -------------------------------------------------------------------------
-
-void emitEnum(const EnumDecl& e, int in, std::string& out) {
-  out += docLines(e.doc, in);
-  out += ind(in) + "enum class " + e.name + " : uint16_t {\n";
-  for (size_t i = 0; i < e.enumerants.size(); ++i) {
-    out += docLines(e.enumerants[i].second, in + 2);
-    out += ind(in + 2) + e.enumerants[i].first + " = " + std::to_string(i) + ",\n";
-  }
-  out += ind(in) + "};\n";
-}
-
-// A comment line per reason, for what is left out of the header.
-std::string reasonLines(const std::vector<std::string>& reasons, int in) {
-  std::string out;
-  for (const auto& r : reasons) out += ind(in) + "//   " + r + "\n";
-  return out;
-}
-
-void emitStruct(const StructDecl& s, int in, std::string& out) {
-  if (!s.refused.empty()) {
-    // No method uses it (else generation would have failed): leave it out, keep its nested types.
-    out += ind(in) + "// struct " + s.name + " is not generated, it uses what lrpc does not support:\n";
-    out += reasonLines({s.refused}, in);
-    if (s.nestedEnums.empty() && s.nestedStructs.empty()) return;
-    out += ind(in) + "struct " + s.name + " {  // only its nested types\n";
-    out += ind(in + 2) + s.name + "() = delete;\n";
-    for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
-    for (const auto& n : s.nestedStructs) emitStruct(n, in + 2, out);
-    out += ind(in) + "};\n";
-    return;
-  }
-  out += docLines(s.doc, in);
-  out += ind(in) + "struct " + s.name + " {\n";
-  for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
-  for (const auto& n : s.nestedStructs) emitStruct(n, in + 2, out);
-  for (const auto& f : s.fields) {
-    out += docLines(f.doc, in + 2);
-    out += ind(in + 2) + memberType(f.type) + " " + f.name +
-           (f.defaultValue.empty() ? std::string() : " = " + f.defaultValue) + ";\n";
-  }
-  out += ind(in) + "};\n";
-}
-
-// The layout checks: the sizes and offsets in the PDL were computed by the generator, and the
-// compiler must agree, or the frame is not the one the peer reads.
-void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align, const std::vector<Field>& fields,
-                       std::string& out) {
-  out += "static_assert(std::is_trivially_copyable_v<" + cppName + ">);\n";
-  out += "static_assert(sizeof(" + cppName + ") == " + std::to_string(size) + " && alignof(" + cppName +
-         ") == " + std::to_string(align) + ");\n";
-  for (const auto& f : fields) {
-    out += "static_assert(offsetof(" + cppName + ", " + f.name + ") == " + std::to_string(f.offset) + ");\n";
-  }
-}
-
-void emitStructAsserts(const StructDecl& s, std::string& out) {
-  for (const auto& n : s.nestedStructs) emitStructAsserts(n, out);
-  if (!s.refused.empty()) return;
-  emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
-}
 
 // `withDefaults`: the client's public methods, where the schema's defaults of the trailing
 // parameters become C++ default arguments (C++ allows them only there).
@@ -230,9 +95,12 @@ void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
   out += "struct " + d.name + " {  // only its nested types\n";
   out += "  " + d.name + "() = delete;\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
-  for (const auto& n : d.nestedStructs) emitStruct(n, 2, out);
+  emitForwards(d.nestedStructs, 2, out);
+  std::string after;
+  for (const auto& n : d.nestedStructs) emitStruct(n, 2, out, d.relName + "::" + n.name, &after);
   emitNestedInterfaces(d, out);
   out += "};\n";
+  out += after;
   for (const auto& n : d.nestedStructs) emitStructAsserts(n, out);
 }
 
@@ -245,7 +113,9 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
   out += "struct " + d.name + " {\n";
   out += "  " + d.name + "() = delete;\n\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
-  for (const auto& s : d.nestedStructs) emitStruct(s, 2, out);
+  emitForwards(d.nestedStructs, 2, out);
+  std::string after;
+  for (const auto& s : d.nestedStructs) emitStruct(s, 2, out, d.relName + "::" + s.name, &after);
   emitNestedInterfaces(d, out);
   if (!d.nestedEnums.empty() || !d.nestedStructs.empty()) out += "\n";
   for (size_t i = d.ownBegin; i < d.methods.size(); ++i) emitFrames(d.methods[i], out);
@@ -271,6 +141,7 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
   out += "  class Client;\n";
   out += "  class Server;\n";
   out += "};\n";
+  out += after;
   for (const auto& s : d.nestedStructs) emitStructAsserts(s, out);
   for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
     const Method& m = d.methods[i];
@@ -299,16 +170,12 @@ struct WriteSpec {
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
 
-// Writes `fields`, whose values are `valueOf(field)`, into a frame: fixed values by memcpy at
-// their constant offsets, variable ones into one tail reservation at 8-byte aligned offsets.
-// Zeroes the padding ranges of a struct value at `base` (a std::byte* expression).
-void emitZeroPadding(const std::string& base, const std::vector<std::pair<uint32_t, uint32_t>>& padding,
-                     const std::string& I, std::string& out) {
-  for (auto [o, n] : padding) {
-    out += I + "std::memset(" + base + " + " + std::to_string(o) + ", 0, " + std::to_string(n) + ");\n";
-  }
+bool anyCoded(const std::vector<Field>& fields) {
+  return std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.type.coded; });
 }
 
+// Writes `fields`, whose values are `valueOf(field)`, into a frame: fixed values by memcpy at
+// their constant offsets, variable ones into one tail reservation at 8-byte aligned offsets.
 void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
                const std::function<std::string(const Field&)>& valueOf, const WriteSpec& spec, int in,
                std::string& out) {
@@ -316,12 +183,15 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
   bool anyVar = false;
   std::string prevEnd = "0";
   for (const auto& f : fields) {
-    if (!isVariable(f.type.kind)) continue;
+    if (!isVariable(f.type)) continue;
     anyVar = true;
     const std::string v = valueOf(f);
     const std::string bytes = f.name + "Bytes_";
     Type e = elemOf(f.type);
-    if (f.type.kind == Kind::kList && isVariable(e.kind)) {
+    if (f.type.coded) {
+      // A struct or list with values inside it: runtime/codec.h lays it out.
+      out += I + "const uint64_t " + bytes + " = ::lrpc::codec::size(" + v + ");\n";
+    } else if (f.type.kind == Kind::kList && isVariable(e)) {
       // The VarRef names the element array; the elements' bytes follow it.
       out += I + "const uint64_t " + f.name + "Len_ = uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
       out += I + "uint64_t " + bytes + " = " + f.name + "Len_;\n";
@@ -356,10 +226,13 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
       if (f.type.kind == Kind::kBool) {
         out += I + "const uint8_t " + f.name + "Byte_ = " + v + " ? 1 : 0;\n";
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Byte_, 1);\n";
-      } else if (isVariable(f.type.kind)) {
-        const bool listOfVar = f.type.kind == Kind::kList && isVariable(f.type.elem);
+      } else if (isVariable(f.type)) {
+        const bool listOfVar = f.type.kind == Kind::kList && !f.type.coded && isVariable(elemOf(f.type));
+        const std::string length = f.type.coded ? "::lrpc::codec::head(" + v + ")"
+                                   : listOfVar  ? f.name + "Len_"
+                                                : f.name + "Bytes_";
         out += I + "const ::lrpc::VarRef " + f.name + "Ref_{static_cast<uint32_t>(" + f.name +
-               "At_), static_cast<uint32_t>(" + f.name + (listOfVar ? "Len_" : "Bytes_") + ")};\n";
+               "At_), static_cast<uint32_t>(" + length + ")};\n";
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Ref_, sizeof " + f.name + "Ref_);\n";
       } else {
         out += I + "std::memcpy(fixed_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
@@ -382,7 +255,7 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
     out += I + "std::byte* t_ = reserved_->data();\n";
     std::string end;  // where the previous value ends; empty before the first
     for (const auto& f : fields) {
-      if (!isVariable(f.type.kind)) continue;
+      if (!isVariable(f.type)) continue;
       const std::string v = valueOf(f);
       const std::string at = f.name + "At_";
       Type e = elemOf(f.type);
@@ -392,7 +265,9 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
         out += I + "if (" + at + " != " + end + ") std::memset(t_ + " + end + ", 0, " + at + " - (" + end + "));\n";
       }
       end = at + " + " + f.name + "Bytes_";
-      if (f.type.kind == Kind::kList && isVariable(e.kind)) {
+      if (f.type.coded) {
+        out += I + "::lrpc::codec::put(t_, " + at + ", " + v + ");\n";
+      } else if (f.type.kind == Kind::kList && isVariable(e)) {
         out += I + "{\n";
         out += I + "  uint64_t at_ = " + at + " + uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
         out += I + "  for (size_t i_ = 0; i_ < " + v + ".size(); ++i_) {\n";
@@ -439,16 +314,6 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
   }
 }
 
-// Forces the Bool bytes inside copied structs to 0/1 before any of them is read as a C++ bool.
-void emitBoolFix(const std::string& object, const std::vector<uint32_t>& offsets, int in, std::string& out) {
-  if (offsets.empty()) return;
-  const std::string I = ind(in);
-  out += I + "for (uint32_t o_ : std::initializer_list<uint32_t>" + offsetList(offsets) + ") {\n";
-  out += I + "  unsigned char* b_ = reinterpret_cast<unsigned char*>(&" + object + ") + o_;\n";
-  out += I + "  *b_ = *b_ != 0 ? 1 : 0;\n";
-  out += I + "}\n";
-}
-
 std::vector<uint32_t> frameBoolOffsets(const std::vector<Field>& fields) {
   std::vector<uint32_t> out;
   for (const auto& f : fields) {
@@ -468,8 +333,22 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
   const std::string bad = "return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
                           quoted(what + " " + f.schemaName + " lies outside the tail, is misaligned or is over "
                                  "its size limit") + ");";
+  if (f.type.coded) {
+    // Everything inside it is checked and copied by runtime/codec.h, against one budget (rd_)
+    // for the whole tail and a nesting limit.
+    if (streamed) out += I + "if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;\n";
+    if (f.maxBytes) out += I + "const uint64_t " + f.name + "Budget_ = rd_.budget;\n";
+    out += I + "if (!::lrpc::codec::get(rd_, " + ref + ", " + target + ")" +
+           (f.maxBytes ? " || " + f.name + "Budget_ - rd_.budget > " + std::to_string(f.maxBytes) : std::string()) +
+           ") {\n";
+    out += I + "  return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
+           quoted(what + " " + f.schemaName + " is malformed: a value lies outside the tail, is misaligned, nests "
+                  "too deep, names bytes twice or is over its size limit") + ");\n";
+    out += I + "}\n";
+    return;
+  }
   Type e = elemOf(f.type);
-  const bool listOfVar = f.type.kind == Kind::kList && isVariable(e.kind);
+  const bool listOfVar = f.type.kind == Kind::kList && isVariable(e);
   const std::string size = f.type.kind == Kind::kList ? elemSize(f.type) : "1";
   out += I + "if (!::lrpc::detail::varRefOk(" + ref + ", tail_.size(), " + size + ")" +
          (f.maxBytes && !listOfVar ? " || " + ref + ".length > " + std::to_string(f.maxBytes) : std::string()) + ") {\n";
@@ -593,7 +472,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
   emitWrite(m.params, m.argsSize, [](const Field& f) { return f.name; }, spec, 2, out);
-  const auto isVar = [](const Field& f) { return isVariable(f.type.kind); };
+  const auto isVar = [](const Field& f) { return isVariable(f.type); };
   const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
   if (var != m.results.end() && var->type.kind == Kind::kData &&
       std::count_if(m.results.begin(), m.results.end(), isVar) == 1) {
@@ -610,8 +489,9 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "  std::memcpy(&frame_, call_.results(), sizeof frame_);\n";
   emitBoolFix("frame_", frameBoolOffsets(m.results), 2, out);
   bool anyVar = false;
-  for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type.kind);
+  for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type);
   if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
+  if (anyCoded(m.results)) out += "  ::lrpc::codec::Reader rd_(tail_);\n";
   const bool single = m.results.size() == 1;
   if (single) {
     out += "  " + valueType(m.results[0].type) + " value_{};\n";
@@ -622,7 +502,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     const std::string target = single ? "value_" : "out_." + f.name;
     if (f.type.kind == Kind::kBool) {
       out += "  " + target + " = frame_." + f.name + " != 0;\n";
-    } else if (!isVariable(f.type.kind)) {
+    } else if (!isVariable(f.type)) {
       out += "  " + target + " = frame_." + f.name + ";\n";
     } else {
       emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, false, out);
@@ -670,14 +550,15 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
     out += "  std::memcpy(&frame_, args_.data(), sizeof frame_);\n";
     emitBoolFix("frame_", frameBoolOffsets(m.params), 2, out);
     bool anyVar = false;
-    for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type.kind);
+    for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type);
     if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.argTail();\n";
+    if (anyCoded(m.params)) out += "  ::lrpc::codec::Reader rd_(tail_);\n";
     for (const auto& f : m.params) {
       if (f.type.kind == Kind::kBool) {
         callArgs.push_back("frame_." + f.name + " != 0");
         continue;
       }
-      if (!isVariable(f.type.kind)) {
+      if (!isVariable(f.type)) {
         callArgs.push_back("frame_." + f.name);
         continue;
       }
@@ -687,7 +568,9 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
       if (f.type.kind == Kind::kData) out += "  std::span<const uint8_t> " + view + ";\n";
       emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out, view);
       Type e = elemOf(f.type);
-      if (f.type.kind == Kind::kText) {
+      if (f.type.kind == Kind::kStruct) {
+        callArgs.push_back(store);
+      } else if (f.type.kind == Kind::kText) {
         callArgs.push_back("std::string_view(" + store + ")");
       } else if (f.type.kind == Kind::kData) {
         callArgs.push_back(view);
@@ -695,7 +578,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
         out += "  std::unique_ptr<bool[]> " + f.name + "Bools_ = std::make_unique<bool[]>(" + store + ".size());\n";
         out += "  for (size_t i_ = 0; i_ < " + store + ".size(); ++i_) " + f.name + "Bools_[i_] = " + store + "[i_];\n";
         callArgs.push_back("std::span<const bool>(" + f.name + "Bools_.get(), " + store + ".size())");
-      } else if (isVariable(e.kind)) {
+      } else if (e.kind == Kind::kText || e.kind == Kind::kData) {
         const std::string views = f.name + "Views_";
         out += "  const std::vector<" + elemParamType(e) + "> " + views + "(" + store + ".begin(), " + store + ".end());\n";
         callArgs.push_back("std::span<const " + elemParamType(e) + ">(" + views + ")");
@@ -789,8 +672,11 @@ FileText emitFile(const FileModel& f) {
     emitEnum(e, 0, h);
     h += "\n";
   }
+  emitForwards(f.structs, 0, h);
   for (const auto& s : f.structs) {
-    emitStruct(s, 0, h);
+    std::string after;
+    emitStruct(s, 0, h, s.name, &after);
+    h += after;
     emitStructAsserts(s, h);
     h += "\n";
   }
@@ -799,6 +685,15 @@ FileText emitFile(const FileModel& f) {
     for (const auto& r : d.refusals) h += "//   " + r.str() + "\n";
   }
   for (const auto& d : f.interfaces) emitInterfaceStruct(d, h);
+  // Every struct is complete now: the functions that write and read them in a tail.
+  std::vector<const StructDecl*> structs;
+  for (const auto& s : f.structs) structs.push_back(&s);
+  std::function<void(const InterfaceDecl&)> nested = [&](const InterfaceDecl& d) {
+    for (const auto& s : d.nestedStructs) structs.push_back(&s);
+    for (const auto& n : d.nestedInterfaces) nested(n);
+  };
+  for (const auto& d : f.interfaces) nested(d);
+  emitCodecFunctions(structs, h);
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;
     emitClientClass(d, h);

@@ -21,8 +21,6 @@ namespace schema = capnp::schema;
 
 uint32_t alignUp(uint32_t n, uint32_t a) { return (n + a - 1) / a * a; }
 
-bool isVariable(Kind k) { return k == Kind::kText || k == Kind::kData || k == Kind::kList; }
-
 std::string baseNameOf(const std::string& displayName) {
   std::string name = displayName.substr(displayName.find_last_of('/') + 1);
   if (name.size() > 6 && name.compare(name.size() - 6, 6, ".capnp") == 0) name.resize(name.size() - 6);
@@ -177,6 +175,13 @@ std::string ModelBuilder::fileOf(uint64_t id) const {
 
 std::string ModelBuilder::cppNameOf(uint64_t id) const {
   auto proto = node(id).getProto();
+  if (proto.isStruct() && proto.getStruct().getIsGroup()) {
+    // A group's type is named after its field, inside its parent: Person.address -> Person::Address.
+    auto parent = node(proto.getScopeId()).getProto();
+    for (auto f : parent.getStruct().getFields()) {
+      if (f.isGroup() && f.getGroup().getTypeId() == id) return cppNameOf(parent.getId()) + "::" + pascal(f.getName().cStr());
+    }
+  }
   std::string ns;
   if (uint64_t fileId = fileIdOf(id)) {
     for (auto a : node(fileId).getProto().getAnnotations()) {
@@ -346,11 +351,6 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       return fail("Void is not supported (it carries nothing: leave it out of the list)");
     case CType::TEXT:
     case CType::DATA:
-      if (inStruct) {
-        return fail(std::string(t.isText() ? "Text" : "Data") +
-                    " is not allowed in a struct (structs are fixed-size for now: pass the value as a "
-                    "method parameter or result instead)");
-      }
       out.kind = t.isText() ? Kind::kText : Kind::kData;
       return true;
     case CType::ENUM: {
@@ -368,28 +368,37 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
         return fail("generic struct " + localPath(s) +
                     " is not supported (a frame needs one concrete layout: declare a struct with concrete field types)");
       }
+      if (inProgress_.count(id)) {
+        // Reached again while it is being checked: fine through a List (a tree; the C++ member
+        // is a std::vector), impossible by value.
+        if (listDepth_ <= listDepthAt_[id]) {
+          return fail("struct " + localPath(s) +
+                      " contains itself (a value cannot hold itself: hold it through a List, e.g. List(" +
+                      localPath(s) + "), which may be empty)");
+        }
+        out.kind = Kind::kStruct;
+        out.id = id;
+        out.cppName = cppNameOf(id);
+        out.coded = true;  // a struct on a cycle through a List holds that List
+        return true;
+      }
       // A refused struct is reported once, where it is declared, not at every use.
       if (!checkStruct(id, diags)) return false;
       out.kind = Kind::kStruct;
       out.id = id;
       out.cppName = cppNameOf(id);
+      out.coded = coded_[id];
       out.boolOffsets.clear();
-      boolOffsets(id, 0, out.boolOffsets);
       out.padding.clear();
-      paddingOf(id, 0, out.padding);
+      if (!out.coded) {  // copied whole: its Bool bytes and padding need care
+        boolOffsets(id, 0, out.boolOffsets);
+        paddingOf(id, 0, out.padding);
+      }
       return true;
     }
     case CType::LIST: {
-      if (inStruct) {
-        return fail("List is not allowed in a struct (structs are fixed-size for now: pass the list as a method "
-                    "parameter or result instead)");
-      }
       auto e = t.getList().getElementType();
       ::lrpc::stubgen::Type elem;
-      if (e.isList()) {
-        return fail("List(List(...)) is not supported (pass the inner lists flattened, with a List(UInt32) of their "
-                    "lengths)");
-      }
       if (e.isAnyPointer() || e.isInterface() || e.isVoid()) {
         const std::string what = e.isVoid()        ? "List(Void)"
                                  : e.isInterface() ? "List of an interface"
@@ -397,13 +406,18 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
         return fail(what + " is not supported (lists carry plain data: primitives, enums, fixed-size structs, "
                            "Text or Data)");
       }
-      if (!convertType(e, false, path, fileId, line, elem, diags)) return false;
+      ++listDepth_;
+      const bool ok = convertType(e, inStruct, path, fileId, line, elem, diags);
+      --listDepth_;
+      if (!ok) return false;
       out.kind = Kind::kList;
       out.elem = elem.kind;
       out.elemId = elem.id;
       out.cppName = elem.cppName;
       out.boolOffsets = elem.boolOffsets;
       out.padding = elem.padding;
+      out.coded = elem.kind == Kind::kList || (elem.kind == Kind::kStruct && elem.coded);
+      out.elemType = std::make_shared<const ::lrpc::stubgen::Type>(std::move(elem));
       return true;
     }
     case CType::INTERFACE:
@@ -428,11 +442,11 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
 }
 
 ModelBuilder::Layout ModelBuilder::layoutOf(const ::lrpc::stubgen::Type& t) const {
+  if (isVariable(t)) return {8, 4};  // lrpc::VarRef
   if (t.kind == Kind::kStruct) {
     auto it = layouts_.find(t.id);
     return it == layouts_.end() ? Layout{1, 1} : it->second;
   }
-  if (isVariable(t.kind)) return {8, 4};  // lrpc::VarRef
   uint32_t s = primitiveSize(t.kind);
   return {s, s};
 }
@@ -455,6 +469,7 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
     return false;
   }
   inProgress_.insert(id);
+  listDepthAt_[id] = listDepth_;
   std::vector<Diag> mine;
   const int structLine = lineOf(fileId, steps);
   if (s.getIsGeneric()) {
@@ -462,11 +477,8 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
                         name + ": generic structs are not supported (a frame needs one concrete layout: declare a "
                                "struct with concrete field types)"));
   }
-  if (s.getStruct().getDiscriminantCount() > 0) {
-    mine.push_back(diag(fileId, structLine,
-                        name + ": unions are not supported (a frame has one fixed layout: use separate fields or "
-                               "methods)"));
-  }
+  // A union or a group cannot be flattened into a frame as one fixed C++ struct.
+  bool coded = s.getStruct().getIsGroup() || s.getStruct().getDiscriminantCount() > 0;
   const uint64_t inIface = enclosingInterface(id);
   Layout layout{0, 1};
   for (auto f : fieldsInCodeOrder(s, nullptr)) {
@@ -476,15 +488,14 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
     const int line = lineOf(fileId, fsteps);
     const std::string path = name + "." + fname;
     if (f.isGroup()) {
-      mine.push_back(diag(fileId, line,
-                          path + ": groups and unions are not supported (a frame has one fixed layout: use a "
-                                 "nested struct or separate fields)"));
+      checkStruct(f.getGroup().getTypeId(), mine);
+      coded = true;
       continue;
     }
-    if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) continue;  // reported as a union
     if (f.getSlot().getType().isVoid()) continue;  // carries nothing: no member
     ::lrpc::stubgen::Type t;
     if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
+    coded = coded || isVariable(t);
     if (t.kind == Kind::kStruct || t.kind == Kind::kEnum) {
       // File-scope structs are emitted before a file's interfaces.
       const uint64_t typeIface = enclosingInterface(t.id);
@@ -516,6 +527,7 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
   }
   layout.size = std::max<uint32_t>(1, alignUp(layout.size, layout.align));  // as C++ lays it out
   inProgress_.erase(id);
+  coded_[id] = coded;
   layouts_[id] = layout;
   sortUnique(mine);
   structDiags_[id] = mine;
@@ -609,55 +621,113 @@ EnumDecl ModelBuilder::makeEnum(uint64_t id) {
   return d;
 }
 
+// A field's place in a coded struct's fixed part follows its ordinal, so that a field added
+// later (the next ordinal) lands after every existing one. A group goes by its first member.
+uint32_t ModelBuilder::ordinalKey(schema::Field::Reader f) const {
+  if (!f.isGroup()) return f.getOrdinal().isExplicit() ? f.getOrdinal().getExplicit() : 0xffff;
+  uint32_t key = 0xffff;
+  for (auto g : node(f.getGroup().getTypeId()).getProto().getStruct().getFields()) key = std::min(key, ordinalKey(g));
+  return key;
+}
+
 StructDecl ModelBuilder::makeStruct(uint64_t id) {
   auto s = node(id).getProto();
   StructDecl d;
   d.id = id;
   d.name = cppIdent(s.getDisplayName().cStr() + s.getDisplayNamePrefixLength());
   d.cppName = cppNameOf(id);
+  if (s.getStruct().getIsGroup()) d.name = d.cppName.substr(d.cppName.rfind("::") + 2);
   d.doc = docOf(id);
   std::vector<Diag> why;
   if (checkStruct(id, why)) {
+    d.coded = coded_[id];
     std::vector<unsigned> indexes;
     auto fields = fieldsInCodeOrder(s, &indexes);
-    uint32_t offset = 0;
+    std::vector<std::pair<uint32_t, size_t>> byOrdinal;  // coded layout order
     for (size_t i = 0; i < fields.size(); ++i) {
-      if (fields[i].getSlot().getType().isVoid()) continue;
+      const bool inUnion = fields[i].getDiscriminantValue() != schema::Field::NO_DISCRIMINANT;
+      const bool isVoid = !fields[i].isGroup() && fields[i].getSlot().getType().isVoid();
+      if (isVoid && !inUnion) continue;
       Field f;
       f.schemaName = fields[i].getName();
       f.name = cppIdent(f.schemaName);
+      f.member = inUnion ? f.name + "_" : f.name;
+      f.discriminant = inUnion ? fields[i].getDiscriminantValue() : -1;
+      f.isVoid = isVoid;
       f.doc = memberDoc(id, indexes[i]);
-      std::vector<Diag> ignored;  // checkStruct passed
-      convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
-      if (fields[i].getSlot().getHadExplicitDefault()) {
-        std::string refused;  // checkStruct accepted it
-        defaultLiteral(f.type, fields[i].getSlot().getDefaultValue(), f.defaultValue, refused);
+      if (fields[i].isGroup()) {
+        const uint64_t gid = fields[i].getGroup().getTypeId();
+        f.group = true;
+        f.type.kind = Kind::kStruct;
+        f.type.id = gid;
+        f.type.cppName = cppNameOf(gid);
+        f.type.coded = true;
+        d.nestedStructs.push_back(makeStruct(gid));
+      } else if (!isVoid) {
+        std::vector<Diag> ignored;  // checkStruct passed
+        convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
+        if (fields[i].getSlot().getHadExplicitDefault()) {
+          std::string refused;  // checkStruct accepted it
+          defaultLiteral(f.type, fields[i].getSlot().getDefaultValue(), f.defaultValue, refused);
+        }
+        noteUse(f.type);
       }
-      noteUse(f.type);
-      Layout fl = layoutOf(f.type);
-      f.offset = alignUp(offset, fl.align);
-      f.size = fl.size;
-      offset = f.offset + fl.size;
+      byOrdinal.emplace_back(ordinalKey(fields[i]), d.fields.size());
       d.fields.push_back(std::move(f));
     }
-    d.size = layouts_[id].size;
-    d.align = layouts_[id].align;
+    if (d.coded) {
+      // The fixed part in a frame: by ordinal, natural alignment, the union's discriminant
+      // (uint16_t) where its first member would go; whole 8-byte words.
+      std::stable_sort(byOrdinal.begin(), byOrdinal.end());
+      uint32_t offset = 0;
+      for (auto [key, i] : byOrdinal) {
+        Field& f = d.fields[i];
+        if (f.discriminant >= 0 && !d.hasUnion) {
+          d.hasUnion = true;
+          d.discriminantOffset = alignUp(offset, 2);
+          offset = d.discriminantOffset + 2;
+        }
+        if (f.isVoid) continue;
+        Layout fl = layoutOf(f.type);
+        f.offset = alignUp(offset, fl.align);
+        f.size = fl.size;
+        offset = f.offset + fl.size;
+      }
+      d.size = std::max<uint32_t>(8, alignUp(offset, 8));
+      d.align = 8;
+    } else {
+      uint32_t offset = 0;
+      for (auto& f : d.fields) {
+        Layout fl = layoutOf(f.type);
+        f.offset = alignUp(offset, fl.align);
+        f.size = fl.size;
+        offset = f.offset + fl.size;
+      }
+      d.size = layouts_[id].size;
+      d.align = layouts_[id].align;
+      boolOffsets(id, 0, d.boolOffsets);
+      paddingOf(id, 0, d.padding);
+    }
   } else {
     sortUnique(why);
     d.refused = why.front().str();
   }
+  std::vector<StructDecl> groups = std::move(d.nestedStructs);
+  d.nestedStructs.clear();
   collectScope(id, d.nestedEnums, d.nestedStructs, nullptr);
+  d.nestedStructs.insert(d.nestedStructs.begin(), groups.begin(), groups.end());
   return d;
 }
 
 void ModelBuilder::noteUse(const ::lrpc::stubgen::Type& t) {
   if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) usedFiles_.insert(fileIdOf(t.id));
-  if (t.kind == Kind::kList && (t.elem == Kind::kEnum || t.elem == Kind::kStruct)) usedFiles_.insert(fileIdOf(t.elemId));
+  if (t.kind == Kind::kList && t.elemType) noteUse(*t.elemType);
 }
 
 namespace {
 
 // Struct ids a struct's fields (and its nested structs' fields) refer to.
+// (By value only: a List's element may be incomplete where the std::vector member is declared.)
 void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
   for (const auto& f : s.fields) {
     if (f.type.kind == Kind::kStruct) out.insert(f.type.id);
@@ -842,7 +912,7 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, 
         continue;
       }
     }
-    if (getUInt32Annotation(f.getAnnotations(), kMaxBytesId, p.maxBytes) && !isVariable(p.type.kind)) {
+    if (getUInt32Annotation(f.getAnnotations(), kMaxBytesId, p.maxBytes) && !isVariable(p.type)) {
       diags.push_back(diag(fileId, line,
                            path + ": $Lrpc.maxBytes applies only to Text, Data and List values (a fixed-size "
                                   "value's size is already known: remove it)"));
@@ -867,7 +937,9 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, 
   return ok;
 }
 
-std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t) const {
+// A type spelled out for the signature hash: enums with their enumerants, structs with their
+// fields (a struct met again inside itself by its name only), so differing schemas disagree.
+std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t, std::set<uint64_t>& seen) const {
   switch (t.kind) {
     case Kind::kEnum: {
       auto e = node(t.id).getProto();
@@ -877,21 +949,38 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t) const {
     }
     case Kind::kStruct: {
       auto n = node(t.id).getProto();
+      if (!seen.insert(t.id).second) return "Struct(" + localPath(n) + ")";
       std::string s = "Struct(" + localPath(n) + "{";
       for (auto f : fieldsInCodeOrder(n, nullptr)) {
-        if (f.isGroup() || f.getSlot().getType().isVoid()) continue;
+        if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) s += "|" + std::to_string(f.getDiscriminantValue());
+        if (f.isGroup()) {
+          ::lrpc::stubgen::Type g;
+          g.kind = Kind::kStruct;
+          g.id = f.getGroup().getTypeId();
+          s += std::string(f.getName().cStr()) + ":" + canonicalType(g, seen) + ",";
+          continue;
+        }
+        if (f.getSlot().getType().isVoid()) {
+          if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) s += std::string(f.getName().cStr()) + ":Void,";
+          continue;
+        }
         ::lrpc::stubgen::Type ft;
         std::vector<Diag> ignored;
         const_cast<ModelBuilder*>(this)->convertType(f.getSlot().getType(), true, "", 0, 0, ft, ignored);
-        s += std::string(f.getName().cStr()) + ":" + canonicalType(ft) + ",";
+        // A coded struct's fixed part is laid out by ordinal, a flattened one's in declaration order.
+        const bool coded = coded_.count(t.id) != 0 && coded_.at(t.id);
+        s += std::string(f.getName().cStr()) + (coded ? "@" + std::to_string(ordinalKey(f)) : std::string()) + ":" +
+             canonicalType(ft, seen) + ",";
       }
+      seen.erase(t.id);
       return s + "})";
     }
     case Kind::kList: {
+      if (t.elemType) return "List(" + canonicalType(*t.elemType, seen) + ")";
       ::lrpc::stubgen::Type e;
       e.kind = t.elem;
       e.id = t.elemId;
-      return "List(" + canonicalType(e) + ")";
+      return "List(" + canonicalType(e, seen) + ")";
     }
     default:
       return primitiveName(t.kind);
@@ -969,7 +1058,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
       for (const auto& f : fs) {
         end = f.offset + f.size;
         align = std::max(align, layoutOf(f.type).align);
-        d.variable = d.variable || isVariable(f.type.kind);
+        d.variable = d.variable || isVariable(f.type);
       }
       size = alignUp(end, align);
     };
@@ -1025,9 +1114,10 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
       all[i].index = static_cast<uint32_t>(i);
       all[i].inherited = all[i].frameScope != self;
       signature += all[i].schemaName + "@" + std::to_string(all[i].ordinal) + "(";
-      for (const auto& p : all[i].params) signature += p.schemaName + ":" + canonicalType(p.type) + ",";
+      std::set<uint64_t> inside;
+      for (const auto& p : all[i].params) signature += p.schemaName + ":" + canonicalType(p.type, inside) + ",";
       signature += ")->(";
-      for (const auto& r : all[i].results) signature += r.schemaName + ":" + canonicalType(r.type) + ",";
+      for (const auto& r : all[i].results) signature += r.schemaName + ":" + canonicalType(r.type, inside) + ",";
       signature += ");";
     }
     d.ownBegin = static_cast<size_t>(

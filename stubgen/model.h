@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,14 +33,19 @@ enum class Kind {
   kFloat32, kFloat64, kEnum, kStruct, kText, kData, kList,
 };
 
-// A supported type. For kList, `elem` and `elemId` describe the element (one level only:
-// List(List(..)) is rejected).
+// A supported type. For kList, `elem` and `elemId` describe the element, and `elemType` is
+// the whole element type (a List of Lists nests).
 struct Type {
   Kind kind = Kind::kInt32;
   uint64_t id = 0;  // kEnum / kStruct: the node id
   Kind elem = Kind::kInt32;
   uint64_t elemId = 0;
   std::string cppName;  // kEnum / kStruct (kList: of the element): fully qualified C++ name
+  // Written and read through runtime/codec.h: a struct with Text, Data, List or struct fields
+  // of that kind, a union or a group (named by a VarRef, not flattened into the frame), or a
+  // List whose elements are Lists or such structs.
+  bool coded = false;
+  std::shared_ptr<const Type> elemType;  // kList: the element
   // kStruct (kList: of struct elements): offsets of every Bool inside one value, nested
   // structs included. Readers force those bytes to 0/1 before the value is used as C++ bools.
   std::vector<uint32_t> boolOffsets;
@@ -49,12 +55,23 @@ struct Type {
   std::vector<std::pair<uint32_t, uint32_t>> padding;
 };
 
+// Whether a value sits in a frame's tail (named by a VarRef) rather than in its fixed part.
+inline bool isVariable(const Type& t) {
+  return t.kind == Kind::kText || t.kind == Kind::kData || t.kind == Kind::kList || (t.kind == Kind::kStruct && t.coded);
+}
+
 // One member of a generated plain struct, or one parameter / result of a method.
 struct Field {
   std::string name;       // C++ identifier (keyword-escaped)
   std::string schemaName; // as written in the schema
   Type type;
-  uint32_t offset = 0;    // in the struct or frame
+  // In a coded struct: the C++ member that holds it ("name", or "name_" for a union member)
+  // and whether it is a union member (its discriminant), a Void union member, or a group.
+  std::string member;
+  int discriminant = -1;
+  bool isVoid = false;
+  bool group = false;
+  uint32_t offset = 0;    // in the struct or frame (a coded struct: in its fixed part)
   uint32_t size = 0;      // of its slot in the struct or frame
   uint32_t maxBytes = 0;  // $Lrpc.maxBytes, 0 = none (then the tail's bound applies)
   bool inPlace = false;   // $Lrpc.inPlace: the server reads this Data argument without copy "E"
@@ -97,8 +114,15 @@ struct StructDecl {
   std::string name;
   std::string cppName;
   std::vector<Field> fields;
-  uint32_t size = 0;
+  uint32_t size = 0;   // coded: of its fixed part in a frame (a multiple of 8)
   uint32_t align = 1;
+  bool coded = false;  // see Type::coded
+  // With an unnamed union: where its discriminant sits in the fixed part (uint16_t).
+  bool hasUnion = false;
+  uint32_t discriminantOffset = 0;
+  // Fixed-size structs: Bool offsets and padding, for lrpcFixBools / lrpcScrub.
+  std::vector<uint32_t> boolOffsets;
+  std::vector<std::pair<uint32_t, uint32_t>> padding;
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;  // in dependency order
   std::string doc;
@@ -215,7 +239,8 @@ class ModelBuilder {
   bool makeFields(uint64_t structId, const std::string& methodPath, bool params, uint64_t fileId,
                   const std::vector<Step>& methodSteps, int methodLine, std::vector<Field>& out,
                   std::vector<Diag>& diags);
-  std::string canonicalType(const Type& t) const;
+  std::string canonicalType(const Type& t, std::set<uint64_t>& seen) const;
+  uint32_t ordinalKey(capnp::schema::Field::Reader f) const;
   bool defaultLiteral(const Type& t, capnp::schema::Value::Reader v, std::string& out, std::string& refused) const;
   void noteUse(const Type& t);
 
@@ -224,6 +249,9 @@ class ModelBuilder {
   std::map<uint64_t, capnp::schema::Node::SourceInfo::Reader> sourceInfo_;
   std::map<uint64_t, Layout> layouts_;       // struct id -> layout, once computed
   std::set<uint64_t> inProgress_;            // structs being laid out (cycle check)
+  std::map<uint64_t, int> listDepthAt_;      // listDepth_ when each of them was entered
+  int listDepth_ = 0;                         // Lists on the way to the type being converted
+  std::map<uint64_t, bool> coded_;           // struct id -> Type::coded
   std::map<uint64_t, std::vector<Diag>> structDiags_;  // struct id -> why it is refused (empty: ok)
   std::vector<InterfaceDecl> nestedInterfaces_;  // found while collecting scopes
   std::string rootInterface_;               // the interface whose PDL is being flattened

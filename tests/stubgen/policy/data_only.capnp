@@ -10,6 +10,6 @@ struct Point {
 }
 struct Person {
   id @0 :UInt32;
-  name @1 :Text;
+  name @1 :AnyPointer;
 }
 const origin :Point = (x = 0, y = 0);

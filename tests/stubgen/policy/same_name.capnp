@@ -5,7 +5,7 @@ struct Outer {
     name @0 :Int32;
   }
   id @0 :UInt32;
-  name @1 :Text;
+  name @1 :AnyPointer;
 }
 interface Dir {
   get @0 () -> (o :Outer);

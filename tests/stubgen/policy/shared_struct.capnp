@@ -3,7 +3,7 @@
 # several lines: each construct is reported once, in line order.
 struct Entry {
   id @0 :UInt32;
-  name @1 :Text;
+  name @1 :AnyPointer;
 }
 interface A {
   get @0 () -> (e :Entry);

@@ -5,13 +5,10 @@ struct Point {
   y @1 :Int32;
 }
 struct Shape {
-  union {
-    circle @0 :Float64;
-    square @1 :Float64;
-  }
+  outline @0 :AnyPointer;
 }
 struct Label {
-  text @0 :Text;
+  text @0 :AnyStruct;
   struct Style {
     bold @0 :Bool;
   }

@@ -41,6 +41,8 @@ struct Config {
   int8_t small = -7;
   int32_t plain;
   double forever = std::numeric_limits<double>::infinity();
+
+  bool operator==(const Config&) const = default;
 };
 static_assert(std::is_trivially_copyable_v<::defaults::Config>);
 static_assert(sizeof(::defaults::Config) == 56 && alignof(::defaults::Config) == 8);
@@ -134,6 +136,20 @@ static_assert(offsetof(::defaults::Settings::MixResultsFrame, sum) == 0);
 static_assert(std::is_trivially_copyable_v<::defaults::Settings::WithResultDefaultResultsFrame>);
 static_assert(sizeof(::defaults::Settings::WithResultDefaultResultsFrame) == 4 && alignof(::defaults::Settings::WithResultDefaultResultsFrame) == 4);
 static_assert(offsetof(::defaults::Settings::WithResultDefaultResultsFrame, n) == 0);
+
+// How these structs travel inside a frame's tail (runtime/codec.h).
+inline void lrpcScrub(::defaults::Config& v_) noexcept {
+  std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
+  std::memset(p_ + 4, 0, 4);
+  std::memset(p_ + 23, 0, 1);
+  std::memset(p_ + 41, 0, 3);
+}
+inline void lrpcFixBools(::defaults::Config& v_) noexcept {
+  for (uint32_t o_ : std::initializer_list<uint32_t>{22u}) {
+    unsigned char* b_ = reinterpret_cast<unsigned char*>(&v_) + o_;
+    *b_ = *b_ != 0 ? 1 : 0;
+  }
+}
 
 // Calls Settings through a binding, same host or remote. Copies share the binding.
 class Settings::Client {

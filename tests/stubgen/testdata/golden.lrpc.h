@@ -29,6 +29,8 @@ struct Reading {
   uint64_t at;
   ::Span span;
   bool valid;
+
+  bool operator==(const Reading&) const = default;
 };
 static_assert(std::is_trivially_copyable_v<::golden::v1::Reading>);
 static_assert(sizeof(::golden::v1::Reading) == 24 && alignof(::golden::v1::Reading) == 8);
@@ -156,6 +158,19 @@ static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::DumpResultsFram
 static_assert(sizeof(::golden::v1::Sensor::DumpResultsFrame) == 16 && alignof(::golden::v1::Sensor::DumpResultsFrame) == 8);
 static_assert(offsetof(::golden::v1::Sensor::DumpResultsFrame, at) == 0);
 static_assert(offsetof(::golden::v1::Sensor::DumpResultsFrame, blob) == 8);
+
+// How these structs travel inside a frame's tail (runtime/codec.h).
+inline void lrpcScrub(::golden::v1::Reading& v_) noexcept {
+  std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
+  std::memset(p_ + 14, 0, 2);
+  std::memset(p_ + 17, 0, 7);
+}
+inline void lrpcFixBools(::golden::v1::Reading& v_) noexcept {
+  for (uint32_t o_ : std::initializer_list<uint32_t>{16u}) {
+    unsigned char* b_ = reinterpret_cast<unsigned char*>(&v_) + o_;
+    *b_ = *b_ != 0 ? 1 : 0;
+  }
+}
 
 // Calls Sensor through a binding, same host or remote. Copies share the binding.
 class Sensor::Client {

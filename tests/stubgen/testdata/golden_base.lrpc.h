@@ -28,6 +28,8 @@ enum class Unit : uint16_t {
 struct Span {
   float length;
   ::Unit unit;
+
+  bool operator==(const Span&) const = default;
 };
 static_assert(std::is_trivially_copyable_v<::Span>);
 static_assert(sizeof(::Span) == 8 && alignof(::Span) == 4);
@@ -58,6 +60,12 @@ struct Named {
 static_assert(std::is_trivially_copyable_v<::Named::NameResultsFrame>);
 static_assert(sizeof(::Named::NameResultsFrame) == 8 && alignof(::Named::NameResultsFrame) == 4);
 static_assert(offsetof(::Named::NameResultsFrame, name) == 0);
+
+// How these structs travel inside a frame's tail (runtime/codec.h).
+inline void lrpcScrub(::Span& v_) noexcept {
+  std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
+  std::memset(p_ + 6, 0, 2);
+}
 
 // Calls Named through a binding, same host or remote. Copies share the binding.
 class Named::Client {

@@ -30,6 +30,8 @@ struct Store {
 
   struct Key {
     uint64_t id;
+
+    bool operator==(const Key&) const = default;
   };
   struct Reader {
     Reader() = delete;
@@ -39,6 +41,8 @@ struct Store {
 
       struct Pos {
         uint32_t at;
+
+        bool operator==(const Pos&) const = default;
       };
 
       // next @0: frames

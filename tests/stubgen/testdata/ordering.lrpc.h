@@ -22,6 +22,8 @@
 
 struct Earlier {
   float v;
+
+  bool operator==(const Earlier&) const = default;
 };
 static_assert(std::is_trivially_copyable_v<::Earlier>);
 static_assert(sizeof(::Earlier) == 4 && alignof(::Earlier) == 4);
@@ -30,6 +32,8 @@ static_assert(offsetof(::Earlier, v) == 0);
 struct Later {
   ::Earlier first;
   uint8_t class_;
+
+  bool operator==(const Later&) const = default;
 };
 static_assert(std::is_trivially_copyable_v<::Later>);
 static_assert(sizeof(::Later) == 8 && alignof(::Later) == 4);
@@ -46,6 +50,8 @@ struct Base {
   struct Pair {
     int8_t x;
     int64_t y;
+
+    bool operator==(const Pair&) const = default;
   };
 
   // pair @0: frames
@@ -139,6 +145,16 @@ struct Empty {
   class Client;
   class Server;
 };
+
+// How these structs travel inside a frame's tail (runtime/codec.h).
+inline void lrpcScrub(::Later& v_) noexcept {
+  std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
+  std::memset(p_ + 5, 0, 3);
+}
+inline void lrpcScrub(::Base::Pair& v_) noexcept {
+  std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
+  std::memset(p_ + 1, 0, 7);
+}
 
 // Calls Base through a binding, same host or remote. Copies share the binding.
 class Base::Client {

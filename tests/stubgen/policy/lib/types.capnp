@@ -3,5 +3,5 @@
 
 struct Record {
   key @0 :UInt64;
-  tags @1 :List(Text);
+  tags @1 :AnyPointer;
 }

@@ -1,0 +1,228 @@
+// How variable-size values nest inside a frame's tail: structs with Text, Data, List or
+// struct fields, unions and groups, lists of lists. Generated code writes and reads a
+// parameter's top-level value itself; everything inside it goes through these templates,
+// which the compiler instantiates per type into straight-line code (no reflection), plus four
+// functions the generator writes per such struct and finds here by argument-dependent lookup:
+//   uint32_t lrpcHead(const S&)   bytes of S's fixed part (a multiple of 8)
+//   uint64_t lrpcSize(const S&)   bytes of its whole encoding from an 8-aligned start
+//   uint64_t lrpcPut(std::byte* tail, uint64_t at, const S&)  writes it at `at`, returns its end
+//   bool lrpcGet(Reader&, VarRef, S& fresh)  checks and copies one out of the tail
+// and, for fixed-size structs copied inside lists, lrpcScrub (zero padding) and lrpcFixBools.
+//
+// Encoding (stubgen/generated_code.md, "Nested values"). A value is named by a VarRef
+// {offset from the tail's start, length}: Text and Data are their bytes; a list of fixed-size
+// elements is the packed array; a list of variable-size elements is an array of element
+// VarRefs, the elements after it; a struct is its fixed part (fields by ordinal, natural
+// alignment; a variable field is a VarRef), its values after it. The VarRef's length is the
+// fixed part's size, so a newer reader defaults what an older writer did not send and an
+// older reader skips what it does not know. Every value starts 8-aligned; writers zero the gaps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace lrpc {
+
+// Names a variable-size value in a frame's tail. `length` is in bytes (a List's element
+// count is length / element size). Never trusted: checked against the tail's real size.
+struct VarRef {
+  uint32_t offset;
+  uint32_t length;
+};
+static_assert(sizeof(VarRef) == 8 && alignof(VarRef) == 4);
+
+namespace detail {
+// Checks that `ref` (already copied out of the frame) names `elemSize`-aligned bytes
+// inside a tail of `tailSize` bytes. Used by generated code on both sides.
+inline bool varRefOk(VarRef ref, size_t tailSize, size_t elemSize) noexcept {
+  return ref.offset <= tailSize && ref.length <= tailSize - ref.offset &&
+         (elemSize <= 1 || ref.length % elemSize == 0);
+}
+
+// Rounds a tail offset up so that the next value is 8-byte aligned.
+constexpr uint32_t alignTail(uint64_t n) noexcept { return static_cast<uint32_t>((n + 7) & ~uint64_t{7}); }
+}  // namespace detail
+
+namespace codec {
+
+// Nesting levels a frame may make its reader descend (each struct or list of variable-size
+// values is one), so a hostile frame cannot recurse the reader off its stack.
+inline constexpr uint32_t kMaxDepth = 64;
+
+constexpr uint64_t align8(uint64_t n) noexcept { return (n + 7) & ~uint64_t{7}; }
+
+// What one frame may still make its reader do. `budget` starts at the tail's size and every
+// value read spends its length: the values a writer lays out never overlap, so an honest
+// frame fits, while one whose VarRefs name the same bytes again and again (a DAG, a cycle)
+// runs out instead of making the reader allocate without bound.
+struct Reader {
+  std::span<const std::byte> tail;
+  uint64_t budget = 0;
+  uint32_t depthLeft = kMaxDepth;
+
+  Reader(std::span<const std::byte> t, uint32_t maxDepth = kMaxDepth) noexcept
+      : tail(t), budget(t.size()), depthLeft(maxDepth) {}
+
+  // Checks `ref` and spends its bytes.
+  bool take(VarRef ref, size_t elemSize) noexcept {
+    if (!detail::varRefOk(ref, tail.size(), elemSize) || ref.length > budget) return false;
+    budget -= ref.length;
+    return true;
+  }
+  // take(), one level down; leave() comes back up.
+  bool enter(VarRef ref, size_t elemSize) noexcept {
+    if (depthLeft == 0 || !take(ref, elemSize)) return false;
+    --depthLeft;
+    return true;
+  }
+  void leave() noexcept { ++depthLeft; }
+  const std::byte* at(VarRef ref) const noexcept { return tail.data() + ref.offset; }
+};
+
+// A generated struct encoded by reference (see the top of this file).
+template <class T>
+concept Coded = requires(const T& v, T& out, Reader& r, VarRef ref, std::byte* t) {
+  { lrpcHead(v) } -> std::same_as<uint32_t>;
+  { lrpcSize(v) } -> std::same_as<uint64_t>;
+  { lrpcPut(t, uint64_t{0}, v) } -> std::same_as<uint64_t>;
+  { lrpcGet(r, ref, out) } -> std::same_as<bool>;
+};
+
+// Copied as bytes: numbers, enums and fixed-size generated structs.
+template <class T>
+concept Fixed = std::is_trivially_copyable_v<T> && !Coded<T>;
+
+// ---- Declarations first: the templates below call each other for nested lists.
+
+inline uint64_t head(std::string_view v) noexcept { return v.size(); }
+inline uint64_t size(std::string_view v) noexcept { return v.size(); }
+inline uint64_t put(std::byte* t, uint64_t at, std::string_view v) noexcept;
+inline bool get(Reader& r, VarRef ref, std::string& out);
+
+inline uint64_t head(const std::vector<bool>& v) noexcept { return v.size(); }
+inline uint64_t size(const std::vector<bool>& v) noexcept { return v.size(); }
+inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v) noexcept;
+inline bool get(Reader& r, VarRef ref, std::vector<bool>& out);
+
+template <class E> uint64_t head(std::span<const E> v) noexcept;
+template <class E> uint64_t size(std::span<const E> v) noexcept;
+template <class E> uint64_t put(std::byte* t, uint64_t at, std::span<const E> v) noexcept;
+template <class E> uint64_t head(const std::vector<E>& v) noexcept { return head(std::span<const E>(v)); }
+template <class E> uint64_t size(const std::vector<E>& v) noexcept { return size(std::span<const E>(v)); }
+template <class E> uint64_t put(std::byte* t, uint64_t at, const std::vector<E>& v) noexcept {
+  return put(t, at, std::span<const E>(v));
+}
+template <class E> bool get(Reader& r, VarRef ref, std::vector<E>& out);
+
+template <Coded S> uint64_t head(const S& v) noexcept { return lrpcHead(v); }
+template <Coded S> uint64_t size(const S& v) noexcept { return lrpcSize(v); }
+template <Coded S> uint64_t put(std::byte* t, uint64_t at, const S& v) noexcept { return lrpcPut(t, at, v); }
+template <Coded S> bool get(Reader& r, VarRef ref, S& out) { return lrpcGet(r, ref, out); }
+
+// Writes `v` at the next 8-aligned place from `end` (zeroing the gap), its VarRef into `slot`
+// (in a fixed part or an element array); returns where `v` ends. Generated code and the list
+// templates place every variable-size value with it.
+template <class V>
+uint64_t putRef(std::byte* t, uint64_t end, std::byte* slot, const V& v) noexcept {
+  const uint64_t at = align8(end);
+  if (at != end) std::memset(t + end, 0, at - end);
+  const VarRef ref{static_cast<uint32_t>(at), static_cast<uint32_t>(head(v))};
+  std::memcpy(slot, &ref, sizeof ref);
+  return put(t, at, v);
+}
+
+// ---- Definitions.
+
+inline uint64_t put(std::byte* t, uint64_t at, std::string_view v) noexcept {
+  if (!v.empty()) std::memcpy(t + at, v.data(), v.size());
+  return at + v.size();
+}
+inline bool get(Reader& r, VarRef ref, std::string& out) {
+  if (!r.take(ref, 1)) return false;
+  out.assign(reinterpret_cast<const char*>(r.at(ref)), ref.length);
+  return true;
+}
+
+inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v) noexcept {
+  for (size_t i = 0; i < v.size(); ++i) t[at + i] = std::byte{static_cast<uint8_t>(v[i] ? 1 : 0)};
+  return at + v.size();
+}
+inline bool get(Reader& r, VarRef ref, std::vector<bool>& out) {
+  if (!r.take(ref, 1)) return false;
+  out.resize(ref.length);
+  for (size_t i = 0; i < ref.length; ++i) out[i] = r.at(ref)[i] != std::byte{0};
+  return true;
+}
+
+template <class E>
+uint64_t head(std::span<const E> v) noexcept {
+  if constexpr (Fixed<E>) {
+    return uint64_t{sizeof(E)} * v.size();
+  } else {
+    return uint64_t{sizeof(VarRef)} * v.size();
+  }
+}
+
+template <class E>
+uint64_t size(std::span<const E> v) noexcept {
+  uint64_t n = head(v);
+  if constexpr (!Fixed<E>) {
+    for (const E& e : v) n = align8(n) + size(e);
+  }
+  return n;
+}
+
+template <class E>
+uint64_t put(std::byte* t, uint64_t at, std::span<const E> v) noexcept {
+  if constexpr (Fixed<E>) {
+    if constexpr (requires(E& e) { lrpcScrub(e); }) {
+      // The caller's elements are const: each goes out through a copy with its padding zeroed.
+      for (size_t i = 0; i < v.size(); ++i) {
+        E e = v[i];
+        lrpcScrub(e);
+        std::memcpy(t + at + i * sizeof(E), &e, sizeof(E));
+      }
+    } else if (!v.empty()) {
+      std::memcpy(t + at, v.data(), v.size() * sizeof(E));
+    }
+    return at + v.size() * sizeof(E);
+  } else {
+    uint64_t end = at + head(v);
+    for (size_t i = 0; i < v.size(); ++i) end = putRef(t, end, t + at + i * sizeof(VarRef), v[i]);
+    return end;
+  }
+}
+
+template <class E>
+bool get(Reader& r, VarRef ref, std::vector<E>& out) {
+  if constexpr (Fixed<E>) {
+    if (!r.take(ref, sizeof(E))) return false;
+    out.resize(ref.length / sizeof(E));
+    if (ref.length != 0) std::memcpy(out.data(), r.at(ref), ref.length);
+    if constexpr (requires(E& e) { lrpcFixBools(e); }) {
+      for (E& e : out) lrpcFixBools(e);
+    }
+    return true;
+  } else {
+    if (!r.enter(ref, sizeof(VarRef))) return false;
+    const size_t n = ref.length / sizeof(VarRef);
+    out.clear();
+    out.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      VarRef e;
+      std::memcpy(&e, r.at(ref) + i * sizeof e, sizeof e);
+      if (!get(r, e, out[i])) return false;
+    }
+    r.leave();
+    return true;
+  }
+}
+
+}  // namespace codec
+}  // namespace lrpc

@@ -1,0 +1,99 @@
+#include "stubgen/cpp_text.h"
+
+namespace lrpc::stubgen {
+
+const char* primitive(Kind k) {
+  switch (k) {
+    case Kind::kBool: return "bool";
+    case Kind::kInt8: return "int8_t";
+    case Kind::kInt16: return "int16_t";
+    case Kind::kInt32: return "int32_t";
+    case Kind::kInt64: return "int64_t";
+    case Kind::kUInt8: return "uint8_t";
+    case Kind::kUInt16: return "uint16_t";
+    case Kind::kUInt32: return "uint32_t";
+    case Kind::kUInt64: return "uint64_t";
+    case Kind::kFloat32: return "float";
+    case Kind::kFloat64: return "double";
+    default: return nullptr;
+  }
+}
+
+// A List element as a Type of its own.
+Type elemOf(const Type& list) {
+  if (list.elemType) return *list.elemType;
+  Type e;
+  e.kind = list.elem;
+  e.id = list.elemId;
+  e.cppName = list.cppName;
+  e.boolOffsets = list.boolOffsets;
+  e.padding = list.padding;
+  return e;
+}
+
+// How a value sits in a frame (and a List element in the tail).
+std::string frameType(const Type& t) {
+  if (t.kind == Kind::kBool) return "uint8_t";  // 0/1, read as != 0
+  if (const char* p = primitive(t.kind)) return p;
+  if (isVariable(t)) return "::lrpc::VarRef";
+  return t.cppName;  // an enum or a flattened struct
+}
+
+// A member of a generated plain struct (an owning value: std::string, std::vector, ...).
+std::string memberType(const Type& t) {
+  if (t.kind == Kind::kBool) return "bool";
+  if (const char* p = primitive(t.kind)) return p;
+  if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
+  return valueType(t);
+}
+
+std::string elemParamType(const Type& e) {
+  if (e.kind == Kind::kText) return "std::string_view";
+  if (e.kind == Kind::kData) return "std::span<const uint8_t>";
+  return memberType(e);
+}
+
+std::string paramType(const Type& t) {
+  switch (t.kind) {
+    case Kind::kStruct: return "const " + t.cppName + "&";
+    case Kind::kText: return "std::string_view";
+    case Kind::kData: return "std::span<const uint8_t>";
+    case Kind::kList: return "std::span<const " + elemParamType(elemOf(t)) + ">";
+    default: return memberType(t);
+  }
+}
+
+std::string valueType(const Type& t) {
+  switch (t.kind) {
+    case Kind::kText: return "std::string";
+    case Kind::kData: return "std::vector<uint8_t>";
+    case Kind::kList: return "std::vector<" + memberType(elemOf(t)) + ">";
+    default: return memberType(t);
+  }
+}
+
+std::string ind(int n) { return std::string(static_cast<size_t>(n), ' '); }
+
+std::string offsetList(const std::vector<uint32_t>& offsets) {
+  std::string s = "{";
+  for (size_t i = 0; i < offsets.size(); ++i) s += (i ? ", " : "") + std::to_string(offsets[i]) + "u";
+  return s + "}";
+}
+
+void emitZeroPadding(const std::string& base, const std::vector<std::pair<uint32_t, uint32_t>>& padding,
+                     const std::string& I, std::string& out) {
+  for (auto [o, n] : padding) {
+    out += I + "std::memset(" + base + " + " + std::to_string(o) + ", 0, " + std::to_string(n) + ");\n";
+  }
+}
+
+void emitBoolFix(const std::string& object, const std::vector<uint32_t>& offsets, int in, std::string& out) {
+  if (offsets.empty()) return;
+  const std::string I = ind(in);
+  out += I + "for (uint32_t o_ : std::initializer_list<uint32_t>" + offsetList(offsets) + ") {\n";
+  out += I + "  unsigned char* b_ = reinterpret_cast<unsigned char*>(&" + object + ") + o_;\n";
+  out += I + "  *b_ = *b_ != 0 ? 1 : 0;\n";
+  out += I + "}\n";
+}
+
+}  // namespace lrpc::stubgen

@@ -1,0 +1,319 @@
+#include "stubgen/emit_struct.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "stubgen/cpp_text.h"
+#include "stubgen/names.h"
+
+namespace lrpc::stubgen {
+namespace {
+
+std::vector<const Field*> unionMembers(const StructDecl& s) {
+  std::vector<const Field*> out;
+  for (const auto& f : s.fields) {
+    if (f.discriminant >= 0) out.push_back(&f);
+  }
+  std::sort(out.begin(), out.end(), [](const Field* a, const Field* b) { return a->discriminant < b->discriminant; });
+  return out;
+}
+
+std::string whichName(const StructDecl& s, const Field& f) { return s.cppName + "::Which::k" + pascal(f.schemaName); }
+
+// A member's initializer: the schema's default, else a value-initialized one, so that a
+// fresh value holds every default (a reader leaves the fields an older writer did not send).
+std::string initializer(const Field& f) { return f.defaultValue.empty() ? "{}" : " = " + f.defaultValue; }
+
+void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
+  const std::string I = ind(in);
+  const auto members = unionMembers(s);
+  if (!members.empty()) {
+    out += I + "// Which member of the union is set.\n";
+    out += I + "enum class Which : uint16_t {\n";
+    for (const Field* f : members) {
+      out += I + "  k" + pascal(f->schemaName) + " = " + std::to_string(f->discriminant) + ",\n";
+    }
+    out += I + "};\n";
+  }
+  for (const auto& f : s.fields) {
+    if (f.discriminant >= 0) continue;
+    out += docLines(f.doc, in);
+    out += I + memberType(f.type) + " " + f.member + initializer(f) + ";\n";
+  }
+  if (members.empty()) return;
+  out += "\n" + I + "// The union, with capnp's accessors: only the member which() names travels.\n";
+  out += I + "Which which() const noexcept { return which_; }\n";
+  for (const Field* f : members) {
+    const std::string P = pascal(f->schemaName);
+    out += docLines(f->doc, in);
+    out += I + "bool is" + P + "() const noexcept { return which_ == Which::k" + P + "; }\n";
+    if (f->isVoid) {
+      out += I + "void set" + P + "() noexcept { which_ = Which::k" + P + "; }\n";
+      continue;
+    }
+    const std::string T = memberType(f->type);
+    out += I + "const " + T + "& get" + P + "() const noexcept { return " + f->member + "; }\n";
+    out += I + "void set" + P + "(" + T + " value) {\n";
+    out += I + "  which_ = Which::k" + P + ";\n";
+    out += I + "  " + f->member + " = std::move(value);\n";
+    out += I + "}\n";
+    out += I + T + "& init" + P + "() {\n";
+    out += I + "  which_ = Which::k" + P + ";\n";
+    out += I + "  " + f->member + " = " + T + "{};\n";
+    out += I + "  return " + f->member + ";\n";
+    out += I + "}\n";
+  }
+  out += I + "// Storage of the union (use the accessors).\n";
+  out += I + "Which which_ = Which::k" + pascal(members.front()->schemaName) + ";\n";
+  for (const Field* f : members) {
+    if (!f->isVoid) out += I + memberType(f->type) + " " + f->member + initializer(*f) + ";\n";
+  }
+}
+
+void collect(const StructDecl& s, std::vector<const StructDecl*>& out) {
+  for (const auto& n : s.nestedStructs) collect(n, out);
+  if (s.refused.empty()) out.push_back(&s);
+}
+
+// One field's bytes into the fixed part f_ (values after it, from end_).
+void putField(const Field& f, const std::string& I, std::string& out) {
+  if (f.isVoid) return;
+  const std::string off = std::to_string(f.offset);
+  const std::string v = "v_." + f.member;
+  if (f.type.kind == Kind::kBool) {
+    out += I + "f_[" + off + "] = std::byte{static_cast<uint8_t>(" + v + " ? 1 : 0)};\n";
+  } else if (isVariable(f.type)) {
+    out += I + "end_ = ::lrpc::codec::putRef(t_, end_, f_ + " + off + ", " + v + ");\n";
+  } else {
+    out += I + "std::memcpy(f_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
+    if (f.type.kind == Kind::kStruct) emitZeroPadding("f_ + " + off, f.type.padding, I, out);
+  }
+}
+
+// One field out of the fixed part f_ (n_ bytes of it were sent: a field past them keeps its
+// default, as a newer reader of an older writer's frame must).
+void getField(const Field& f, const std::string& I, std::string& out) {
+  if (f.isVoid) return;
+  const std::string off = std::to_string(f.offset);
+  const std::string v = "out_." + f.member;
+  out += I + "if (n_ >= " + std::to_string(f.offset + f.size) + ") {\n";
+  if (f.type.kind == Kind::kBool) {
+    out += I + "  " + v + " = f_[" + off + "] != std::byte{0};\n";
+  } else if (isVariable(f.type)) {
+    out += I + "  ::lrpc::VarRef ref;\n";
+    out += I + "  std::memcpy(&ref, f_ + " + off + ", sizeof ref);\n";
+    out += I + "  if (!::lrpc::codec::get(r_, ref, " + v + ")) return false;\n";
+  } else {
+    out += I + "  std::memcpy(&" + v + ", f_ + " + off + ", sizeof " + v + ");\n";
+    if (f.type.kind == Kind::kStruct) emitBoolFix(v, f.type.boolOffsets, static_cast<int>(I.size()) + 2, out);
+  }
+  out += I + "}\n";
+}
+
+void emitCodedDefinitions(const StructDecl& s, std::string& out) {
+  const std::string S = s.cppName;
+  const std::string F = std::to_string(s.size);
+  const auto members = unionMembers(s);
+  const bool anyVarMember = std::any_of(members.begin(), members.end(), [](const Field* f) { return isVariable(f->type); });
+
+  const bool anyVar = anyVarMember || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
+                        return f.discriminant < 0 && isVariable(f.type);
+                      });
+  out += "inline uint64_t lrpcSize(const " + S + "& " + (anyVar ? "v_" : "") + ") noexcept {\n";
+  out += "  uint64_t n_ = " + F + ";\n";
+  for (const auto& f : s.fields) {
+    if (f.discriminant < 0 && isVariable(f.type)) {
+      out += "  n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_." + f.member + ");\n";
+    }
+  }
+  if (anyVarMember) {
+    out += "  switch (v_.which_) {\n";
+    for (const Field* f : members) {
+      if (!isVariable(f->type)) continue;
+      out += "    case " + whichName(s, *f) + ": n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_." +
+             f->member + "); break;\n";
+    }
+    out += "    default: break;\n";
+    out += "  }\n";
+  }
+  out += "  return n_;\n";
+  out += "}\n\n";
+
+  out += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_) noexcept {\n";
+  out += "  std::byte* f_ = t_ + at_;\n";
+  out += "  std::memset(f_, 0, " + F + ");  // gaps and fields not set\n";
+  out += "  uint64_t end_ = at_ + " + F + ";\n";
+  for (const auto& f : s.fields) {
+    if (f.discriminant < 0) putField(f, "  ", out);
+  }
+  if (!members.empty()) {
+    out += "  const uint16_t w_ = static_cast<uint16_t>(v_.which_);\n";
+    out += "  std::memcpy(f_ + " + std::to_string(s.discriminantOffset) + ", &w_, sizeof w_);\n";
+    out += "  switch (v_.which_) {\n";
+    for (const Field* f : members) {
+      out += "    case " + whichName(s, *f) + ":\n";
+      putField(*f, "      ", out);
+      out += "      break;\n";
+    }
+    out += "    default: break;  // a value no reader accepts: the peer answers kBadFrame\n";
+    out += "  }\n";
+  }
+  out += "  return end_;\n";
+  out += "}\n\n";
+
+  out += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_) {\n";
+  out += "  if (!r_.enter(ref_, 1)) return false;\n";
+  out += "  // The fixed part, copied once (the tail may be shared memory a peer still writes).\n";
+  out += "  alignas(8) std::byte f_[" + F + "] = {};\n";
+  out += "  const uint32_t n_ = ref_.length < " + F + " ? ref_.length : " + F + ";\n";
+  out += "  std::memcpy(f_, r_.at(ref_), n_);\n";
+  for (const auto& f : s.fields) {
+    if (f.discriminant < 0) getField(f, "  ", out);
+  }
+  if (!members.empty()) {
+    out += "  uint16_t w_ = 0;\n";
+    out += "  if (n_ >= " + std::to_string(s.discriminantOffset + 2) + ") std::memcpy(&w_, f_ + " +
+           std::to_string(s.discriminantOffset) + ", sizeof w_);\n";
+    out += "  switch (w_) {\n";
+    for (const Field* f : members) {
+      out += "    case " + std::to_string(f->discriminant) + ":\n";
+      out += "      out_.which_ = " + whichName(s, *f) + ";\n";
+      getField(*f, "      ", out);
+      out += "      break;\n";
+    }
+    out += "    default: return false;  // a member this schema does not have\n";
+    out += "  }\n";
+  }
+  out += "  r_.leave();\n";
+  out += "  return true;\n";
+  out += "}\n\n";
+}
+
+}  // namespace
+
+void emitEnum(const EnumDecl& e, int in, std::string& out) {
+  out += docLines(e.doc, in);
+  out += ind(in) + "enum class " + e.name + " : uint16_t {\n";
+  for (size_t i = 0; i < e.enumerants.size(); ++i) {
+    out += docLines(e.enumerants[i].second, in + 2);
+    out += ind(in + 2) + e.enumerants[i].first + " = " + std::to_string(i) + ",\n";
+  }
+  out += ind(in) + "};\n";
+}
+
+std::string reasonLines(const std::vector<std::string>& reasons, int in) {
+  std::string out;
+  for (const auto& r : reasons) out += ind(in) + "//   " + r + "\n";
+  return out;
+}
+
+void emitForwards(const std::vector<StructDecl>& structs, int in, std::string& out) {
+  if (std::none_of(structs.begin(), structs.end(), [](const StructDecl& s) { return s.coded; })) return;
+  for (const auto& s : structs) out += ind(in) + "struct " + s.name + ";\n";
+}
+
+namespace {
+// Whether `n` (or a struct nested in it) holds a value of struct `id` as a member.
+bool holds(const StructDecl& n, uint64_t id) {
+  for (const auto& f : n.fields) {
+    if (f.type.kind == Kind::kStruct && f.type.id == id) return true;
+  }
+  return std::any_of(n.nestedStructs.begin(), n.nestedStructs.end(), [&](const StructDecl& m) { return holds(m, id); });
+}
+}  // namespace
+
+void emitStruct(const StructDecl& s, int in, std::string& out, const std::string& scope, std::string* after,
+                const std::string& head) {
+  const std::string name = head.empty() ? s.name : head;
+  // A nested struct that holds its parent by value (capnp's json.capnp: Value.Field holds a
+  // Value) cannot be defined inside it: it is declared there and defined after it.
+  auto nestedStructs = [&](int nin) {
+    for (const auto& n : s.nestedStructs) {
+      if (after != nullptr && holds(n, s.id)) {
+        std::string def;
+        emitStruct(n, 0, def, scope + "::" + n.name, after, scope + "::" + n.name);
+        *after += def;
+        continue;
+      }
+      emitStruct(n, nin, out, scope + "::" + n.name, after);
+    }
+  };
+  if (!s.refused.empty()) {
+    // No method uses it (else generation would have failed): leave it out, keep its nested types.
+    out += ind(in) + "// struct " + s.name + " is not generated, it uses what lrpc does not support:\n";
+    out += reasonLines({s.refused}, in);
+    if (s.nestedEnums.empty() && s.nestedStructs.empty()) return;
+    out += ind(in) + "struct " + name + " {  // only its nested types\n";
+    out += ind(in + 2) + s.name + "() = delete;\n";
+    for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
+    emitForwards(s.nestedStructs, in + 2, out);
+    nestedStructs(in + 2);
+    out += ind(in) + "};\n";
+    return;
+  }
+  out += docLines(s.doc, in);
+  out += ind(in) + "struct " + name + " {\n";
+  for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
+  emitForwards(s.nestedStructs, in + 2, out);
+  nestedStructs(in + 2);
+  if (s.coded) {
+    emitCodedMembers(s, in + 2, out);
+  } else {
+    for (const auto& f : s.fields) {
+      out += docLines(f.doc, in + 2);
+      out += ind(in + 2) + memberType(f.type) + " " + f.name +
+             (f.defaultValue.empty() ? std::string() : " = " + f.defaultValue) + ";\n";
+    }
+  }
+  out += "\n" + ind(in + 2) + "bool operator==(const " + s.name + "&) const = default;\n";
+  out += ind(in) + "};\n";
+}
+
+void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align, const std::vector<Field>& fields,
+                       std::string& out) {
+  out += "static_assert(std::is_trivially_copyable_v<" + cppName + ">);\n";
+  out += "static_assert(sizeof(" + cppName + ") == " + std::to_string(size) + " && alignof(" + cppName +
+         ") == " + std::to_string(align) + ");\n";
+  for (const auto& f : fields) {
+    out += "static_assert(offsetof(" + cppName + ", " + f.name + ") == " + std::to_string(f.offset) + ");\n";
+  }
+}
+
+void emitStructAsserts(const StructDecl& s, std::string& out) {
+  for (const auto& n : s.nestedStructs) emitStructAsserts(n, out);
+  if (!s.refused.empty() || s.coded) return;
+  emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
+}
+
+void emitCodecFunctions(const std::vector<const StructDecl*>& roots, std::string& out) {
+  std::vector<const StructDecl*> all;
+  for (const StructDecl* s : roots) collect(*s, all);
+  std::string decls, defs;
+  for (const StructDecl* s : all) {
+    const std::string S = s->cppName;
+    if (s->coded) {
+      decls += "inline uint32_t lrpcHead(const " + S + "&) noexcept { return " + std::to_string(s->size) + "; }\n";
+      decls += "inline uint64_t lrpcSize(const " + S + "& v_) noexcept;\n";
+      decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_) noexcept;\n";
+      decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_);\n";
+      emitCodedDefinitions(*s, defs);
+      continue;
+    }
+    if (!s->padding.empty()) {
+      decls += "inline void lrpcScrub(" + S + "& v_) noexcept {\n";
+      decls += "  std::byte* p_ = reinterpret_cast<std::byte*>(&v_);\n";
+      emitZeroPadding("p_", s->padding, "  ", decls);
+      decls += "}\n";
+    }
+    if (!s->boolOffsets.empty()) {
+      decls += "inline void lrpcFixBools(" + S + "& v_) noexcept {\n";
+      emitBoolFix("v_", s->boolOffsets, 2, decls);
+      decls += "}\n";
+    }
+  }
+  if (decls.empty()) return;
+  out += "// How these structs travel inside a frame's tail (runtime/codec.h).\n";
+  out += decls + "\n" + defs;
+}
+
+}  // namespace lrpc::stubgen

@@ -1,0 +1,34 @@
+// The schema's own types in generated code: enums, structs (flattened ones, and coded ones
+// with their owning members, union accessors and groups) and the per-struct functions that
+// runtime/codec.h calls to write and read coded structs inside a frame's tail.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stubgen/model.h"
+
+namespace lrpc::stubgen {
+
+void emitEnum(const EnumDecl& e, int in, std::string& out);
+// A comment line per reason, for what is left out of the header.
+std::string reasonLines(const std::vector<std::string>& reasons, int in);
+// `struct X;` for each of `structs` when one of them is coded: a coded struct's std::vector
+// member may name a sibling declared after it.
+void emitForwards(const std::vector<StructDecl>& structs, int in, std::string& out);
+// `scope`: its name from the file's namespace ("Value", "Calc::Value"). Nested structs that
+// must be defined after it (see emit_struct.cc) go to `after`, to be placed at namespace scope
+// once the outermost declaration is closed; `head` names it there ("Value::Field").
+void emitStruct(const StructDecl& s, int in, std::string& out, const std::string& scope, std::string* after,
+                const std::string& head = "");
+// The layout checks: the sizes and offsets the generator computed, which the compiler must
+// agree with, or the frame is not the one the peer reads.
+void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align, const std::vector<Field>& fields,
+                       std::string& out);
+void emitStructAsserts(const StructDecl& s, std::string& out);
+// lrpcHead/lrpcSize/lrpcPut/lrpcGet for every coded struct among `structs` (nested ones too),
+// lrpcScrub/lrpcFixBools for flattened ones with padding or Bools: declarations first, so
+// that structs that refer to each other through Lists can call each other.
+void emitCodecFunctions(const std::vector<const StructDecl*>& structs, std::string& out);
+
+}  // namespace lrpc::stubgen

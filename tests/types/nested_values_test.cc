@@ -1,0 +1,202 @@
+// Nested values through the generated stubs in one process (the exact frame bytes a transport
+// moves, InProcessChannel): every form round-trips, older and newer struct layouts read each
+// other, and hostile frames (out of range, overflowing, cyclic, too deep, unknown union
+// members, bytes named twice) are kBadFrame, never a crash.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "data_only.lrpc.h"
+#include "tests/testing/in_process_channel.h"
+#include "tests/types/types_impl.h"
+
+namespace lrpc::testing {
+namespace {
+
+struct Bound {
+  ContactsImpl contactsImpl;
+  JsonImpl jsonImpl;
+  InProcess<contacts::Contacts> c = bindInProcess<contacts::Contacts>(contactsImpl);
+  InProcess<jsonv::Json> j = bindInProcess<jsonv::Json>(jsonImpl);
+  contacts::Contacts::Client contacts{c.binding};
+  jsonv::Json::Client json{j.binding};
+};
+
+TEST(NestedValues, EveryFormRoundTrips) {
+  Bound b;
+  checkNestedValues(b.contacts, b.json);
+}
+
+TEST(NestedValues, DefaultsAreMemberInitializers) {
+  contacts::Person p;
+  EXPECT_EQ(p.age, 30u);
+  EXPECT_EQ(p.address.city, "Springfield");
+  EXPECT_EQ(p.nickname, "none");
+  EXPECT_TRUE(p.verified);
+  EXPECT_TRUE(p.employment.isUnemployed());
+  EXPECT_EQ(contacts::Phone{}.kind, contacts::Phone::Kind::kMobile);
+  dataonly::Config cfg;
+  EXPECT_EQ(cfg.name, "default");
+  EXPECT_EQ(cfg.retries, 3u);
+  EXPECT_TRUE(cfg.mode.isFast());
+  cfg.mode.setCareful(2);
+  EXPECT_TRUE(cfg.mode.isCareful());
+  EXPECT_EQ(cfg.mode.getCareful(), 2);
+}
+
+// No byte of the channel's stale storage (kStale) survives in a request: padding inside
+// flattened structs, gaps between values and unused union slots are all written.
+TEST(NestedValues, NoStaleByteLeavesTheClient) {
+  Bound b;
+  contacts::Person p = samplePerson("carol");
+  p.photo = {1, 2, 3};
+  ASSERT_TRUE(b.contacts.add(p).isOk());
+  for (std::byte x : b.c.channel->lastRequest) EXPECT_NE(x, kStale);
+}
+
+// The arguments frame of Json.count for `t`, as the client stub writes it.
+std::vector<std::byte> countFrame(Bound& b, const jsonv::Tree& t) {
+  EXPECT_TRUE(b.json.count(t).isOk());
+  return b.j.channel->lastRequest;
+}
+
+Status sendCount(Bound& b, std::vector<std::byte> frame) {
+  b.j.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = frame; };
+  Status s = b.json.count(jsonv::Tree{}).status();
+  b.j.channel->tamperRequest = nullptr;
+  return s;
+}
+
+VarRef refAt(const std::vector<std::byte>& f, size_t at) {
+  VarRef r;
+  std::memcpy(&r, f.data() + at, sizeof r);
+  return r;
+}
+void setRef(std::vector<std::byte>& f, size_t at, VarRef r) { std::memcpy(f.data() + at, &r, sizeof r); }
+
+constexpr size_t kArgs = 8;  // Json.count's fixed part: one VarRef
+
+TEST(NestedValues, OutOfRangeAndOverflowingRefsAreBadFrames) {
+  Bound b;
+  auto good = countFrame(b, jsonv::Tree{"root", {{"a", {}}, {"b", {}}}});
+  ASSERT_TRUE(sendCount(b, good).isOk());
+  const size_t tail = good.size() - kArgs;
+  for (VarRef bad : {VarRef{static_cast<uint32_t>(tail), 16}, VarRef{0xfffffff8u, 16}, VarRef{0, 0xffffffffu},
+                     VarRef{8, static_cast<uint32_t>(tail)}}) {
+    auto f = good;
+    setRef(f, 0, bad);
+    EXPECT_EQ(sendCount(b, f), Errc::kBadFrame) << bad.offset << "+" << bad.length;
+  }
+  // The root's children list: its length not a whole number of VarRefs, then past the tail.
+  const VarRef root = refAt(good, 0);
+  const size_t children = kArgs + root.offset + 8;  // Tree: label @0, children @1
+  auto f = good;
+  VarRef list = refAt(f, children);
+  setRef(f, children, VarRef{list.offset, list.length - 1});
+  EXPECT_EQ(sendCount(b, f), Errc::kBadFrame);
+  f = good;
+  setRef(f, kArgs + list.offset, VarRef{static_cast<uint32_t>(tail) - 4, 16});
+  EXPECT_EQ(sendCount(b, f), Errc::kBadFrame);
+}
+
+TEST(NestedValues, CyclesAndSharedBytesRunOutOfBudget) {
+  Bound b;
+  auto good = countFrame(b, jsonv::Tree{"root", {{"a", {}}}});
+  const VarRef root = refAt(good, 0);
+  const size_t children = kArgs + root.offset + 8;
+  const VarRef list = refAt(good, children);
+  // The only child is the root itself: a cycle.
+  auto f = good;
+  setRef(f, kArgs + list.offset, root);
+  EXPECT_EQ(sendCount(b, f), Errc::kBadFrame);
+
+  // A thousand children that all name the same subtree: far more bytes read than sent.
+  jsonv::Tree wide{"root", std::vector<jsonv::Tree>(1000, jsonv::Tree{"x", {}})};
+  wide.children[0] = jsonv::Tree{"big", std::vector<jsonv::Tree>(200, jsonv::Tree{"y", {}})};
+  auto w = countFrame(b, wide);
+  ASSERT_TRUE(sendCount(b, w).isOk());
+  const VarRef wroot = refAt(w, 0);
+  const VarRef wlist = refAt(w, kArgs + wroot.offset + 8);
+  const VarRef first = refAt(w, kArgs + wlist.offset);
+  for (uint32_t i = 1; i < 1000; ++i) setRef(w, kArgs + wlist.offset + 8 * i, first);
+  EXPECT_EQ(sendCount(b, w), Errc::kBadFrame);
+}
+
+TEST(NestedValues, NestingDeeperThanTheLimitIsABadFrame) {
+  Bound b;
+  // A struct and a list each take one level: a chain of n trees nests 2n - 1 deep.
+  auto ok = b.json.count(chain(static_cast<int>(codec::kMaxDepth / 2)));
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->depth, codec::kMaxDepth / 2);
+  EXPECT_EQ(b.json.count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
+  EXPECT_EQ(b.json.count(chain(5000)).status(), Errc::kBadFrame);
+}
+
+// Json.echo's fixed part: the Value's VarRef; a Value's discriminant sits first in its own.
+TEST(NestedValues, UnknownUnionMemberIsABadFrame) {
+  Bound b;
+  jsonv::Value v;
+  v.setNumber(2.5);
+  ASSERT_TRUE(b.json.echo(v).isOk());
+  auto f = b.j.channel->lastRequest;
+  const VarRef root = refAt(f, 0);
+  const uint16_t unknown = 6;
+  std::memcpy(f.data() + kArgs + root.offset, &unknown, sizeof unknown);
+  b.j.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = f; };
+  EXPECT_EQ(b.json.echo(v).status(), Errc::kBadFrame);
+}
+
+// A struct's VarRef carries its fixed part's size: a reader defaults what a shorter (older)
+// writer did not send, and skips what a longer (newer) one sent beyond what it knows.
+TEST(NestedValues, OlderAndNewerStructLayoutsReadEachOther) {
+  Bound b;
+  contacts::Person p = samplePerson("dave");
+  ASSERT_TRUE(b.contacts.add(p).isOk());
+  const auto sent = b.c.channel->lastRequest;
+  const VarRef person = refAt(sent, 0);
+  // Older: only the first 16 bytes (name, emails) of Person's fixed part.
+  auto older = sent;
+  setRef(older, 0, VarRef{person.offset, 16});
+  b.c.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = older; };
+  auto id = b.contacts.add(p);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  b.c.channel->tamperRequest = nullptr;
+  auto got = b.contacts.get(*id);
+  ASSERT_TRUE(got.isOk());
+  const contacts::Person& o = got->getFound();
+  EXPECT_EQ(o.name, p.name);
+  EXPECT_EQ(o.emails, p.emails);
+  EXPECT_EQ(o.age, 30u);  // the schema's default, not the 41 that was not sent
+  EXPECT_TRUE(o.photo.empty());
+  EXPECT_EQ(o.address.city, "Springfield");
+  EXPECT_TRUE(o.verified);
+  // Newer: 64 more bytes after the fixed part (zeros, as an unknown later field), moved to
+  // the end of the tail so that nothing else moves.
+  auto newer = sent;
+  const uint32_t at = static_cast<uint32_t>(codec::align8(newer.size() - kArgs));
+  const uint32_t head = contacts::lrpcHead(p);
+  newer.resize(kArgs + at + head + 64, std::byte{0});
+  std::memcpy(newer.data() + kArgs + at, sent.data() + kArgs + person.offset, head);
+  setRef(newer, 0, VarRef{at, head + 64});
+  b.c.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = newer; };
+  id = b.contacts.add(p);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  b.c.channel->tamperRequest = nullptr;
+  EXPECT_EQ(b.contacts.get(*id)->getFound(), p);
+}
+
+// The client checks the server's results as the server checks arguments.
+TEST(NestedValues, HostileResultsAreBadFramesOnTheClient) {
+  Bound b;
+  b.j.channel->tamperReply = [](MessageBuffer& reply) {
+    VarRef r{0, 0xfffffff0u};
+    std::memcpy(reply.data(), &r, sizeof r);
+  };
+  jsonv::Value v;
+  v.setString("x");
+  EXPECT_EQ(b.json.echo(v).status(), Errc::kBadFrame);
+}
+
+}  // namespace
+}  // namespace lrpc::testing

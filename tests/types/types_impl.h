@@ -1,0 +1,211 @@
+// Servers of the schemas in this folder, and the checks both paths run against them: every
+// kind of nested value goes out as an argument and comes back as a result.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "contacts.lrpc.h"
+#include "json_value.lrpc.h"
+
+namespace lrpc::testing {
+
+class ContactsImpl final : public contacts::Contacts::Server {
+ public:
+  Result<uint32_t> add(const contacts::Person& person) override {
+    people_[next_] = person;
+    return next_++;
+  }
+  Result<contacts::Lookup> get(uint32_t id) override {
+    contacts::Lookup out;
+    if (auto it = people_.find(id); it != people_.end()) {
+      out.setFound(it->second);
+    } else {
+      out.initMissing() = contacts::Error{404, "no contact " + std::to_string(id)};
+    }
+    return out;
+  }
+  Result<contacts::Contacts::FindAllResults> findAll(std::span<const std::string_view> names) override {
+    contacts::Contacts::FindAllResults out{};
+    for (auto name : names) {
+      for (const auto& [id, p] : people_) {
+        if (p.name == name) out.people.push_back(p);
+      }
+    }
+    out.count = static_cast<uint32_t>(out.people.size());
+    return out;
+  }
+  Result<contacts::Contacts::ShapesResults> shapes(std::span<const contacts::Shape> shapes) override {
+    contacts::Contacts::ShapesResults out{};
+    for (auto it = shapes.rbegin(); it != shapes.rend(); ++it) {
+      out.shapes.push_back(*it);
+      out.total += it->area;
+    }
+    return out;
+  }
+  Result<contacts::Contacts::MatrixResults> matrix(std::span<const std::vector<int32_t>> m,
+                                                   std::span<const std::vector<std::string>> words) override {
+    contacts::Contacts::MatrixResults out{};
+    for (const auto& row : m) {
+      out.m.push_back(row);
+      for (auto& v : out.m.back()) v *= 2;
+    }
+    out.words.assign(words.begin(), words.end());
+    return out;
+  }
+  Status rename(uint32_t id, std::string_view name) override {
+    auto it = people_.find(id);
+    if (it == people_.end()) return Status(Errc::kNotFound, "no contact");
+    it->second.name = std::string(name);
+    return {};
+  }
+
+ private:
+  std::map<uint32_t, contacts::Person> people_;
+  uint32_t next_ = 1;
+};
+
+class JsonImpl final : public jsonv::Json::Server {
+ public:
+  Result<jsonv::Value> echo(const jsonv::Value& v) override { return v; }
+  Result<jsonv::Json::CountResults> count(const jsonv::Tree& t) override {
+    jsonv::Json::CountResults out{};
+    out.depth = walk(t, 1, out.nodes);
+    out.t = t;
+    return out;
+  }
+
+ private:
+  static uint32_t walk(const jsonv::Tree& t, uint32_t depth, uint32_t& nodes) {
+    ++nodes;
+    uint32_t deepest = depth;
+    for (const auto& c : t.children) deepest = std::max(deepest, walk(c, depth + 1, nodes));
+    return deepest;
+  }
+};
+
+inline contacts::Person samplePerson(const std::string& name) {
+  contacts::Person p;
+  p.name = name;
+  p.emails = {name + "@example.org", "", std::string(300, 'e')};
+  p.age = 41;
+  p.phones = {{"+1 555 0100", contacts::Phone::Kind::kWork}, {"", contacts::Phone::Kind::kHome}};
+  p.photo = {1, 2, 3, 0, 255};
+  p.home = {-3, 7};
+  p.flags = {{true, 9, 0x0102030405060708ull}, {false, 0, 0}};
+  p.address.street = "742 Evergreen Terrace";
+  p.employment.setEmployer("Power Plant");
+  p.nickname = "";
+  p.scores = {{1, 2, 3}, {}, {-4}};
+  p.verified = false;
+  return p;
+}
+
+inline jsonv::Value sampleJson(int depth) {
+  jsonv::Value v;
+  if (depth == 0) {
+    v.setString("leaf");
+    return v;
+  }
+  jsonv::Value n;
+  n.setNumber(depth * 1.5);
+  jsonv::Value b;
+  b.setBoolean(depth % 2 == 0);
+  jsonv::Value null;
+  null.setNull();
+  std::vector<jsonv::Value> items{n, b, null, sampleJson(depth - 1)};
+  jsonv::Value arr;
+  arr.setArray(items);
+  v.setObject({jsonv::Value::Field{"items", arr}, jsonv::Value::Field{"child", sampleJson(depth - 1)}});
+  return v;
+}
+
+inline jsonv::Tree chain(int depth) {
+  jsonv::Tree t{"n" + std::to_string(depth), {}};
+  if (depth > 1) t.children.push_back(chain(depth - 1));
+  return t;
+}
+
+// Every method of Contacts and Json, with every nested form, through `c` and `j`.
+inline void checkNestedValues(contacts::Contacts::Client& c, jsonv::Json::Client& j) {
+  contacts::Person alice = samplePerson("alice");
+  auto id = c.add(alice);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  contacts::Person bob;  // every default, nothing set
+  bob.name = "bob";
+  auto bobId = c.add(bob);
+  ASSERT_TRUE(bobId.isOk()) << bobId.status().toString();
+
+  auto got = c.get(*id);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  ASSERT_TRUE(got->isFound());
+  EXPECT_EQ(got->getFound(), alice);
+  EXPECT_EQ(got->getFound().employment.getEmployer(), "Power Plant");
+
+  auto gotBob = c.get(*bobId);
+  ASSERT_TRUE(gotBob.isOk());
+  const contacts::Person& b = gotBob->getFound();
+  EXPECT_EQ(b.age, 30u);
+  EXPECT_EQ(b.address.city, "Springfield");
+  EXPECT_EQ(b.nickname, "none");
+  EXPECT_TRUE(b.verified);
+  EXPECT_TRUE(b.employment.isUnemployed());
+
+  auto missing = c.get(999);
+  ASSERT_TRUE(missing.isOk());
+  ASSERT_TRUE(missing->isMissing());
+  EXPECT_EQ(missing->getMissing().code, 404);
+  EXPECT_EQ(missing->getMissing().message, "no contact 999");
+
+  std::vector<std::string_view> names{"alice", "nobody", "bob"};
+  auto all = c.findAll(names);
+  ASSERT_TRUE(all.isOk()) << all.status().toString();
+  ASSERT_EQ(all->count, 2u);
+  ASSERT_EQ(all->people.size(), 2u);
+  EXPECT_EQ(all->people[0], alice);
+  EXPECT_EQ(all->people[1].name, "bob");
+
+  ASSERT_TRUE(c.rename(*bobId).isOk());  // the schema's default argument
+  EXPECT_EQ(c.get(*bobId)->getFound().name, "anonymous");
+
+  std::vector<contacts::Shape> shapes(4);
+  shapes[0].area = 3.0;
+  shapes[0].setCircle(1.0);
+  shapes[1].area = 4.0;
+  shapes[1].setSquare({2, 2});
+  shapes[2].area = 0.5;
+  shapes[2].setPolygon({{0, 0}, {1, 0}, {0, 1}});
+  shapes[3].setEmpty();
+  auto s = c.shapes(shapes);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  ASSERT_EQ(s->shapes.size(), 4u);
+  EXPECT_DOUBLE_EQ(s->total, 7.5);
+  EXPECT_TRUE(s->shapes[0].isEmpty());
+  EXPECT_EQ(s->shapes[1].getPolygon().size(), 3u);
+  EXPECT_EQ(s->shapes[2].getSquare(), (contacts::Point{2, 2}));
+  EXPECT_DOUBLE_EQ(s->shapes[3].getCircle(), 1.0);
+
+  std::vector<std::vector<int32_t>> m{{1, 2}, {}, {3}};
+  std::vector<std::vector<std::string>> words{{"a", "bc"}, {}, {""}};
+  auto mx = c.matrix(m, words);
+  ASSERT_TRUE(mx.isOk()) << mx.status().toString();
+  EXPECT_EQ(mx->m, (std::vector<std::vector<int32_t>>{{2, 4}, {}, {6}}));
+  EXPECT_EQ(mx->words, words);
+
+  jsonv::Value v = sampleJson(6);
+  auto e = j.echo(v);
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(*e, v);
+
+  jsonv::Tree t{"root", {chain(5), chain(2), {"leaf", {}}}};
+  auto n = j.count(t);
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  EXPECT_EQ(n->nodes, 1u + 5u + 2u + 1u);
+  EXPECT_EQ(n->depth, 6u);
+  EXPECT_EQ(n->t, t);
+}
+
+}  // namespace lrpc::testing
