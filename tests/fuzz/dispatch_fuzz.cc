@@ -18,24 +18,9 @@ namespace {
 
 using lrpc::testing::Everything;
 
-// Answers every call with the same reply bytes, as a hostile server would.
-class ReplayChannel final : public lrpc::CallChannel {
- public:
-  explicit ReplayChannel(std::span<const std::byte> reply) : reply_(reply) {}
-  lrpc::Status call(const lrpc::InterfaceDescriptor&, uint32_t, const lrpc::OutMessage&, lrpc::MessageBuffer& reply,
-                    const lrpc::CallOptions&) noexcept override {
-    if (lrpc::Status s = reply.resize(reply_.size()); !s.isOk()) return s;
-    if (!reply_.empty()) std::memcpy(reply.data(), reply_.data(), reply_.size());
-    return {};
-  }
-
- private:
-  std::span<const std::byte> reply_;
-};
-
 // Calls `procedure` through the generated client with `reply` as the server's answer.
 lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
-  auto channel = std::make_shared<ReplayChannel>(reply);
+  auto channel = std::make_shared<lrpc::testing::ReplayChannel>(reply);
   lrpc::CallChannel* raw = channel.get();
   Everything::Client c(std::make_shared<lrpc::Binding>(Everything::kDescriptor, raw, channel));
   const std::vector<int32_t> ints{1, 2};

@@ -128,6 +128,21 @@ class InProcessChannel final : public CallChannel {
   void* server_;
 };
 
+// Answers every call with the same reply bytes, as a hostile server would (fuzz targets).
+class ReplayChannel final : public CallChannel {
+ public:
+  explicit ReplayChannel(std::span<const std::byte> reply) : reply_(reply) {}
+  Status call(const InterfaceDescriptor&, uint32_t, const OutMessage&, MessageBuffer& reply,
+              const CallOptions&) noexcept override {
+    if (Status s = reply.resize(reply_.size()); !s.isOk()) return s;
+    if (!reply_.empty()) std::memcpy(reply.data(), reply_.data(), reply_.size());
+    return {};
+  }
+
+ private:
+  std::span<const std::byte> reply_;
+};
+
 // A remote-path binding of `Iface` whose calls run `server`'s dispatch in process. The channel
 // is returned too, for the hooks; the binding keeps it alive.
 template <class Iface>
