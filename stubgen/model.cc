@@ -403,8 +403,8 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
         const std::string what = e.isVoid()        ? "List(Void)"
                                  : e.isInterface() ? "List of an interface"
                                                    : "List(" + anyPointerName(e) + ")";
-        return fail(what + " is not supported (lists carry plain data: primitives, enums, fixed-size structs, "
-                           "Text or Data)");
+        return fail(what + " is not supported (lists carry data: primitives, enums, structs, Text, Data or "
+                           "Lists)");
       }
       ++listDepth_;
       const bool ok = convertType(e, inStruct, path, fileId, line, elem, diags);
