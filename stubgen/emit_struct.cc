@@ -22,7 +22,13 @@ std::string whichName(const StructDecl& s, const Field& f) { return s.cppName + 
 
 // A member's initializer: the schema's default, else a value-initialized one, so that a
 // fresh value holds every default (a reader leaves the fields an older writer did not send).
-std::string initializer(const Field& f) { return f.defaultValue.empty() ? "{}" : " = " + f.defaultValue; }
+// (Strings and vectors start empty without one; an initializer would make clang instantiate
+// the vector's destructor where its element type may still be incomplete.)
+std::string initializer(const Field& f) {
+  if (!f.defaultValue.empty()) return " = " + f.defaultValue;
+  const bool container = f.type.kind == Kind::kText || f.type.kind == Kind::kData || f.type.kind == Kind::kList;
+  return container ? "" : "{}";
+}
 
 void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
   const std::string I = ind(in);
@@ -52,16 +58,12 @@ void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
       continue;
     }
     const std::string T = memberType(f->type);
+    // set and init are defined after every struct (emitCodecFunctions): T may be a std::vector
+    // of a struct that is still incomplete here.
     out += I + "const " + T + "& get" + P + "() const noexcept { return " + f->member + "; }\n";
-    out += I + "void set" + P + "(" + T + " value) {\n";
-    out += I + "  which_ = Which::k" + P + ";\n";
-    out += I + "  " + f->member + " = std::move(value);\n";
-    out += I + "}\n";
-    out += I + T + "& init" + P + "() {\n";
-    out += I + "  which_ = Which::k" + P + ";\n";
-    out += I + "  " + f->member + " = " + T + "{};\n";
-    out += I + "  return " + f->member + ";\n";
-    out += I + "}\n";
+    out += I + "void set" + P + "(" + T + " value);\n";
+    out += I + "// Sets the member to its empty value and returns it, to fill in.\n";
+    out += I + T + "& init" + P + "();\n";
   }
   out += I + "// Storage of the union (use the accessors).\n";
   out += I + "Which which_ = Which::k" + pascal(members.front()->schemaName) + ";\n";
@@ -114,6 +116,20 @@ void emitCodedDefinitions(const StructDecl& s, std::string& out) {
   const std::string S = s.cppName;
   const std::string F = std::to_string(s.size);
   const auto members = unionMembers(s);
+  for (const Field* f : members) {
+    if (f->isVoid) continue;
+    const std::string P = pascal(f->schemaName);
+    const std::string T = memberType(f->type);
+    out += "inline void " + S + "::set" + P + "(" + T + " value) {\n";
+    out += "  which_ = Which::k" + P + ";\n";
+    out += "  " + f->member + " = std::move(value);\n";
+    out += "}\n";
+    out += "inline " + T + "& " + S + "::init" + P + "() {\n";
+    out += "  which_ = Which::k" + P + ";\n";
+    out += "  " + f->member + " = " + T + "{};\n";
+    out += "  return " + f->member + ";\n";
+    out += "}\n\n";
+  }
   const bool anyVarMember = std::any_of(members.begin(), members.end(), [](const Field* f) { return isVariable(f->type); });
 
   const bool anyVar = anyVarMember || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
