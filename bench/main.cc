@@ -20,6 +20,7 @@
 #include "bench/msg_uds.h"
 #include "bench/peers.h"
 #include "bench/registry.h"
+#include "bench/struct_args.h"
 
 namespace lrpc::bench {
 namespace {
@@ -44,6 +45,7 @@ void registerAll(BenchContext& ctx) {
     return UdpFloor::start(WaitMode::kSpin, *net.value());
   });
   registerCurves(ctx);  // Echo/*, Sink/*: the curves, as far as this build has lrpc
+  registerStructArgs(ctx);  // StructArgs/*, FlatArgs/*: a struct against flat parameters
 }
 
 // The server side of every path, in the exec'd child.
@@ -57,6 +59,8 @@ int serverMain(const std::string& kind, int readyFd, int argc, char** argv) {
   if (kind == "lrpc_net") return serveLrpcNet(readyFd, argc, argv);
   if (kind == "curves_local") return serveCurvesLocal(readyFd, argc, argv);
   if (kind == "curves_net") return serveCurvesNet(readyFd, argc, argv);
+  if (kind == "structargs_local") return serveStructArgsLocal(readyFd, argc, argv);
+  if (kind == "structargs_net") return serveStructArgsNet(readyFd, argc, argv);
   std::fprintf(stderr, "lrpc_bench: unknown server kind '%s'\n", kind.c_str());
   return 2;
 }

@@ -50,6 +50,11 @@ PAIRED = [
     ("paired_net_veth_floor_udp_busy", "net_veth", "floor_udp_busy"),
 ]
 
+# A struct against flat parameters (bench/struct_args.h): StructArgs/<path> and FlatArgs/<path>
+# pass the same values as one struct or as three parameters, StructArgs/<key> alternates them
+# (a_ns: struct, b_ns: flat). (path, paired key)
+FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
+
 
 # Idle/<path> (bench/idle.h): (path, how its server waits).
 IDLE = [
@@ -148,7 +153,7 @@ def main():
     idle = sys.argv[sys.argv.index("--idle") + 1] if "--idle" in sys.argv[3:-1] else None
     src, dst = sys.argv[1], sys.argv[2]
     ctx, runs, errors = load(src)
-    paths = {p for (_, p) in list(runs) + list(errors)}
+    paths = {p for (c, p) in list(runs) + list(errors) if c in CALLS}  # the table's columns
 
     def times(call, path):
         return summary([r["real_time"] for r in runs.get((call, path), [])])
@@ -214,6 +219,14 @@ def main():
             out.append(f"- {a} / {b}: {why}")
         out.append("")
 
+    def paired_cell(call, key):
+        if (call, key) in errors and (call, key) not in runs:
+            return "error: " + errors[(call, key)].replace("|", "/")
+        r, ta, tb = counter(call, key, "ratio"), counter(call, key, "a_ns"), counter(call, key, "b_ns")
+        if not r:
+            return "-"
+        return f"{r[0]:.2f}x [{r[1]:.2f}-{r[2]:.2f}] ({fmt(ta[0])} / {fmt(tb[0])})"
+
     paired_cols = [(key, a, b) for (key, a, b) in PAIRED if key in paths]
     if paired_cols:
         out.append("## Paired ratios: the two paths in alternating bursts (how many times slower the first is)\n")
@@ -226,17 +239,24 @@ def main():
         out.append("| call | " + " | ".join(f"{a} / {b}" for _, a, b in paired_cols) + " |")
         out.append("|---|" + "---|" * len(paired_cols))
         for call in CALLS:
-            cells = []
-            for key, _, _ in paired_cols:
-                if (call, key) in errors and (call, key) not in runs:
-                    cells.append("error: " + errors[(call, key)].replace("|", "/"))
-                    continue
-                r, ta, tb = counter(call, key, "ratio"), counter(call, key, "a_ns"), counter(call, key, "b_ns")
-                if not r:
-                    cells.append("-")
-                    continue
-                cells.append(f"{r[0]:.2f}x [{r[1]:.2f}-{r[2]:.2f}] ({fmt(ta[0])} / {fmt(tb[0])})")
-            out.append(f"| {call} | " + " | ".join(cells) + " |")
+            out.append(f"| {call} | " + " | ".join(paired_cell(call, key) for key, _, _ in paired_cols) + " |")
+        out.append("")
+
+    forms = [(p, key) for (p, key) in FORMS
+             if any((c, k) in runs or (c, k) in errors for c, k in (("StructArgs", p), ("FlatArgs", p), ("StructArgs", key)))]
+    if forms:
+        out.append("## A struct argument and result against the same values as flat parameters, ns per call\n")
+        out.append("StructArgs calls `structEcho(r :Rec) -> (r :Rec)`, FlatArgs `flatEcho(name :Text, note :Text, "
+                   "nums :List(Int32))` with the same three results; the values are two Text of 16 and 24 bytes and "
+                   "8 Int32 (bench/struct_args.capnp). The paired cell alternates bursts of the two forms on one "
+                   "session, as the paired ratios do: struct / flat [min-max] (struct ns / flat ns).\n")
+        out.append("| path | StructArgs | FlatArgs | struct / flat (medians) | paired struct / flat |")
+        out.append("|---|---|---|---|---|")
+        for p, key in forms:
+            ts, tf = times("StructArgs", p), times("FlatArgs", p)
+            ratio = f"{ts[0] / tf[0]:.2f}x" if ts and tf and tf[0] > 0 else "-"
+            out.append(f"| {p} | {cell('StructArgs', p)} | {cell('FlatArgs', p)} | {ratio} "
+                       f"| {paired_cell('StructArgs', key)} |")
         out.append("")
 
     paired_keys = {key for key, _, _ in PAIRED}

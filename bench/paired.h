@@ -80,6 +80,38 @@ double burst(C& client, Call call, CallInputs& io) {
   return withCall(client, call, io, [](auto once) { return timedBurst(once, kWarmUp, kBurstCalls); });
 }
 
+// The rounds of one repetition of a paired cell: `runA()` and `runB()` each run one burst and
+// return its ns per call (negative when a call failed or returned a wrong result), in
+// alternating order. Reports the medians over the rounds as the counters `ratio` (a / b per
+// round), `a_ns` and `b_ns`, or the benchmark's error when a call failed.
+template <class RunA, class RunB>
+void rounds(benchmark::State& state, RunA&& runA, RunB&& runB) {
+  std::vector<double> ratios, aNs, bNs;
+  bool aFirst = true;
+  for (auto _ : state) {
+    double ta = 0, tb = 0;
+    if (aFirst) {
+      ta = runA();
+      tb = ta < 0 ? -1 : runB();
+    } else {
+      tb = runB();
+      ta = tb < 0 ? -1 : runA();
+    }
+    if (ta < 0 || tb < 0) {
+      state.SkipWithError("call failed or returned a wrong result");
+      return;
+    }
+    aFirst = !aFirst;
+    ratios.push_back(ta / tb);
+    aNs.push_back(ta);
+    bNs.push_back(tb);
+    state.SetIterationTime((ta + tb) * kBurstCalls * 1e-9);
+  }
+  state.counters["ratio"] = medianOf(ratios);
+  state.counters["a_ns"] = medianOf(aNs);
+  state.counters["b_ns"] = medianOf(bNs);
+}
+
 }  // namespace paired
 
 // Registers <Call>/paired_<a>_<b> for the four calls; makeA and makeB start the two paths'
@@ -104,7 +136,6 @@ void addPair(BenchContext& ctx, const std::string& a, const std::string& b, Make
       }
       Pair& pair = *session.value();
       CallInputs io;
-      std::vector<double> ratios, aNs, bNs;
       bool stop = parking == Parking::kStopped;
       // Between repetitions and benchmarks (and after a failed call) both servers run as usual.
       struct ResumeBoth {
@@ -124,29 +155,7 @@ void addPair(BenchContext& ctx, const std::string& a, const std::string& b, Make
         if (stop) Pair::handOver(pair.b(), pair.a());
         return paired::burst(pair.b(), call, io);
       };
-      bool aFirst = true;
-      for (auto _ : state) {
-        double ta = 0, tb = 0;
-        if (aFirst) {
-          ta = runA();
-          tb = ta < 0 ? -1 : runB();
-        } else {
-          tb = runB();
-          ta = tb < 0 ? -1 : runA();
-        }
-        if (ta < 0 || tb < 0) {
-          state.SkipWithError("call failed or returned a wrong result");
-          return;
-        }
-        aFirst = !aFirst;
-        ratios.push_back(ta / tb);
-        aNs.push_back(ta);
-        bNs.push_back(tb);
-        state.SetIterationTime((ta + tb) * paired::kBurstCalls * 1e-9);
-      }
-      state.counters["ratio"] = medianOf(ratios);
-      state.counters["a_ns"] = medianOf(aNs);
-      state.counters["b_ns"] = medianOf(bNs);
+      paired::rounds(state, runA, runB);
     })->UseManualTime();
   }
 }

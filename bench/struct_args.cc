@@ -1,0 +1,288 @@
+#include "bench/struct_args.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/lrpc_common.h"
+#include "bench/paired.h"
+
+#if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
+#include "struct_args.lrpc.h"  // lrpc_generate(lrpc_bench .../struct_args.capnp)
+#endif
+#if LRPC_BENCH_LOCAL
+#include "runtime/exporter.h"
+#include "runtime/import.h"
+#endif
+#if LRPC_BENCH_NET
+#include "transport/client.h"
+#include "transport/server.h"
+#endif
+
+namespace lrpc::bench {
+
+#if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
+namespace {
+
+using structargs::Rec;
+using structargs::StructArgs;
+
+enum class Form { kStruct, kFlat };
+
+constexpr const char* formName(Form f) { return f == Form::kStruct ? "StructArgs" : "FlatArgs"; }
+
+// The values of every call, built once per benchmark outside the timed loop: two Text of 16
+// and 24 bytes (both past std::string's inline buffer) and a List(Int32) of 8.
+Rec makeRec() {
+  Rec r;
+  r.name = "lrpc-bench-name.";          // 16 bytes
+  r.note = "a note of twenty-four b.";  // 24 bytes
+  r.nums = {1, 2, 3, 4, 5, 6, 7, 8};
+  return r;
+}
+
+// Both methods return what they were given; each builds its result from its arguments.
+class StructArgsImpl final : public StructArgs::Server {
+ public:
+  Result<Rec> structEcho(const Rec& r) override { return r; }
+  Result<StructArgs::FlatEchoResults> flatEcho(std::string_view name, std::string_view note,
+                                               std::span<const int32_t> nums) override {
+    return StructArgs::FlatEchoResults{std::string(name), std::string(note),
+                                       std::vector<int32_t>(nums.begin(), nums.end())};
+  }
+};
+
+class StructArgsSession : public Session {
+ public:
+  // One call of each form with `in`'s values, the reply checked against them.
+  bool structEcho(const Rec& in) {
+    Result<Rec> r = client_.structEcho(in);
+    return r && *r == in;
+  }
+  bool flatEcho(const Rec& in) {
+    Result<StructArgs::FlatEchoResults> r = client_.flatEcho(in.name, in.note, in.nums);  // views of in's bytes
+    return r && r->name == in.name && r->note == in.note && r->nums == in.nums;
+  }
+  const ServerProcess* server() const override { return server_.get(); }
+
+ protected:
+  ~StructArgsSession() override {
+    client_ = StructArgs::Client();  // unbind before the server goes away
+    server_.reset();
+  }
+  std::unique_ptr<ServerProcess> server_;
+  StructArgs::Client client_;
+};
+
+// Returns `loop(once)` with `once` one call of `form` (false when it failed or came back
+// wrong), so that each loop is compiled per form, as withCall does for the four calls. The
+// first number counts the calls, so that every reply is checked against this call's values.
+template <class S, class Loop>
+auto withForm(S& client, Form form, Rec& rec, Loop&& loop) {
+  auto next = [&rec] { rec.nums[0] = static_cast<int32_t>(static_cast<uint32_t>(rec.nums[0]) + 1); };
+  if (form == Form::kStruct) {
+    return loop([&] {
+      next();
+      return client.structEcho(rec);
+    });
+  }
+  return loop([&] {
+    next();
+    return client.flatEcho(rec);
+  });
+}
+
+// Registers StructArgs/<path>, FlatArgs/<path> and StructArgs/paired_<path>_flat, all three on
+// one server (the same session), so that both forms call the same process.
+template <class S, class Make>
+void addForms(BenchContext& ctx, const std::string& path, Make make) {
+  std::string key = "structargs/" + path;
+  for (Form form : {Form::kStruct, Form::kFlat}) {
+    std::string name = std::string(formName(form)) + "/" + path;
+    benchmark::RegisterBenchmark(name.c_str(), [&ctx, key, form, make](benchmark::State& state) {
+      Result<S*> session = ctx.sessions.get<S>(key, make);
+      if (!session) {
+        state.SkipWithError(session.status().toString().c_str());
+        return;
+      }
+      S& client = *session.value();
+      const ServerProcess* server = client.server();
+      Rec rec = makeRec();
+      uint64_t clientCpu0 = processCpuNs();
+      uint64_t serverCpu0 = server->cpuNs();
+      bool ok = withForm(client, form, rec, [&state](auto once) {
+        for (auto _ : state) {
+          if (!once()) return false;
+        }
+        return true;
+      });
+      uint64_t clientCpu = processCpuNs() - clientCpu0;
+      uint64_t serverCpu = server->cpuNs() - serverCpu0;
+      if (!ok) {
+        state.SkipWithError("call failed or returned a wrong result");
+        return;
+      }
+      state.counters["client_cpu_ns"] =
+          benchmark::Counter(static_cast<double>(clientCpu), benchmark::Counter::kAvgIterations);
+      state.counters["server_cpu_ns"] =
+          benchmark::Counter(static_cast<double>(serverCpu), benchmark::Counter::kAvgIterations);
+    })->UseRealTime();
+  }
+  std::string pairName = "StructArgs/paired_" + path + "_flat";
+  benchmark::RegisterBenchmark(pairName.c_str(), [&ctx, key, make](benchmark::State& state) {
+    Result<S*> session = ctx.sessions.get<S>(key, make);
+    if (!session) {
+      state.SkipWithError(session.status().toString().c_str());
+      return;
+    }
+    S& client = *session.value();
+    Rec rec = makeRec();
+    auto burst = [&](Form form) {
+      return withForm(client, form, rec, [](auto once) {
+        return timedBurst(once, paired::kWarmUp, paired::kBurstCalls);
+      });
+    };
+    paired::rounds(state, [&] { return burst(Form::kStruct); }, [&] { return burst(Form::kFlat); });
+  })->UseManualTime();
+}
+
+#if LRPC_BENCH_LOCAL
+class StructArgsLocal final : public StructArgsSession {
+ public:
+  static Result<std::unique_ptr<StructArgsLocal>> start(TransferMode mode) {
+    std::unique_ptr<StructArgsLocal> s(new StructArgsLocal());
+    ServerSpec spec;
+    spec.kind = "structargs_local";
+    spec.args = {"structargs", s->dir_};
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    s->server_ = std::move(server.value());
+    ImportOptions options;
+    options.mode = mode;
+    options.dir = s->dir_;
+    Result<StructArgs::Client> client = import<StructArgs>("structargs", options);
+    if (!client) return client.status();
+    s->client_ = client.value().withOptions(withDeadline());
+    return s;
+  }
+  ~StructArgsLocal() override {
+    client_ = StructArgs::Client();
+    server_.reset();
+    rmdir(dir_.c_str());  // the Exporter removed what it put there
+  }
+
+ private:
+  StructArgsLocal() : dir_(namesDir()) {}
+  std::string dir_;
+};
+#endif
+
+#if LRPC_BENCH_NET
+class StructArgsNet final : public StructArgsSession {
+ public:
+  static Result<std::unique_ptr<StructArgsNet>> start(net::ReceiveMode mode, const NetnsPair& netns) {
+    std::string host = NetnsPair::kServerAddr;
+    std::unique_ptr<StructArgsNet> s(new StructArgsNet());
+    ServerSpec spec;
+    spec.kind = "structargs_net";
+    spec.args = {host + ":0",  // the server reports the port it got
+                 receiveModeArg(mode)};
+    spec.netns = netns.serverNs();
+    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+    if (!server) return server.status();
+    s->server_ = std::move(server.value());
+    net::ClientOptions options;
+    options.mode = mode;
+    Result<std::unique_ptr<NetnsScope>> scope = NetnsScope::enter(netns.clientNs());
+    if (!scope) return scope.status();
+    Result<StructArgs::Client> client =
+        net::connect<StructArgs>("udp://" + host + ":" + s->server_->readyInfo() + "/structargs", options);
+    scope.value().reset();
+    if (!client) return client.status();
+    s->client_ = client.value().withOptions(withDeadline());
+    return s;
+  }
+
+ private:
+  StructArgsNet() = default;
+};
+#endif
+
+}  // namespace
+
+void registerStructArgs(BenchContext& ctx) {
+#if LRPC_BENCH_LOCAL
+  addForms<StructArgsLocal>(ctx, "lrpc", [] { return StructArgsLocal::start(TransferMode::kAdaptive); });
+#endif
+#if LRPC_BENCH_NET
+  addForms<StructArgsNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<StructArgsNet>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return StructArgsNet::start(net::ReceiveMode::kBusyPoll, *netns.value());
+  });
+#endif
+  (void)ctx;
+}
+
+int serveStructArgsLocal(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_LOCAL
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();
+  ServerOptions options;
+  options.dir = argv[1];
+  StructArgsImpl impl;
+  Exporter exporter(options);
+  if (Status s = exporter.add<StructArgs>(argv[0], impl); !s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd);
+  waitForTerm(term);
+  return 0;
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+int serveStructArgsNet(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_NET
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();
+  net::ServerOptions options;
+  options.mode = receiveModeFromArg(argv[1]);
+  StructArgsImpl impl;
+  net::UdpServer server(options);
+  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
+  Status s = server.add<StructArgs>("structargs", impl);
+  if (s) {
+    port = server.bind(argv[0]);
+    s = port ? server.start() : port.status();
+  }
+  if (!s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd, std::to_string(port.value()));
+  waitForTerm(term);
+  return 0;
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+#else  // neither layer in this build
+
+void registerStructArgs(BenchContext&) {}
+int serveStructArgsLocal(int, int, char**) { return 2; }
+int serveStructArgsNet(int, int, char**) { return 2; }
+
+#endif
+
+}  // namespace lrpc::bench
