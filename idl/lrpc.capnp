@@ -34,3 +34,10 @@ annotation inPlace @0xd9d8806d032a08e7 (param) :Void;
 # memory the client can still write during the call: use it for bytes the handler consumes
 # once (stores, hashes, forwards), never for bytes it checks and then reads again. Network
 # calls are unaffected (their request buffer is the server's own). Only on Data parameters.
+
+annotation maxDepth @0xf7c1fa92522000df (method, interface) :UInt32;
+# How deep a nested value in this procedure's frames may go (default 64): each struct with
+# variable-size fields, union or group, and each List of variable-size values, is one level. A
+# reader (the server for arguments, the client for results) answers a deeper frame with
+# kBadFrame, so a hostile peer cannot recurse it off its stack. On an interface it is the default
+# for its methods; on a method it overrides the interface. At least 1.

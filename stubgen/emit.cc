@@ -170,6 +170,9 @@ struct WriteSpec {
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
 
+// The Reader's nesting limit: $Lrpc.maxDepth, else the codec's default.
+std::string depthArg(const Method& m) { return m.maxDepth == 0 ? "" : ", " + std::to_string(m.maxDepth) + "u"; }
+
 bool anyCoded(const std::vector<Field>& fields) {
   return std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.type.coded; });
 }
@@ -491,7 +494,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   bool anyVar = false;
   for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type);
   if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
-  if (anyCoded(m.results)) out += "  ::lrpc::codec::Reader rd_(tail_);\n";
+  if (anyCoded(m.results)) out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
   const bool single = m.results.size() == 1;
   if (single) {
     out += "  " + valueType(m.results[0].type) + " value_{};\n";
@@ -552,7 +555,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
     bool anyVar = false;
     for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type);
     if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.argTail();\n";
-    if (anyCoded(m.params)) out += "  ::lrpc::codec::Reader rd_(tail_);\n";
+    if (anyCoded(m.params)) out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
     for (const auto& f : m.params) {
       if (f.type.kind == Kind::kBool) {
         callArgs.push_back("frame_." + f.name + " != 0");

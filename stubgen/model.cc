@@ -1065,6 +1065,19 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     frame(d.params, d.argsSize, d.argsAlign);
     frame(d.results, d.resultsSize, d.resultsAlign);
     getUInt32Annotation(m.getAnnotations(), kAstacksId, d.astackCount);
+    // A nesting limit of 0 would refuse every nested value: reported once, where it is written.
+    uint32_t ifaceDepth = 0;
+    if (getUInt32Annotation(iface.getAnnotations(), kMaxDepthId, ifaceDepth)) {
+      d.maxDepth = ifaceDepth;
+      if (ifaceDepth == 0) {
+        diags.push_back(diag(fileId, lineOf(fileId, ifaceSteps),
+                             ifaceLocal + ": $Lrpc.maxDepth(0) admits no nested value (remove it, or give 1 or more)"));
+      }
+    }
+    if (getUInt32Annotation(m.getAnnotations(), kMaxDepthId, d.maxDepth) && d.maxDepth == 0) {
+      diags.push_back(diag(fileId, line,
+                           path + ": $Lrpc.maxDepth(0) admits no nested value (remove it, or give 1 or more)"));
+    }
     if (d.astackCount == 0) {
       diags.push_back(diag(fileId, line,
                            path + ": $Lrpc.astacks(0) leaves no A-stack to call it with (remove it, or give 1 or "

@@ -22,6 +22,7 @@ inline constexpr uint64_t kAstacksId = 0xc63cec861534f680ull;
 inline constexpr uint64_t kAstackBytesId = 0xc8c88bdaef2152a0ull;
 inline constexpr uint64_t kMaxBytesId = 0xd54e77b422219b17ull;
 inline constexpr uint64_t kInPlaceId = 0xd9d8806d032a08e7ull;
+inline constexpr uint64_t kMaxDepthId = 0xf7c1fa92522000dfull;
 
 inline constexpr uint64_t kStreamResultId = 0x995f9a3377c0b16eull;  // capnp/stream.capnp
 
@@ -149,6 +150,7 @@ struct Method {
   uint32_t resultsAlign = 1;
   uint32_t astackCount = kDefaultAstacks;
   uint32_t astackBytes = 0;
+  uint32_t maxDepth = 0;     // $Lrpc.maxDepth; 0: lrpc::codec::kMaxDepth
   bool variable = false;
   std::string doc;
   bool inherited = false;

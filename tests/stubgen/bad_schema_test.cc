@@ -59,6 +59,7 @@ const BadCase kCases[] = {
     {"nested_type_use.capnp",
      {"nested_type_use.capnp:4: Outer.inner: a struct outside interfaces using Service.Inner, which is nested in "
       "interface Service, is not supported ("}},
+    {"zero_depth.capnp", {"zero_depth.capnp:4: Walker.walk: $Lrpc.maxDepth(0) admits no nested value ("}},
     {"zero_astacks.capnp", {"zero_astacks.capnp:5: Calc.add: $Lrpc.astacks(0) leaves no A-stack to call it with ("}},
 };
 

@@ -3,6 +3,7 @@
 # json.capnp does) and a tree.
 
 using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
 $Cxx.namespace("jsonv");
 
 struct Value {
@@ -29,4 +30,6 @@ struct Tree {
 interface Json {
   echo @0 (v :Value) -> (v :Value);
   count @1 (t :Tree) -> (nodes :UInt32, depth :UInt32, t :Tree);
+  shallow @2 (t :Tree) -> (nodes :UInt32) $Lrpc.maxDepth(8);
+  # At most 8 levels: a chain of 4 trees (7 levels) passes, one of 5 (9) does not.
 }

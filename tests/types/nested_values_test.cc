@@ -131,6 +131,11 @@ TEST(NestedValues, NestingDeeperThanTheLimitIsABadFrame) {
   EXPECT_EQ(ok->depth, codec::kMaxDepth / 2);
   EXPECT_EQ(b.json.count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
   EXPECT_EQ(b.json.count(chain(5000)).status(), Errc::kBadFrame);
+  // $Lrpc.maxDepth(8) on Json.shallow.
+  auto four = b.json.shallow(chain(4));
+  ASSERT_TRUE(four.isOk()) << four.status().toString();
+  EXPECT_EQ(*four, 4u);
+  EXPECT_EQ(b.json.shallow(chain(5)).status(), Errc::kBadFrame);
 }
 
 // Json.echo's fixed part: the Value's VarRef; a Value's discriminant sits first in its own.

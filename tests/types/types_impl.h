@@ -77,6 +77,11 @@ class JsonImpl final : public jsonv::Json::Server {
     out.t = t;
     return out;
   }
+  Result<uint32_t> shallow(const jsonv::Tree& t) override {
+    uint32_t nodes = 0;
+    walk(t, 1, nodes);
+    return nodes;
+  }
 
  private:
   static uint32_t walk(const jsonv::Tree& t, uint32_t depth, uint32_t& nodes) {
