@@ -223,9 +223,22 @@ std::string reasonLines(const std::vector<std::string>& reasons, int in) {
   return out;
 }
 
+// The class template a generic struct is: `template <class T, class U> struct Pair;`.
+std::string templateDecl(const StructDecl& s) {
+  std::string params;
+  for (const auto& p : s.templateParams) params += (params.empty() ? "class " : ", class ") + p;
+  return "template <" + params + "> struct " + s.name + ";\n";
+}
+
 void emitForwards(const std::vector<StructDecl>& structs, int in, std::string& out) {
   if (std::none_of(structs.begin(), structs.end(), [](const StructDecl& s) { return s.coded; })) return;
-  for (const auto& s : structs) out += ind(in) + "struct " + s.name + ";\n";
+  for (const auto& s : structs) {
+    if (!s.templateParams.empty()) out += ind(in) + templateDecl(s);
+  }
+  for (const auto& s : structs) {
+    if (!s.templateParams.empty()) continue;
+    out += ind(in) + (s.templateArgs.empty() ? "" : "template <> ") + "struct " + s.name + s.templateArgs + ";\n";
+  }
 }
 
 namespace {
@@ -240,7 +253,13 @@ bool holds(const StructDecl& n, uint64_t id) {
 
 void emitStruct(const StructDecl& s, int in, std::string& out, const std::string& scope, std::string* after,
                 const std::string& head) {
-  const std::string name = head.empty() ? s.name : head;
+  if (!s.templateParams.empty()) {
+    out += docLines(s.doc, in);
+    out += ind(in) + "// Generic: each use with concrete types below is a specialization.\n";
+    out += ind(in) + templateDecl(s);
+    return;
+  }
+  const std::string name = (head.empty() ? s.name : head) + s.templateArgs;
   // A nested struct that holds its parent by value (capnp's json.capnp: Value.Field holds a
   // Value) cannot be defined inside it: it is declared there and defined after it.
   auto nestedStructs = [&](int nin) {
@@ -268,6 +287,7 @@ void emitStruct(const StructDecl& s, int in, std::string& out, const std::string
     return;
   }
   out += docLines(s.doc, in);
+  if (!s.templateArgs.empty()) out += ind(in) + "template <>\n";
   out += ind(in) + "struct " + name + " {\n";
   for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
   emitForwards(s.nestedStructs, in + 2, out);
@@ -297,7 +317,7 @@ void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align
 
 void emitStructAsserts(const StructDecl& s, std::string& out) {
   for (const auto& n : s.nestedStructs) emitStructAsserts(n, out);
-  if (!s.refused.empty() || s.coded) return;
+  if (!s.refused.empty() || s.coded || !s.templateParams.empty()) return;
   emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
 }
 

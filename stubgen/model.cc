@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "stubgen/cpp_text.h"
 #include "stubgen/names.h"
 
 namespace lrpc::stubgen {
@@ -145,7 +146,86 @@ ModelBuilder::ModelBuilder(const capnp::SchemaLoader& loader, schema::CodeGenera
   for (auto info : request.getSourceInfo()) sourceInfo_.emplace(info.getId(), info);
 }
 
-capnp::Schema ModelBuilder::node(uint64_t id) const { return loader_.get(id); }
+capnp::Schema ModelBuilder::node(uint64_t id) const {
+  auto it = instances_.find(id);
+  return loader_.get(it == instances_.end() ? id : it->second.genericId);
+}
+
+ModelBuilder::Bind::Bind(ModelBuilder& b, uint64_t id) : b_(b) {
+  auto it = b.instances_.find(id);
+  if (it == b.instances_.end()) return;
+  scope_ = it->second.genericId;
+  auto old = b.bindings_.find(scope_);
+  had_ = old != b.bindings_.end();
+  if (had_) saved_ = old->second;
+  b.bindings_[scope_] = it->second.args;
+}
+
+ModelBuilder::Bind::~Bind() {
+  if (scope_ == 0) return;
+  if (had_) {
+    b_.bindings_[scope_] = saved_;
+  } else {
+    b_.bindings_.erase(scope_);
+  }
+}
+
+// A generic struct with concrete type arguments becomes a struct of its own (one per distinct
+// C++ spelling of its arguments), generated as an explicit specialization of a class template.
+bool ModelBuilder::instantiate(CType::Struct::Reader st, const std::string& path, uint64_t fileId, int line,
+                               uint64_t& id, std::vector<Diag>& diags) {
+  const uint64_t genericId = st.getTypeId();
+  auto s = node(genericId).getProto();
+  const std::string name = localPath(s);
+  auto fail = [&](const std::string& what) {
+    diags.push_back(diag(fileId, line, path + ": " + what));
+    return false;
+  };
+  if (!s.getIsGeneric()) {
+    return fail("struct " + name + " declared inside a generic scope is not supported (declare it at file scope)");
+  }
+  if (!node(s.getScopeId()).getProto().isFile()) {
+    return fail("generic struct " + name + " declared inside a struct or interface is not supported (declare it at "
+                "file scope)");
+  }
+  if (fileIdOf(genericId) != buildFileId_) {
+    return fail("generic struct " + name + " from another file is not supported (its C++ specializations belong "
+                "to that file: declare a struct there that uses " + name + " with these types)");
+  }
+  std::vector<::lrpc::stubgen::Type> args;
+  bool bound = false;
+  for (auto scope : st.getBrand().getScopes()) {
+    if (scope.getScopeId() != genericId) continue;
+    if (scope.isInherit()) {
+      auto it = bindings_.find(genericId);
+      if (it == bindings_.end()) break;
+      args = it->second;
+      bound = true;
+      continue;
+    }
+    for (auto b : scope.getBind()) {
+      if (b.isUnbound()) return fail("generic struct " + name + " without type arguments is not supported (give "
+                                     "every parameter a concrete type: " + name + "(Text))");
+      ::lrpc::stubgen::Type a;
+      if (!convertType(b.getType(), true, path, fileId, line, a, diags)) return false;
+      args.push_back(std::move(a));
+    }
+    bound = true;
+  }
+  if (!bound || args.size() != s.getParameters().size()) {
+    return fail("generic struct " + name + " without type arguments is not supported (give every parameter a "
+                "concrete type: " + name + "(Text))");
+  }
+  std::string key = std::to_string(genericId) + "<";
+  for (const auto& a : args) key += memberType(a) + ",";
+  auto [it, fresh] = instanceIds_.emplace(key, instances_.size() + 1);
+  if (fresh) {
+    instances_[it->second] = Instance{genericId, std::move(args)};
+    instanceOrder_.push_back(it->second);
+  }
+  id = it->second;
+  return true;
+}
 
 std::string ModelBuilder::docOf(uint64_t id) const {
   auto it = sourceInfo_.find(id);
@@ -174,6 +254,11 @@ std::string ModelBuilder::fileOf(uint64_t id) const {
 }
 
 std::string ModelBuilder::cppNameOf(uint64_t id) const {
+  if (auto in = instances_.find(id); in != instances_.end()) {
+    std::string args;
+    for (const auto& a : in->second.args) args += (args.empty() ? "" : ", ") + memberType(a);
+    return cppNameOf(in->second.genericId) + "<" + args + ">";
+  }
   auto proto = node(id).getProto();
   if (proto.isStruct() && proto.getStruct().getIsGroup()) {
     // A group's type is named after its field, inside its parent: Person.address -> Person::Address.
@@ -365,8 +450,7 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       uint64_t id = t.getStruct().getTypeId();
       auto s = node(id).getProto();
       if (s.getIsGeneric() || t.getStruct().getBrand().getScopes().size() > 0) {
-        return fail("generic struct " + localPath(s) +
-                    " is not supported (a frame needs one concrete layout: declare a struct with concrete field types)");
+        if (!instantiate(t.getStruct(), path, fileId, line, id, diags)) return false;
       }
       if (inProgress_.count(id)) {
         // Reached again while it is being checked: fine through a List (a tree; the C++ member
@@ -425,6 +509,15 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
                   " as a value is not supported (capabilities are not passed yet: bind to the interface by name "
                   "instead)");
     case CType::ANY_POINTER: {
+      if (t.getAnyPointer().isParameter()) {
+        // Inside an instance of a generic struct: the argument it was given (Bind).
+        auto p = t.getAnyPointer().getParameter();
+        auto it = bindings_.find(p.getScopeId());
+        if (it != bindings_.end() && p.getParameterIndex() < it->second.size()) {
+          out = it->second[p.getParameterIndex()];
+          return true;
+        }
+      }
       if (t.getAnyPointer().isParameter() || t.getAnyPointer().isImplicitMethodParameter()) {
         return fail("generic parameter type is not supported (a frame needs one concrete layout: use a concrete "
                     "type)");
@@ -470,15 +563,18 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
   }
   inProgress_.insert(id);
   listDepthAt_[id] = listDepth_;
+  Bind bind(*this, id);
   std::vector<Diag> mine;
   const int structLine = lineOf(fileId, steps);
-  if (s.getIsGeneric()) {
+  const bool instance = instances_.count(id) != 0;
+  if (s.getIsGeneric() && !instance) {
     mine.push_back(diag(fileId, structLine,
                         name + ": generic structs are not supported (a frame needs one concrete layout: declare a "
                                "struct with concrete field types)"));
   }
   // A union or a group cannot be flattened into a frame as one fixed C++ struct.
-  bool coded = s.getStruct().getIsGroup() || s.getStruct().getDiscriminantCount() > 0;
+  // (An instance of a generic struct is not flattened either: a frame lays out one per use.)
+  bool coded = instance || s.getStruct().getIsGroup() || s.getStruct().getDiscriminantCount() > 0;
   const uint64_t inIface = enclosingInterface(id);
   Layout layout{0, 1};
   for (auto f : fieldsInCodeOrder(s, nullptr)) {
@@ -637,7 +733,19 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
   d.name = cppIdent(s.getDisplayName().cStr() + s.getDisplayNamePrefixLength());
   d.cppName = cppNameOf(id);
   if (s.getStruct().getIsGroup()) d.name = d.cppName.substr(d.cppName.rfind("::") + 2);
-  d.doc = docOf(id);
+  d.doc = docOf(s.getId());
+  const auto instance = instances_.find(id);
+  if (s.getIsGeneric() && instance == instances_.end()) {
+    // The class template each use with concrete types specializes (its types nested in it, which
+    // are generic too, are not generated).
+    for (auto p : s.getParameters()) d.templateParams.push_back(cppIdent(p.getName().cStr()));
+    return d;
+  }
+  if (instance != instances_.end()) {
+    d.genericId = instance->second.genericId;
+    d.templateArgs = d.cppName.substr(d.cppName.find('<'));
+  }
+  Bind bind(*this, id);
   std::vector<Diag> why;
   if (checkStruct(id, why)) {
     d.coded = coded_[id];
@@ -654,7 +762,7 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
       f.member = inUnion ? f.name + "_" : f.name;
       f.discriminant = inUnion ? fields[i].getDiscriminantValue() : -1;
       f.isVoid = isVoid;
-      f.doc = memberDoc(id, indexes[i]);
+      f.doc = memberDoc(s.getId(), indexes[i]);
       if (fields[i].isGroup()) {
         const uint64_t gid = fields[i].getGroup().getTypeId();
         f.group = true;
@@ -714,7 +822,7 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
   }
   std::vector<StructDecl> groups = std::move(d.nestedStructs);
   d.nestedStructs.clear();
-  collectScope(id, d.nestedEnums, d.nestedStructs, nullptr);
+  if (instance == instances_.end()) collectScope(id, d.nestedEnums, d.nestedStructs, nullptr);
   d.nestedStructs.insert(d.nestedStructs.begin(), groups.begin(), groups.end());
   return d;
 }
@@ -729,6 +837,7 @@ namespace {
 // Struct ids a struct's fields (and its nested structs' fields) refer to.
 // (By value only: a List's element may be incomplete where the std::vector member is declared.)
 void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
+  if (s.genericId != 0) out.insert(s.genericId);  // a specialization follows its template
   for (const auto& f : s.fields) {
     if (f.type.kind == Kind::kStruct) out.insert(f.type.id);
   }
@@ -950,6 +1059,7 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t, std::set
     case Kind::kStruct: {
       auto n = node(t.id).getProto();
       if (!seen.insert(t.id).second) return "Struct(" + localPath(n) + ")";
+      Bind bind(*const_cast<ModelBuilder*>(this), t.id);
       std::string s = "Struct(" + localPath(n) + "{";
       for (auto f : fieldsInCodeOrder(n, nullptr)) {
         if (f.getDiscriminantValue() != schema::Field::NO_DISCRIMINANT) s += "|" + std::to_string(f.getDiscriminantValue());
@@ -1161,7 +1271,12 @@ FileModel ModelBuilder::build(uint64_t fileId) {
     if (a.getId() == kCxxNamespaceId && a.getValue().isText()) m.cppNamespace = a.getValue().getText();
   }
   m.doc = docOf(fileId);
+  buildFileId_ = fileId;
   collectScope(fileId, m.enums, m.structs, &m.interfaces);
+  // Each generic struct's uses with concrete types, among the file's structs in dependency
+  // order (making one may find more: Pair(Text, Box(Text))).
+  for (size_t i = 0; i < instanceOrder_.size(); ++i) m.structs.push_back(makeStruct(instanceOrder_[i]));
+  if (!instanceOrder_.empty()) m.structs = dependencyOrder(std::move(m.structs));
   m.nestedInterfaces = std::move(nestedInterfaces_);
   // An interface whose base is refused is refused too: its stubs name the base's frames.
   for (bool changed = true; changed;) {

@@ -121,6 +121,12 @@ struct StructDecl {
   // With an unnamed union: where its discriminant sits in the fixed part (uint16_t).
   bool hasUnion = false;
   uint32_t discriminantOffset = 0;
+  // A generic struct (Box(T)): its parameter names; it is declared as a C++ class template and
+  // each use with concrete types (Box(Text)) is a struct of its own, an explicit specialization
+  // (Box<std::string>) with `genericId` the template's node and `templateArgs` "<std::string>".
+  std::vector<std::string> templateParams;
+  uint64_t genericId = 0;
+  std::string templateArgs;
   // Fixed-size structs: Bool offsets and padding, for lrpcFixBools / lrpcScrub.
   std::vector<uint32_t> boolOffsets;
   std::vector<std::pair<uint32_t, uint32_t>> padding;
@@ -214,7 +220,30 @@ class ModelBuilder {
     int ordinal = -1;
   };
 
-  capnp::Schema node(uint64_t id) const;
+  // A generic struct used with concrete type arguments: a struct of its own, named by a small
+  // synthetic id (real capnp ids have their top bit set), whose fields see `args`.
+  struct Instance {
+    uint64_t genericId = 0;
+    std::vector<Type> args;
+  };
+  // While an instance's fields are converted, its type parameters stand for its arguments.
+  class Bind {
+   public:
+    Bind(ModelBuilder& b, uint64_t id);
+    ~Bind();
+    Bind(const Bind&) = delete;
+    Bind& operator=(const Bind&) = delete;
+
+   private:
+    ModelBuilder& b_;
+    uint64_t scope_ = 0;
+    bool had_ = false;
+    std::vector<Type> saved_;
+  };
+
+  capnp::Schema node(uint64_t id) const;  // an instance: its generic struct's node
+  bool instantiate(capnp::schema::Type::Struct::Reader st, const std::string& path, uint64_t fileId, int line,
+                   uint64_t& id, std::vector<Diag>& diags);
   std::string docOf(uint64_t id) const;
   std::string memberDoc(uint64_t id, unsigned index) const;
   std::string cppNameOf(uint64_t id) const;
@@ -254,6 +283,11 @@ class ModelBuilder {
   std::map<uint64_t, int> listDepthAt_;      // listDepth_ when each of them was entered
   int listDepth_ = 0;                         // Lists on the way to the type being converted
   std::map<uint64_t, bool> coded_;           // struct id -> Type::coded
+  std::map<uint64_t, Instance> instances_;   // synthetic id -> what it instantiates
+  std::map<std::string, uint64_t> instanceIds_;  // "genericId<C++ args>" -> synthetic id
+  std::vector<uint64_t> instanceOrder_;      // as they were first used
+  std::map<uint64_t, std::vector<Type>> bindings_;  // generic scope id -> its arguments (Bind)
+  uint64_t buildFileId_ = 0;                 // the file being generated
   std::map<uint64_t, std::vector<Diag>> structDiags_;  // struct id -> why it is refused (empty: ok)
   std::vector<InterfaceDecl> nestedInterfaces_;  // found while collecting scopes
   std::string rootInterface_;               // the interface whose PDL is being flattened

@@ -29,11 +29,13 @@ TEST_P(SameHost, NestedValuesRoundTrip) {
   Child server([&] {
     ContactsImpl contactsImpl;
     JsonImpl jsonImpl;
+    GenericImpl genericImpl;
     ServerOptions o;
     o.dir = dir.path();
     Exporter exporter(o);
     bool ok = exporter.add<contacts::Contacts>("contacts", contactsImpl).isOk() &&
-              exporter.add<jsonv::Json>("json", jsonImpl).isOk();
+              exporter.add<jsonv::Json>("json", jsonImpl).isOk() &&
+              exporter.add<gen::Generic>("generic", genericImpl).isOk();
     ready.putByte(ok ? 'k' : 'x');
     if (!ok) return 1;
     for (;;) ::pause();
@@ -48,6 +50,9 @@ TEST_P(SameHost, NestedValuesRoundTrip) {
   auto jsonClient = lrpc::import<jsonv::Json>("json", io);
   ASSERT_TRUE(jsonClient.isOk()) << jsonClient.status().toString();
   checkNestedValues(*contactsClient, *jsonClient);
+  auto genericClient = lrpc::import<gen::Generic>("generic", io);
+  ASSERT_TRUE(genericClient.isOk()) << genericClient.status().toString();
+  checkGenerics(*genericClient);
   // A tree nested past the limit is refused by the server's reader, over shared memory too.
   EXPECT_EQ(jsonClient->count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
 }
@@ -58,9 +63,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
 uint16_t serveTypes(const std::string& bind) {
   auto* contactsImpl = new ContactsImpl;  // live until the child exits
   auto* jsonImpl = new JsonImpl;
+  auto* genericImpl = new GenericImpl;
   auto* server = new net::UdpServer(net::ServerOptions{});
   if (!server->add<contacts::Contacts>("contacts", *contactsImpl).isOk() ||
-      !server->add<jsonv::Json>("json", *jsonImpl).isOk()) {
+      !server->add<jsonv::Json>("json", *jsonImpl).isOk() || !server->add<gen::Generic>("generic", *genericImpl).isOk()) {
     return 0;
   }
   auto port = server->bind(bind);
@@ -80,6 +86,9 @@ TEST(TwoNamespaces, NestedValuesRoundTrip) {
     auto jsonClient = net::connect<jsonv::Json>(base + "/json");
     ASSERT_TRUE(jsonClient.isOk()) << jsonClient.status().toString();
     checkNestedValues(*contactsClient, *jsonClient);
+    auto genericClient = net::connect<gen::Generic>(base + "/generic");
+    ASSERT_TRUE(genericClient.isOk()) << genericClient.status().toString();
+    checkGenerics(*genericClient);
     EXPECT_EQ(jsonClient->count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
   });
 }

@@ -28,6 +28,16 @@ TEST(NestedValues, EveryFormRoundTrips) {
   checkNestedValues(b.contacts, b.json);
 }
 
+TEST(NestedValues, GenericStructsWithConcreteTypes) {
+  GenericImpl impl;
+  auto bound = bindInProcess<gen::Generic>(impl);
+  gen::Generic::Client g(bound.binding);
+  checkGenerics(g);
+  // Each use is a type of its own, and differing uses make differing signatures.
+  static_assert(!std::is_same_v<gen::Box<std::string>, gen::Box<gen::Point>>);
+  EXPECT_NE(gen::Generic::kDescriptor.signatureHash, 0u);
+}
+
 TEST(NestedValues, DefaultsAreMemberInitializers) {
   contacts::Person p;
   EXPECT_EQ(p.age, 30u);

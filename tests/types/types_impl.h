@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "contacts.lrpc.h"
+#include "generic.lrpc.h"
 #include "json_value.lrpc.h"
 
 namespace lrpc::testing {
@@ -92,6 +93,38 @@ class JsonImpl final : public jsonv::Json::Server {
   }
 };
 
+class GenericImpl final : public gen::Generic::Server {
+ public:
+  Result<gen::Generic::BoxesResults> boxes(const gen::Box<std::string>& text, const gen::Box<std::vector<uint8_t>>& data,
+                                           const gen::Box<gen::Point>& point) override {
+    gen::Generic::BoxesResults out{};
+    out.text = text;
+    out.text.value += "+" + std::to_string(data.value.size());
+    out.point = point;
+    out.point.value.x += 1;
+    return out;
+  }
+  Result<gen::Pair<std::string, gen::Box<std::string>>> pair(const gen::Pair<std::string, gen::Box<std::string>>& p) override {
+    return gen::Pair<std::string, gen::Box<std::string>>{p.second.value, {p.first, p.second.label}};
+  }
+  Result<gen::Result<gen::Point, gen::Problem>> parse(std::string_view input) override {
+    gen::Result<gen::Point, gen::Problem> r;
+    const size_t comma = input.find(',');
+    if (comma == std::string_view::npos) {
+      r.setErr({400, "no comma in '" + std::string(input) + "'"});
+    } else {
+      r.setOk({std::stoi(std::string(input.substr(0, comma))), std::stoi(std::string(input.substr(comma + 1)))});
+    }
+    return r;
+  }
+  Result<gen::Generic::HoldResults> hold(const gen::Holder& h) override {
+    gen::Generic::HoldResults out{};
+    out.h = h;
+    for (const auto& n : h.names.value) out.all.push_back({n, h.names.label});
+    return out;
+  }
+};
+
 inline contacts::Person samplePerson(const std::string& name) {
   contacts::Person p;
   p.name = name;
@@ -132,6 +165,41 @@ inline jsonv::Tree chain(int depth) {
   jsonv::Tree t{"n" + std::to_string(depth), {}};
   if (depth > 1) t.children.push_back(chain(depth - 1));
   return t;
+}
+
+// Every method of Generic: generic structs used with concrete types, nested in each other.
+inline void checkGenerics(gen::Generic::Client& g) {
+  gen::Box<std::string> text{"hello", "t"};
+  gen::Box<std::vector<uint8_t>> data{{1, 2, 3}, "d"};
+  gen::Box<gen::Point> point{{4, 5}, "p"};
+  auto b = g.boxes(text, data, point);
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  EXPECT_EQ(b->text, (gen::Box<std::string>{"hello+3", "t"}));
+  EXPECT_EQ(b->point, (gen::Box<gen::Point>{{5, 5}, "p"}));
+
+  gen::Pair<std::string, gen::Box<std::string>> p{"one", {"two", "three"}};
+  auto swapped = g.pair(p);
+  ASSERT_TRUE(swapped.isOk()) << swapped.status().toString();
+  EXPECT_EQ(*swapped, (gen::Pair<std::string, gen::Box<std::string>>{"two", {"one", "three"}}));
+
+  auto ok = g.parse("3,-4");
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  ASSERT_TRUE(ok->isOk());
+  EXPECT_EQ(ok->getOk(), (gen::Point{3, -4}));
+  auto err = g.parse("nope");
+  ASSERT_TRUE(err.isOk()) << err.status().toString();
+  ASSERT_TRUE(err->isErr());
+  EXPECT_EQ(err->getErr().code, 400);
+  EXPECT_EQ(err->getErr().why, "no comma in 'nope'");
+
+  gen::Holder h;
+  h.names = {{"a", "b", ""}, "names"};
+  h.where = {{1, 2}, {"here", "w"}};
+  auto held = g.hold(h);
+  ASSERT_TRUE(held.isOk()) << held.status().toString();
+  EXPECT_EQ(held->h, h);
+  ASSERT_EQ(held->all.size(), 3u);
+  EXPECT_EQ(held->all[1], (gen::Box<std::string>{"b", "names"}));
 }
 
 // Every method of Contacts and Json, with every nested form, through `c` and `j`.

@@ -1,8 +1,8 @@
 @0x84feb00cf9f62ae3;
-# A generic struct as a parameter.
+# A generic struct used without type arguments.
 struct Box(T) {
   value @0 :T;
 }
 interface Store {
-  put @0 (box :Box(Text)) -> ();
+  put @0 (box :Box) -> ();
 }
