@@ -72,11 +72,6 @@ void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
   }
 }
 
-void collect(const StructDecl& s, std::vector<const StructDecl*>& out) {
-  for (const auto& n : s.nestedStructs) collect(n, out);
-  if (s.refused.empty()) out.push_back(&s);
-}
-
 // One field's bytes into the fixed part f_ (values after it, from end_).
 void putField(const Field& f, const std::string& I, std::string& out) {
   if (f.isVoid) return;
@@ -277,12 +272,13 @@ void emitStruct(const StructDecl& s, int in, std::string& out, const std::string
     // No method uses it (else generation would have failed): leave it out, keep its nested types.
     out += ind(in) + "// struct " + s.name + " is not generated, it uses what lrpc does not support:\n";
     out += reasonLines({s.refused}, in);
-    if (s.nestedEnums.empty() && s.nestedStructs.empty()) return;
+    if (s.nestedEnums.empty() && s.nestedStructs.empty() && s.nestedInterfaces.empty()) return;
     out += ind(in) + "struct " + name + " {  // only its nested types\n";
     out += ind(in + 2) + s.name + "() = delete;\n";
     for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
     emitForwards(s.nestedStructs, in + 2, out);
     nestedStructs(in + 2);
+    emitNestedInterfaces(s.nestedInterfaces, in + 2, out);
     out += ind(in) + "};\n";
     return;
   }
@@ -292,6 +288,7 @@ void emitStruct(const StructDecl& s, int in, std::string& out, const std::string
   for (const auto& e : s.nestedEnums) emitEnum(e, in + 2, out);
   emitForwards(s.nestedStructs, in + 2, out);
   nestedStructs(in + 2);
+  emitNestedInterfaces(s.nestedInterfaces, in + 2, out);
   if (s.coded) {
     emitCodedMembers(s, in + 2, out);
   } else {
@@ -321,11 +318,10 @@ void emitStructAsserts(const StructDecl& s, std::string& out) {
   emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
 }
 
-void emitCodecFunctions(const std::vector<const StructDecl*>& roots, std::string& out) {
-  std::vector<const StructDecl*> all;
-  for (const StructDecl* s : roots) collect(*s, all);
+void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& out) {
   std::string decls, defs;
   for (const StructDecl* s : all) {
+    if (!s->refused.empty()) continue;
     const std::string S = s->cppName;
     if (s->coded) {
       decls += "inline uint32_t lrpcHead(const " + S + "&) noexcept { return " + std::to_string(s->size) + "; }\n";

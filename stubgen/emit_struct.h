@@ -31,4 +31,11 @@ void emitStructAsserts(const StructDecl& s, std::string& out);
 // that structs that refer to each other through Lists can call each other.
 void emitCodecFunctions(const std::vector<const StructDecl*>& structs, std::string& out);
 
+// Defined in emit.cc: an interface's struct (frames, PDL, descriptor), for interfaces nested in
+// structs as in interfaces; `indented` shifts such text into its enclosing declaration.
+void emitInterfaceStruct(const InterfaceDecl& d, std::string& out);
+std::string indented(const std::string& text, int in);
+// Each of `interfaces`, indented by `in` spaces.
+void emitNestedInterfaces(const std::vector<InterfaceDecl>& interfaces, int in, std::string& out);
+
 }  // namespace lrpc::stubgen

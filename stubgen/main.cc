@@ -58,13 +58,7 @@ int run() {
     lrpc::stubgen::ModelBuilder builder(loader, request);
     lrpc::stubgen::FileModel model = builder.build(file.getId());
     std::vector<const lrpc::stubgen::InterfaceDecl*> all;
-    std::function<void(const lrpc::stubgen::InterfaceDecl&)> collect = [&](const lrpc::stubgen::InterfaceDecl& d) {
-      all.push_back(&d);
-      for (const auto& n : d.nestedInterfaces) collect(n);
-    };
-    for (const auto* list : {&model.interfaces, &model.nestedInterfaces}) {
-      for (const auto& d : *list) collect(d);
-    }
+    lrpc::stubgen::forEachInterface(model, [&](const lrpc::stubgen::InterfaceDecl& d) { all.push_back(&d); });
     {
       for (const auto* dp : all) {
         const auto& d = *dp;

@@ -285,6 +285,33 @@ std::string ModelBuilder::cppNameOf(uint64_t id) const {
   return out;
 }
 
+namespace {
+void visitStruct(const StructDecl& s, const std::function<void(const InterfaceDecl&)>* ifn,
+                 const std::function<void(const StructDecl&)>* sfn);
+void visitInterface(const InterfaceDecl& d, const std::function<void(const InterfaceDecl&)>* ifn,
+                    const std::function<void(const StructDecl&)>* sfn) {
+  if (ifn) (*ifn)(d);
+  for (const auto& s : d.nestedStructs) visitStruct(s, ifn, sfn);
+  for (const auto& n : d.nestedInterfaces) visitInterface(n, ifn, sfn);
+}
+void visitStruct(const StructDecl& s, const std::function<void(const InterfaceDecl&)>* ifn,
+                 const std::function<void(const StructDecl&)>* sfn) {
+  for (const auto& n : s.nestedStructs) visitStruct(n, ifn, sfn);
+  for (const auto& n : s.nestedInterfaces) visitInterface(n, ifn, sfn);
+  if (sfn) (*sfn)(s);
+}
+}  // namespace
+
+void forEachInterface(const FileModel& file, const std::function<void(const InterfaceDecl&)>& fn) {
+  for (const auto& s : file.structs) visitStruct(s, &fn, nullptr);
+  for (const auto& d : file.interfaces) visitInterface(d, &fn, nullptr);
+}
+
+void forEachStruct(const FileModel& file, const std::function<void(const StructDecl&)>& fn) {
+  for (const auto& s : file.structs) visitStruct(s, nullptr, &fn);
+  for (const auto& d : file.interfaces) visitInterface(d, nullptr, &fn);
+}
+
 void sortUnique(std::vector<Diag>& diags) {
   std::sort(diags.begin(), diags.end());
   diags.erase(std::unique(diags.begin(), diags.end()), diags.end());
@@ -575,7 +602,6 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
   // A union or a group cannot be flattened into a frame as one fixed C++ struct.
   // (An instance of a generic struct is not flattened either: a frame lays out one per use.)
   bool coded = instance || s.getStruct().getIsGroup() || s.getStruct().getDiscriminantCount() > 0;
-  const uint64_t inIface = enclosingInterface(id);
   Layout layout{0, 1};
   for (auto f : fieldsInCodeOrder(s, nullptr)) {
     const std::string fname = f.getName();
@@ -592,17 +618,6 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
     ::lrpc::stubgen::Type t;
     if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
     coded = coded || isVariable(t);
-    if (t.kind == Kind::kStruct || t.kind == Kind::kEnum) {
-      // File-scope structs are emitted before a file's interfaces.
-      const uint64_t typeIface = enclosingInterface(t.id);
-      if (typeIface != 0 && inIface == 0 && fileIdOf(t.id) == fileId) {
-        mine.push_back(diag(fileId, line,
-                            path + ": a struct outside interfaces using " + localPath(node(t.id).getProto()) +
-                                ", which is nested in interface " + localPath(node(typeIface).getProto()) +
-                                ", is not supported (declare that type at file scope)"));
-        continue;
-      }
-    }
     std::string literal, refused;
     if (f.getSlot().getHadExplicitDefault() && !defaultLiteral(t, f.getSlot().getDefaultValue(), literal, refused)) {
       mine.push_back(diag(fileId, line,
@@ -822,7 +837,7 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
   }
   std::vector<StructDecl> groups = std::move(d.nestedStructs);
   d.nestedStructs.clear();
-  if (instance == instances_.end()) collectScope(id, d.nestedEnums, d.nestedStructs, nullptr);
+  if (instance == instances_.end()) collectScope(id, d.nestedEnums, d.nestedStructs, d.nestedInterfaces);
   d.nestedStructs.insert(d.nestedStructs.begin(), groups.begin(), groups.end());
   return d;
 }
@@ -835,18 +850,29 @@ void ModelBuilder::noteUse(const ::lrpc::stubgen::Type& t) {
 namespace {
 
 // Struct ids a struct's fields (and its nested structs' fields) refer to.
+void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps);
+
 // (By value only: a List's element may be incomplete where the std::vector member is declared.)
 void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
+  for (const auto& n : s.nestedInterfaces) completeDeps(n, out);
   if (s.genericId != 0) out.insert(s.genericId);  // a specialization follows its template
   for (const auto& f : s.fields) {
-    if (f.type.kind == Kind::kStruct) out.insert(f.type.id);
+    if (f.type.kind == Kind::kStruct || f.type.kind == Kind::kEnum) out.insert(f.type.id);
   }
   for (const auto& n : s.nestedStructs) structDeps(n, out);
 }
 
+bool declares(const InterfaceDecl& d, uint64_t id);
+
 bool declares(const StructDecl& s, uint64_t id) {
   if (s.id == id) return true;
+  for (const auto& e : s.nestedEnums) {
+    if (e.id == id) return true;
+  }
   for (const auto& n : s.nestedStructs) {
+    if (declares(n, id)) return true;
+  }
+  for (const auto& n : s.nestedInterfaces) {
     if (declares(n, id)) return true;
   }
   return false;
@@ -924,10 +950,77 @@ std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
   return out;
 }
 
+// What an interface's struct needs complete: its bases, enums anywhere in its frames, structs its
+// frames hold by value (flattened ones) and those its several-result structs hold; the same
+// for the structs and interfaces nested in it.
+void enumIds(const Type& t, std::set<uint64_t>& out) {
+  if (t.kind == Kind::kEnum) out.insert(t.id);
+  if (t.kind == Kind::kList && t.elemType) enumIds(*t.elemType, out);
+}
+
+void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
+  deps.insert(d.bases.begin(), d.bases.end());
+  for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
+    const Method& m = d.methods[i];
+    for (const auto* fields : {&m.params, &m.results}) {
+      for (const auto& f : *fields) {
+        enumIds(f.type, deps);
+        const bool held = !isVariable(f.type) || (fields == &m.results && m.results.size() > 1);
+        if (f.type.kind == Kind::kStruct && held) deps.insert(f.type.id);
+      }
+    }
+  }
+  for (const auto& s : d.nestedStructs) structDeps(s, deps);
+  for (const auto& n : d.nestedInterfaces) completeDeps(n, deps);
+}
+
+// One order for a file's top-level structs and interfaces, each after what it needs complete
+// (a struct may hold a type nested in an interface, an interface's frames a struct). Interfaces
+// on a cycle of such needs cannot be laid out in C++: they are returned in `cyclic`.
+std::vector<std::pair<bool, size_t>> topLevelOrder(const std::vector<StructDecl>& structs,
+                                                   const std::vector<InterfaceDecl>& interfaces,
+                                                   std::set<size_t>& cyclic) {
+  std::vector<std::pair<bool, size_t>> items, out;
+  for (size_t i = 0; i < structs.size(); ++i) items.emplace_back(false, i);
+  for (size_t i = 0; i < interfaces.size(); ++i) items.emplace_back(true, i);
+  auto declaresId = [&](const std::pair<bool, size_t>& it, uint64_t id) {
+    return it.first ? declares(interfaces[it.second], id) : declares(structs[it.second], id);
+  };
+  std::vector<int> state(items.size(), 0);
+  std::vector<size_t> stack;
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] == 2) return;
+    if (state[i] == 1) {  // a cycle: every interface from i up the stack is on it
+      for (auto at = std::find(stack.begin(), stack.end(), i); at != stack.end(); ++at) {
+        if (items[*at].first) cyclic.insert(items[*at].second);
+      }
+      return;
+    }
+    state[i] = 1;
+    stack.push_back(i);
+    std::set<uint64_t> deps;
+    if (items[i].first) {
+      completeDeps(interfaces[items[i].second], deps);
+    } else {
+      structDeps(structs[items[i].second], deps);
+    }
+    for (uint64_t dep : deps) {
+      for (size_t j = 0; j < items.size(); ++j) {
+        if (j != i && declaresId(items[j], dep)) visit(j);
+      }
+    }
+    stack.pop_back();
+    state[i] = 2;
+    out.push_back(items[i]);
+  };
+  for (size_t i = 0; i < items.size(); ++i) visit(i);
+  return out;
+}
+
 }  // namespace
 
 void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
-                                std::vector<InterfaceDecl>* interfaces) {
+                                std::vector<InterfaceDecl>& interfaces) {
   for (auto nested : node(scopeId).getProto().getNestedNodes()) {
     auto n = node(nested.getId()).getProto();
     switch (n.which()) {
@@ -938,28 +1031,14 @@ void ModelBuilder::collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, 
         structs.push_back(makeStruct(n.getId()));
         break;
       case Node::INTERFACE:
-        if (interfaces) {
-          interfaces->push_back(makeInterface(n.getId()));
-        } else {
-          InterfaceDecl d;
-          d.id = n.getId();
-          d.name = cppIdent(nested.getName().cStr());
-          d.cppName = cppNameOf(d.id);
-          d.descriptorName = baseNameOf(fileOf(d.id)) + ".capnp:" + localPath(n);
-          d.file = fileOf(d.id);
-          d.line = lineOf(fileIdOf(d.id), scopeSteps(d.id));
-          d.refusals.push_back(diag(fileIdOf(d.id), d.line,
-                                    localPath(n) + ": interfaces nested in a struct are not supported (declare it at "
-                                                   "file scope or inside an interface)"));
-          nestedInterfaces_.push_back(std::move(d));
-        }
+        interfaces.push_back(makeInterface(n.getId()));
         break;
       default:  // constants and annotation declarations generate nothing
         break;
     }
   }
   structs = dependencyOrder(std::move(structs));
-  if (interfaces) *interfaces = dependencyOrder(std::move(*interfaces));
+  interfaces = dependencyOrder(std::move(interfaces));
 }
 
 // The parameters (or results) of a method as frame fields. `methodPath` is "Calc.add"; a
@@ -1249,7 +1328,7 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
     d.methods = std::move(all);
     d.signatureHash = fnv1a64(signature);
   }
-  collectScope(id, d.nestedEnums, d.nestedStructs, &d.nestedInterfaces);
+  collectScope(id, d.nestedEnums, d.nestedStructs, d.nestedInterfaces);
   for (auto nested : n.getNestedNodes()) {
     const std::string nestedName = nested.getName();
     if (nestedName == "Client" || nestedName == "Server") {
@@ -1272,12 +1351,11 @@ FileModel ModelBuilder::build(uint64_t fileId) {
   }
   m.doc = docOf(fileId);
   buildFileId_ = fileId;
-  collectScope(fileId, m.enums, m.structs, &m.interfaces);
+  collectScope(fileId, m.enums, m.structs, m.interfaces);
   // Each generic struct's uses with concrete types, among the file's structs in dependency
   // order (making one may find more: Pair(Text, Box(Text))).
   for (size_t i = 0; i < instanceOrder_.size(); ++i) m.structs.push_back(makeStruct(instanceOrder_[i]));
   if (!instanceOrder_.empty()) m.structs = dependencyOrder(std::move(m.structs));
-  m.nestedInterfaces = std::move(nestedInterfaces_);
   // An interface whose base is refused is refused too: its stubs name the base's frames.
   for (bool changed = true; changed;) {
     changed = false;
@@ -1292,6 +1370,15 @@ FileModel ModelBuilder::build(uint64_t fileId) {
         break;
       }
     }
+  }
+  std::set<size_t> cyclic;
+  m.order = topLevelOrder(m.structs, m.interfaces, cyclic);
+  for (size_t i : cyclic) {
+    InterfaceDecl& d = m.interfaces[i];
+    d.refusals.push_back(diag(fileId, d.line, localPath(node(d.id).getProto()) +
+                                                  ": its frames hold a file-scope struct that itself holds a type "
+                                                  "nested in it, so neither can be declared first in C++ (declare "
+                                                  "that nested type at file scope)"));
   }
   for (uint64_t used : usedFiles_) {
     if (used != 0 && used != fileId) m.includes.push_back(baseNameOf(node(used).getProto().getDisplayName()) + ".lrpc.h");

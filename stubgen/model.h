@@ -8,6 +8,7 @@
 #include <capnp/schema.capnp.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -110,6 +111,8 @@ struct EnumDecl {
   std::string doc;
 };
 
+struct InterfaceDecl;
+
 struct StructDecl {
   uint64_t id = 0;
   std::string name;
@@ -132,6 +135,7 @@ struct StructDecl {
   std::vector<std::pair<uint32_t, uint32_t>> padding;
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;  // in dependency order
+  std::vector<InterfaceDecl> nestedInterfaces;  // emitted inside it, like an interface's
   std::string doc;
   // Not empty: the struct uses a refused construct and is not generated (only its nested types
   // are, inside an empty shell); this says why, for a comment in the header.
@@ -192,9 +196,14 @@ struct FileModel {
   std::vector<EnumDecl> enums;
   std::vector<StructDecl> structs;  // dependency order
   std::vector<InterfaceDecl> interfaces;  // refused ones included (see InterfaceDecl::refusals)
-  // Interfaces nested in a struct: not generated, only reported.
-  std::vector<InterfaceDecl> nestedInterfaces;
+  // The order to declare them in: {false, i} is structs[i], {true, i} is interfaces[i].
+  std::vector<std::pair<bool, size_t>> order;
 };
+
+// Every interface of the file at any depth (inside interfaces and structs), parents first.
+void forEachInterface(const FileModel& file, const std::function<void(const InterfaceDecl&)>& fn);
+// Every struct of the file at any depth (inside structs and interfaces), nested ones first.
+void forEachStruct(const FileModel& file, const std::function<void(const StructDecl&)>& fn);
 
 // Builds the model of one requested file. Only what an interface's methods reach is checked:
 // every refused construct an interface needs lands in its `refusals` ("calc.capnp:12:
@@ -262,7 +271,7 @@ class ModelBuilder {
   void paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out);
   bool checkStruct(uint64_t id, std::vector<Diag>& diags);
   void collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
-                    std::vector<InterfaceDecl>* interfaces);
+                    std::vector<InterfaceDecl>& interfaces);
   EnumDecl makeEnum(uint64_t id);
   StructDecl makeStruct(uint64_t id);
   InterfaceDecl makeInterface(uint64_t id);
@@ -289,7 +298,6 @@ class ModelBuilder {
   std::map<uint64_t, std::vector<Type>> bindings_;  // generic scope id -> its arguments (Bind)
   uint64_t buildFileId_ = 0;                 // the file being generated
   std::map<uint64_t, std::vector<Diag>> structDiags_;  // struct id -> why it is refused (empty: ok)
-  std::vector<InterfaceDecl> nestedInterfaces_;  // found while collecting scopes
   std::string rootInterface_;               // the interface whose PDL is being flattened
   uint64_t rootId_ = 0;
   std::vector<uint64_t> rootBases_;

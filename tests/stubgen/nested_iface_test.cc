@@ -78,6 +78,54 @@ TEST(NestedInterfaces, RoundTripOverTheNetworkFramePath) {
   }
 }
 
+class BrowserImpl final : public nested::Catalog::Browser::Server {
+ public:
+  Result<nested::Catalog::Browser::ListResults> list(std::string_view prefix) override {
+    nested::Catalog::Browser::ListResults r{};
+    r.names = {std::string(prefix) + "a", std::string(prefix) + "b"};
+    r.first.id = 9;
+    return r;
+  }
+};
+
+class TaggerImpl final : public nested::Tagger::Server {
+ public:
+  Result<nested::Tagger::TagResults> tag(const nested::Marker& m, const nested::Span& s) override {
+    nested::Tagger::TagResults r{m, s};
+    r.m.label += "!";
+    r.s.to.at += 1;
+    return r;
+  }
+};
+
+TEST(NestedInterfaces, AnInterfaceInsideAStruct) {
+  EXPECT_STREQ(nested::Catalog::Browser::kDescriptor.name, "nested_iface.capnp:Catalog.Browser");
+  BrowserImpl impl;
+  auto b = bindInProcess<nested::Catalog::Browser>(impl);
+  nested::Catalog::Browser::Client c(b.binding);
+  auto r = c.list("x");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->names, (std::vector<std::string>{"xa", "xb"}));
+  EXPECT_EQ(r->first.id, 9u);
+}
+
+TEST(NestedInterfaces, FileScopeStructsHoldingTypesNestedInAnInterface) {
+  TaggerImpl impl;
+  auto b = bindInProcess<nested::Tagger>(impl);
+  nested::Tagger::Client c(b.binding);
+  nested::Marker m;
+  m.pos.at = 3;
+  m.key.id = 4;
+  m.label = "here";
+  nested::Span s{{1}, {2}};
+  auto r = c.tag(m, s);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->m.label, "here!");
+  EXPECT_EQ(r->m.pos.at, 3u);
+  EXPECT_EQ(r->m.key.id, 4u);
+  EXPECT_EQ(r->s.to.at, 3u);
+}
+
 TEST(NestedInterfaces, RoundTripAcrossProcessesOnTheSameHost) {
   TempDir dir;
   Pipe ready;

@@ -1,5 +1,5 @@
 @0x94b1902698a2a192;
-# A file-scope struct that uses a struct nested in an interface.
+# A file-scope struct that holds a struct nested in an interface whose frames hold it: a cycle.
 struct Outer {
   inner @0 :Service.Inner;
 }

@@ -1,6 +1,7 @@
 @0xc2e8a4f6b1d3957a;
 # Interfaces declared inside an interface, at two depths, using the enclosing interface's
-# nested types and each other's.
+# nested types and each other's; an interface declared inside a struct; file-scope structs that
+# hold types nested in interfaces.
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("nested");
 
@@ -26,4 +27,29 @@ interface Store {
     put @0 (key :Key, value :Text) -> ();
   }
   size @0 () -> (n :UInt64);
+}
+
+struct Catalog {
+  # An interface declared inside a struct.
+  name @0 :Text;
+  interface Browser {
+    list @0 (prefix :Text) -> (names :List(Text), first :Store.Key);
+  }
+}
+
+struct Marker {
+  # Holds structs nested in an interface, so it is declared after Store.
+  pos @0 :Store.Reader.Cursor.Pos;
+  key @1 :Store.Key;
+  label @2 :Text;
+}
+
+struct Span {
+  # Flattened, and declared after Store for the same reason.
+  from @0 :Store.Reader.Cursor.Pos;
+  to @1 :Store.Reader.Cursor.Pos;
+}
+
+interface Tagger {
+  tag @0 (m :Marker, s :Span) -> (m :Marker, s :Span);
 }

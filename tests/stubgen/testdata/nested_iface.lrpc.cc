@@ -8,6 +8,57 @@
 
 namespace {
 
+::lrpc::Status dispatchCatalogBrowserList(::nested::Catalog::Browser::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: argument frame shorter than 8 bytes");
+  }
+  ::nested::Catalog::Browser::ListArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  std::string prefixStore_;
+  if (!::lrpc::detail::varRefOk(frame_.prefix, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: argument prefix lies outside the tail, is misaligned or is over its size limit");
+  }
+  if (::lrpc::Status s_ = call_.awaitArgTail(size_t{frame_.prefix.offset} + frame_.prefix.length); !s_.isOk()) return s_;
+  prefixStore_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.prefix.offset), frame_.prefix.length);
+  std::optional<::lrpc::Result<::nested::Catalog::Browser::ListResults>> result_;
+  try {
+    result_.emplace(server_.list(std::string_view(prefixStore_)));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Catalog.Browser.list");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& out_ = result_->value();
+  const uint64_t namesLen_ = uint64_t{sizeof(::lrpc::VarRef)} * out_.names.size();
+  uint64_t namesBytes_ = namesLen_;
+  for (const auto& e_ : out_.names) namesBytes_ += e_.size();
+  const uint64_t namesAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = namesAt_ + namesBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Catalog.Browser.list: handler's results total more than 4 GiB");
+  }
+  auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  {
+    uint64_t at_ = namesAt_ + uint64_t{sizeof(::lrpc::VarRef)} * out_.names.size();
+    for (size_t i_ = 0; i_ < out_.names.size(); ++i_) {
+      const auto& e_ = out_.names[i_];
+      const ::lrpc::VarRef ref_{static_cast<uint32_t>(at_), static_cast<uint32_t>(e_.size())};
+      std::memcpy(t_ + namesAt_ + i_ * sizeof ref_, &ref_, sizeof ref_);
+      if (!e_.empty()) std::memcpy(t_ + at_, e_.data(), e_.size());
+      at_ += e_.size();
+    }
+  }
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::VarRef namesRef_{static_cast<uint32_t>(namesAt_), static_cast<uint32_t>(namesLen_)};
+  std::memcpy(fixed_ + 0, &namesRef_, sizeof namesRef_);
+  std::memcpy(fixed_ + 8, &out_.first, sizeof out_.first);
+  return ::lrpc::Status::ok();
+}
+
 ::lrpc::Status dispatchStoreSize(::nested::Store::Server& server_, ::lrpc::ServerCall& call_) {
   std::optional<::lrpc::Result<uint64_t>> result_;
   try {
@@ -149,9 +200,76 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchTaggerTag(::nested::Tagger::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 16) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: argument frame shorter than 16 bytes");
+  }
+  ::nested::Tagger::TagArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::Reader rd_(tail_);
+  ::nested::Marker mStore_;
+  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
+  if (!::lrpc::codec::get(rd_, frame_.m, mStore_)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: argument m is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  std::optional<::lrpc::Result<::nested::Tagger::TagResults>> result_;
+  try {
+    result_.emplace(server_.tag(mStore_, frame_.s));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Tagger.tag");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& out_ = result_->value();
+  const uint64_t mBytes_ = ::lrpc::codec::size(out_.m);
+  const uint64_t mAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = mAt_ + mBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Tagger.tag: handler's results total more than 4 GiB");
+  }
+  auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, mAt_, out_.m);
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::VarRef mRef_{static_cast<uint32_t>(mAt_), static_cast<uint32_t>(::lrpc::codec::head(out_.m))};
+  std::memcpy(fixed_ + 0, &mRef_, sizeof mRef_);
+  std::memcpy(fixed_ + 8, &out_.s, sizeof out_.s);
+  return ::lrpc::Status::ok();
+}
+
 }  // namespace
 
 namespace nested {
+
+const ::lrpc::InterfaceDescriptor Catalog::Browser::kDescriptor = {
+    "nested_iface.capnp:Catalog.Browser",
+    0xd18f53546f476507ull,
+    0x41d6ebc207dc94cfull,  // FNV-1a 64 over method names, ordinals and types
+    Catalog::Browser::kProcedures,
+    Catalog::Browser::kProcedureCount,
+    &Catalog::Browser::Server::dispatch,
+};
+
+Catalog::Browser::Client::Client() : Client(nullptr) {}
+
+Catalog::Browser::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Catalog::Browser::kDescriptor)), options_(options) {}
+
+::lrpc::Status Catalog::Browser::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
+  auto& server = *static_cast<::nested::Catalog::Browser::Server*>(self);
+  try {  // the copies allocate: running out of memory is an error, not a crash
+    switch (procedure) {
+      case kList: return dispatchCatalogBrowserList(server, call);
+      default: break;
+    }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Catalog.Browser: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
+}
 
 const ::lrpc::InterfaceDescriptor Store::kDescriptor = {
     "nested_iface.capnp:Store",
@@ -284,6 +402,33 @@ Audit::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::Ca
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Audit: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
+}
+
+const ::lrpc::InterfaceDescriptor Tagger::kDescriptor = {
+    "nested_iface.capnp:Tagger",
+    0x8f55464c1f14f23eull,
+    0x28646ba733d57587ull,  // FNV-1a 64 over method names, ordinals and types
+    Tagger::kProcedures,
+    Tagger::kProcedureCount,
+    &Tagger::Server::dispatch,
+};
+
+Tagger::Client::Client() : Client(nullptr) {}
+
+Tagger::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Tagger::kDescriptor)), options_(options) {}
+
+::lrpc::Status Tagger::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
+  auto& server = *static_cast<::nested::Tagger::Server*>(self);
+  try {  // the copies allocate: running out of memory is an error, not a crash
+    switch (procedure) {
+      case kTag: return dispatchTaggerTag(server, call);
+      default: break;
+    }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Tagger: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

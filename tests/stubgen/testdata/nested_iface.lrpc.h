@@ -21,10 +21,14 @@
 #endif
 
 // Interfaces declared inside an interface, at two depths, using the enclosing interface's
-// nested types and each other's.
+// nested types and each other's; an interface declared inside a struct; file-scope structs that
+// hold types nested in interfaces.
 
 namespace nested {
 
+struct Catalog;
+struct Marker;
+struct Span;
 struct Store {
   Store() = delete;
 
@@ -156,6 +160,71 @@ static_assert(std::is_trivially_copyable_v<::nested::Store::SizeResultsFrame>);
 static_assert(sizeof(::nested::Store::SizeResultsFrame) == 8 && alignof(::nested::Store::SizeResultsFrame) == 8);
 static_assert(offsetof(::nested::Store::SizeResultsFrame, n) == 0);
 
+// An interface declared inside a struct.
+struct Catalog {
+  struct Browser {
+    Browser() = delete;
+
+    // list @0: frames
+    struct ListArgsFrame {
+      ::lrpc::VarRef prefix;
+    };
+    struct ListResultsFrame {
+      ::lrpc::VarRef names;
+      ::nested::Store::Key first;
+    };
+    // What list returns.
+    struct ListResults {
+      std::vector<std::string> names;
+      ::nested::Store::Key first;
+    };
+
+    // PDL indexes, the `procedure` of a call.
+    static constexpr uint32_t kList = 0;
+    static constexpr uint32_t kProcedureCount = 1;
+    // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
+    static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
+        {0, 0, "list", 8, 16, 8, 5, 1500, true},
+    };
+    static const ::lrpc::InterfaceDescriptor kDescriptor;
+
+    class Client;
+    class Server;
+  };
+  static_assert(std::is_trivially_copyable_v<::nested::Catalog::Browser::ListArgsFrame>);
+  static_assert(sizeof(::nested::Catalog::Browser::ListArgsFrame) == 8 && alignof(::nested::Catalog::Browser::ListArgsFrame) == 4);
+  static_assert(offsetof(::nested::Catalog::Browser::ListArgsFrame, prefix) == 0);
+  static_assert(std::is_trivially_copyable_v<::nested::Catalog::Browser::ListResultsFrame>);
+  static_assert(sizeof(::nested::Catalog::Browser::ListResultsFrame) == 16 && alignof(::nested::Catalog::Browser::ListResultsFrame) == 8);
+  static_assert(offsetof(::nested::Catalog::Browser::ListResultsFrame, names) == 0);
+  static_assert(offsetof(::nested::Catalog::Browser::ListResultsFrame, first) == 8);
+
+  std::string name;
+
+  bool operator==(const Catalog&) const = default;
+};
+
+// Holds structs nested in an interface, so it is declared after Store.
+struct Marker {
+  ::nested::Store::Reader::Cursor::Pos pos{};
+  ::nested::Store::Key key{};
+  std::string label;
+
+  bool operator==(const Marker&) const = default;
+};
+
+// Flattened, and declared after Store for the same reason.
+struct Span {
+  ::nested::Store::Reader::Cursor::Pos from;
+  ::nested::Store::Reader::Cursor::Pos to;
+
+  bool operator==(const Span&) const = default;
+};
+static_assert(std::is_trivially_copyable_v<::nested::Span>);
+static_assert(sizeof(::nested::Span) == 8 && alignof(::nested::Span) == 4);
+static_assert(offsetof(::nested::Span, from) == 0);
+static_assert(offsetof(::nested::Span, to) == 4);
+
 // Declared first, but uses a type nested two interfaces deep in Store: Store comes first.
 struct Audit {
   Audit() = delete;
@@ -186,6 +255,166 @@ static_assert(offsetof(::nested::Audit::CheckArgsFrame, pos) == 0);
 static_assert(std::is_trivially_copyable_v<::nested::Audit::CheckResultsFrame>);
 static_assert(sizeof(::nested::Audit::CheckResultsFrame) == 1 && alignof(::nested::Audit::CheckResultsFrame) == 1);
 static_assert(offsetof(::nested::Audit::CheckResultsFrame, ok) == 0);
+
+struct Tagger {
+  Tagger() = delete;
+
+  // tag @0: frames
+  struct TagArgsFrame {
+    ::lrpc::VarRef m;
+    ::nested::Span s;
+  };
+  struct TagResultsFrame {
+    ::lrpc::VarRef m;
+    ::nested::Span s;
+  };
+  // What tag returns.
+  struct TagResults {
+    ::nested::Marker m;
+    ::nested::Span s;
+  };
+
+  // PDL indexes, the `procedure` of a call.
+  static constexpr uint32_t kTag = 0;
+  static constexpr uint32_t kProcedureCount = 1;
+  // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
+  static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
+      {0, 0, "tag", 16, 16, 4, 5, 1500, true},
+  };
+  static const ::lrpc::InterfaceDescriptor kDescriptor;
+
+  class Client;
+  class Server;
+};
+static_assert(std::is_trivially_copyable_v<::nested::Tagger::TagArgsFrame>);
+static_assert(sizeof(::nested::Tagger::TagArgsFrame) == 16 && alignof(::nested::Tagger::TagArgsFrame) == 4);
+static_assert(offsetof(::nested::Tagger::TagArgsFrame, m) == 0);
+static_assert(offsetof(::nested::Tagger::TagArgsFrame, s) == 8);
+static_assert(std::is_trivially_copyable_v<::nested::Tagger::TagResultsFrame>);
+static_assert(sizeof(::nested::Tagger::TagResultsFrame) == 16 && alignof(::nested::Tagger::TagResultsFrame) == 4);
+static_assert(offsetof(::nested::Tagger::TagResultsFrame, m) == 0);
+static_assert(offsetof(::nested::Tagger::TagResultsFrame, s) == 8);
+
+// How these structs travel inside a frame's tail (runtime/codec.h).
+inline uint32_t lrpcHead(const ::nested::Catalog&) noexcept { return 8; }
+inline uint64_t lrpcSize(const ::nested::Catalog& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog& out_);
+inline uint32_t lrpcHead(const ::nested::Marker&) noexcept { return 24; }
+inline uint64_t lrpcSize(const ::nested::Marker& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker& out_);
+
+inline uint64_t lrpcSize(const ::nested::Catalog& v_) noexcept {
+  uint64_t n_ = 8;
+  n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_.name);
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  std::memcpy(f_, r_.at(ref_), n_);
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline uint64_t lrpcSize(const ::nested::Marker& v_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_.label);
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  std::memcpy(f_ + 0, &v_.pos, sizeof v_.pos);
+  std::memcpy(f_ + 8, &v_.key, sizeof v_.key);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.label);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  std::memcpy(f_, r_.at(ref_), n_);
+  if (n_ >= 4) {
+    std::memcpy(&out_.pos, f_ + 0, sizeof out_.pos);
+  }
+  if (n_ >= 16) {
+    std::memcpy(&out_.key, f_ + 8, sizeof out_.key);
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.label)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+// Calls Browser through a binding, same host or remote. Copies share the binding.
+class Catalog::Browser::Client {
+ public:
+  // An unbound client: every call fails with kBindingRejected.
+  Client();
+  // Calls go through `binding`, which must have been made for Browser::kDescriptor;
+  // a null or different binding makes every call fail with kBindingRejected.
+  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
+
+  // The same binding with other per-call options (e.g. a deadline).
+  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // The binding calls use (a rejecting stand-in when the client is unbound).
+  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+
+  ::lrpc::Result<::nested::Catalog::Browser::ListResults> list(std::string_view prefix) {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+      return listVia(call_, prefix);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+    return listVia(call_, prefix);
+  }
+
+ private:
+  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listVia(Call& call_, std::string_view prefix);
+
+  std::shared_ptr<::lrpc::Binding> binding_;  // never null
+  ::lrpc::CallOptions options_;
+};
+
+// Implement this to serve Browser; export it with the runtime or the transport.
+// Handlers may throw: the caller gets kServerFault with the exception's what().
+class Catalog::Browser::Server {
+ public:
+  virtual ~Server() = default;
+
+  virtual ::lrpc::Result<::nested::Catalog::Browser::ListResults> list(std::string_view prefix) = 0;
+
+  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
+  // write it), runs the handler on `self` (a Browser::Server*), writes the results.
+  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
+};
 
 // Calls Store through a binding, same host or remote. Copies share the binding.
 class Store::Client {
@@ -425,7 +654,98 @@ class Audit::Server {
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
 
+// Calls Tagger through a binding, same host or remote. Copies share the binding.
+class Tagger::Client {
+ public:
+  // An unbound client: every call fails with kBindingRejected.
+  Client();
+  // Calls go through `binding`, which must have been made for Tagger::kDescriptor;
+  // a null or different binding makes every call fail with kBindingRejected.
+  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
+
+  // The same binding with other per-call options (e.g. a deadline).
+  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // The binding calls use (a rejecting stand-in when the client is unbound).
+  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+
+  ::lrpc::Result<::nested::Tagger::TagResults> tag(const ::nested::Marker& m, const ::nested::Span& s) {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Tagger::kTag, options_);
+      return tagVia(call_, m, s);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Tagger::kTag, options_);
+    return tagVia(call_, m, s);
+  }
+
+ private:
+  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Result<::nested::Tagger::TagResults> tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s);
+
+  std::shared_ptr<::lrpc::Binding> binding_;  // never null
+  ::lrpc::CallOptions options_;
+};
+
+// Implement this to serve Tagger; export it with the runtime or the transport.
+// Handlers may throw: the caller gets kServerFault with the exception's what().
+class Tagger::Server {
+ public:
+  virtual ~Server() = default;
+
+  virtual ::lrpc::Result<::nested::Tagger::TagResults> tag(const ::nested::Marker& m, const ::nested::Span& s) = 0;
+
+  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
+  // write it), runs the handler on `self` (a Tagger::Server*), writes the results.
+  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
+};
+
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
+
+template <class Call>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(Call& call_, std::string_view prefix) {
+  if (!call_.status().isOk()) return call_.status();
+  const uint64_t prefixBytes_ = prefix.size();
+  const uint64_t prefixAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = prefixAt_ + prefixBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Catalog.Browser.list: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef prefixRef_{static_cast<uint32_t>(prefixAt_), static_cast<uint32_t>(prefixBytes_)};
+  std::memcpy(fixed_ + 0, &prefixRef_, sizeof prefixRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (prefixBytes_ != 0) call_.copyTail(t_ + prefixAt_, prefix.data(), prefixBytes_);
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Catalog::Browser::ListResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::nested::Catalog::Browser::ListResults out_{};
+  if (!::lrpc::detail::varRefOk(frame_.names, tail_.size(), sizeof(::lrpc::VarRef))) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: result names lies outside the tail, is misaligned or is over its size limit");
+  }
+  {
+    const size_t n_ = frame_.names.length / sizeof(::lrpc::VarRef);
+    // Elements may not name more bytes than the tail holds, so a small frame cannot
+    // make the reader allocate much more than it received.
+    uint64_t total_ = frame_.names.length;
+    out_.names.clear();
+    out_.names.reserve(n_);
+    for (size_t i_ = 0; i_ < n_; ++i_) {
+      ::lrpc::VarRef e_;
+      std::memcpy(&e_, tail_.data() + frame_.names.offset + i_ * sizeof e_, sizeof e_);
+      total_ += e_.length;
+      if (!::lrpc::detail::varRefOk(e_, tail_.size(), 1) || total_ > tail_.size()) {
+        return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: result names lies outside the tail, is misaligned or is over its size limit");
+      }
+      out_.names.emplace_back(reinterpret_cast<const char*>(tail_.data() + e_.offset), e_.length);
+    }
+  }
+  out_.first = frame_.first;
+  return out_;
+}
 
 template <class Call>
 ::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
@@ -521,6 +841,37 @@ template <class Call>
   bool value_{};
   value_ = frame_.ok != 0;
   return value_;
+}
+
+template <class Call>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+  if (!call_.status().isOk()) return call_.status();
+  const uint64_t mBytes_ = ::lrpc::codec::size(m);
+  const uint64_t mAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = mAt_ + mBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef mRef_{static_cast<uint32_t>(mAt_), static_cast<uint32_t>(::lrpc::codec::head(m))};
+  std::memcpy(fixed_ + 0, &mRef_, sizeof mRef_);
+  std::memcpy(fixed_ + 8, &s, sizeof s);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, mAt_, m);
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Tagger::TagResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::lrpc::codec::Reader rd_(tail_);
+  ::nested::Tagger::TagResults out_{};
+  if (!::lrpc::codec::get(rd_, frame_.m, out_.m)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: result m is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  out_.s = frame_.s;
+  return out_;
 }
 
 }  // namespace nested
