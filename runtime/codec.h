@@ -4,7 +4,8 @@
 // which the compiler instantiates per type into straight-line code (no reflection), plus four
 // functions the generator writes per such struct and finds here by argument-dependent lookup:
 //   uint32_t lrpcHead(const S&)   bytes of S's fixed part (a multiple of 8)
-//   uint64_t lrpcSize(const S&)   bytes of its whole encoding from an 8-aligned start
+//   uint64_t lrpcSize(const S&, uint32_t depth)  bytes of its whole encoding from an 8-aligned
+//                                start, or kTooDeep when its values nest more than `depth` levels
 //   uint64_t lrpcPut(std::byte* tail, uint64_t at, const S&)  writes it at `at`, returns its end
 //   bool lrpcGet(Reader&, VarRef, S& fresh)  checks and copies one out of the tail
 // and, for fixed-size structs copied inside lists, lrpcScrub (zero padding) and lrpcFixBools.
@@ -57,6 +58,16 @@ inline constexpr uint32_t kMaxDepth = 64;
 
 constexpr uint64_t align8(uint64_t n) noexcept { return (n + 7) & ~uint64_t{7}; }
 
+// What size() returns for a value that nests deeper than the levels it was given: the writer
+// refuses it before writing anything (its reader would refuse it too), and the walk stops there
+// instead of recursing as deep as the value goes.
+inline constexpr uint64_t kTooDeep = UINT64_MAX;
+
+// `n` grown by a child value of `child` bytes at the next 8-aligned place (kTooDeep stays).
+constexpr uint64_t addChild(uint64_t n, uint64_t child) noexcept {
+  return n == kTooDeep || child == kTooDeep ? kTooDeep : align8(n) + child;
+}
+
 // What one frame may still make its reader do. `budget` starts at the tail's size and every
 // value read spends its length: the values a writer lays out never overlap, so an honest
 // frame fits, while one whose VarRefs name the same bytes again and again (a DAG, a cycle)
@@ -89,39 +100,53 @@ struct Reader {
 template <class T>
 concept Coded = requires(const T& v, T& out, Reader& r, VarRef ref, std::byte* t) {
   { lrpcHead(v) } -> std::same_as<uint32_t>;
-  { lrpcSize(v) } -> std::same_as<uint64_t>;
+  { lrpcSize(v, uint32_t{0}) } -> std::same_as<uint64_t>;
   { lrpcPut(t, uint64_t{0}, v) } -> std::same_as<uint64_t>;
   { lrpcGet(r, ref, out) } -> std::same_as<bool>;
 };
 
-// Copied as bytes: numbers, enums and fixed-size generated structs.
 template <class T>
-concept Fixed = std::is_trivially_copyable_v<T> && !Coded<T>;
+inline constexpr bool kIsView = false;
+template <class E>
+inline constexpr bool kIsView<std::span<const E>> = true;
+template <>
+inline constexpr bool kIsView<std::string_view> = true;
+
+// Copied as bytes: numbers, enums and fixed-size generated structs (not views, which are
+// trivially copyable too but name their bytes elsewhere).
+template <class T>
+concept Fixed = std::is_trivially_copyable_v<T> && !Coded<T> && !kIsView<T>;
 
 // ---- Declarations first: the templates below call each other for nested lists.
 
+// size(v, depth): the levels `v` may still nest (a struct and a List of variable-size values take
+// one each, as Reader::enter counts them).
 inline uint64_t head(std::string_view v) noexcept { return v.size(); }
-inline uint64_t size(std::string_view v) noexcept { return v.size(); }
+inline uint64_t size(std::string_view v, uint32_t) noexcept { return v.size(); }
 inline uint64_t put(std::byte* t, uint64_t at, std::string_view v) noexcept;
 inline bool get(Reader& r, VarRef ref, std::string& out);
 
 inline uint64_t head(const std::vector<bool>& v) noexcept { return v.size(); }
-inline uint64_t size(const std::vector<bool>& v) noexcept { return v.size(); }
+inline uint64_t size(const std::vector<bool>& v, uint32_t) noexcept { return v.size(); }
 inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v) noexcept;
 inline bool get(Reader& r, VarRef ref, std::vector<bool>& out);
 
 template <class E> uint64_t head(std::span<const E> v) noexcept;
-template <class E> uint64_t size(std::span<const E> v) noexcept;
+template <class E> uint64_t size(std::span<const E> v, uint32_t depth) noexcept;
 template <class E> uint64_t put(std::byte* t, uint64_t at, std::span<const E> v) noexcept;
 template <class E> uint64_t head(const std::vector<E>& v) noexcept { return head(std::span<const E>(v)); }
-template <class E> uint64_t size(const std::vector<E>& v) noexcept { return size(std::span<const E>(v)); }
+template <class E> uint64_t size(const std::vector<E>& v, uint32_t depth) noexcept {
+  return size(std::span<const E>(v), depth);
+}
 template <class E> uint64_t put(std::byte* t, uint64_t at, const std::vector<E>& v) noexcept {
   return put(t, at, std::span<const E>(v));
 }
 template <class E> bool get(Reader& r, VarRef ref, std::vector<E>& out);
 
 template <Coded S> uint64_t head(const S& v) noexcept { return lrpcHead(v); }
-template <Coded S> uint64_t size(const S& v) noexcept { return lrpcSize(v); }
+template <Coded S> uint64_t size(const S& v, uint32_t depth) noexcept {
+  return depth == 0 ? kTooDeep : lrpcSize(v, depth - 1);
+}
 template <Coded S> uint64_t put(std::byte* t, uint64_t at, const S& v) noexcept { return lrpcPut(t, at, v); }
 template <Coded S> bool get(Reader& r, VarRef ref, S& out) { return lrpcGet(r, ref, out); }
 
@@ -170,10 +195,11 @@ uint64_t head(std::span<const E> v) noexcept {
 }
 
 template <class E>
-uint64_t size(std::span<const E> v) noexcept {
+uint64_t size(std::span<const E> v, uint32_t depth) noexcept {
   uint64_t n = head(v);
   if constexpr (!Fixed<E>) {
-    for (const E& e : v) n = align8(n) + size(e);
+    if (depth == 0) return kTooDeep;
+    for (const E& e : v) n = addChild(n, size(e, depth - 1));
   }
   return n;
 }

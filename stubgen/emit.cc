@@ -169,6 +169,7 @@ struct WriteSpec {
   bool fixedFirst;          // client: args() before argTail(); server: tail first
   std::string copyTail;     // copies one value into the tail: "call_.copyTail" (may stream) / "std::memcpy"
   bool moveTail = false;    // results: "call_.moveResultTail(dst, value)", which may take the value over
+  std::string depth = "::lrpc::codec::kMaxDepth";  // levels a nested value may take (the reader's limit)
 };
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
@@ -196,7 +197,12 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
     Type e = elemOf(f.type);
     if (f.type.coded) {
       // A struct or list with values inside it: runtime/codec.h lays it out.
-      out += I + "const uint64_t " + bytes + " = ::lrpc::codec::size(" + v + ");\n";
+      out += I + "const uint64_t " + bytes + " = ::lrpc::codec::size(" + v + ", " + spec.depth + ");\n";
+      out += I + "if (" + bytes + " == ::lrpc::codec::kTooDeep) {\n";
+      out += I + "  return ::lrpc::Status(" + spec.tooBigCode + ", " +
+             quoted(spec.what + " " + f.schemaName + " nests deeper than its limit of ") + " + std::to_string(" +
+             spec.depth + ") + \" levels ($Lrpc.maxDepth)\");\n";
+      out += I + "}\n";
     } else if (f.type.kind == Kind::kList && isVariable(e)) {
       // The VarRef names the element array; the elements' bytes follow it.
       out += I + "const uint64_t " + f.name + "Len_ = uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
@@ -477,6 +483,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "  if (!call_.status().isOk()) return call_.status();\n";
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
+  if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
   emitWrite(m.params, m.argsSize, [](const Field& f) { return f.name; }, spec, 2, out);
   const auto isVar = [](const Field& f) { return isVariable(f.type); };
   const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
@@ -612,6 +619,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   out += single ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
                  "call_.resultTail", false, "std::memcpy", true};
+  if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
   emitWrite(m.results, m.resultsSize,
             [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2, out);
   out += "  return ::lrpc::Status::ok();\n}\n\n";

@@ -130,19 +130,20 @@ void emitCodedDefinitions(const StructDecl& s, std::string& out) {
   const bool anyVar = anyVarMember || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
                         return f.discriminant < 0 && isVariable(f.type);
                       });
-  out += "inline uint64_t lrpcSize(const " + S + "& " + (anyVar ? "v_" : "") + ") noexcept {\n";
+  out += "inline uint64_t lrpcSize(const " + S + "& " + (anyVar ? "v_, uint32_t depth_" : ", uint32_t") +
+         ") noexcept {\n";
   out += "  uint64_t n_ = " + F + ";\n";
   for (const auto& f : s.fields) {
     if (f.discriminant < 0 && isVariable(f.type)) {
-      out += "  n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_." + f.member + ");\n";
+      out += "  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_." + f.member + ", depth_));\n";
     }
   }
   if (anyVarMember) {
     out += "  switch (v_.which_) {\n";
     for (const Field* f : members) {
       if (!isVariable(f->type)) continue;
-      out += "    case " + whichName(s, *f) + ": n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_." +
-             f->member + "); break;\n";
+      out += "    case " + whichName(s, *f) + ": n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_." +
+             f->member + ", depth_)); break;\n";
     }
     out += "    default: break;\n";
     out += "  }\n";
@@ -325,7 +326,7 @@ void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& 
     const std::string S = s->cppName;
     if (s->coded) {
       decls += "inline uint32_t lrpcHead(const " + S + "&) noexcept { return " + std::to_string(s->size) + "; }\n";
-      decls += "inline uint64_t lrpcSize(const " + S + "& v_) noexcept;\n";
+      decls += "inline uint64_t lrpcSize(const " + S + "& v_, uint32_t depth_) noexcept;\n";
       decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_) noexcept;\n";
       decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_);\n";
       emitCodedDefinitions(*s, defs);

@@ -3,7 +3,7 @@
 // read by their generated clients. Structs inside structs, unions, recursion and lists of
 // lists are read by runtime/codec.h: whatever the bytes, the answer is a Status, never a read
 // out of bounds, a crash, unbounded recursion or allocation.
-// Input format: as dispatch_fuzz.h; procedures 0-1 are Json's, 2-7 Contacts'.
+// Input format: as dispatch_fuzz.h; procedures 0-3 are Json's, 4-9 Contacts'.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -33,8 +33,12 @@ typename Iface::Client replayClient(std::span<const std::byte> reply) {
 lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
   if (procedure < kJson) {
     auto c = replayClient<jsonv::Json>(reply);
-    if (procedure == jsonv::Json::kEcho) return c.echo(jsonv::Value{}).status();
-    return c.count(jsonv::Tree{"t", {}}).status();
+    switch (procedure) {
+      case jsonv::Json::kEcho: return c.echo(jsonv::Value{}).status();
+      case jsonv::Json::kCount: return c.count(jsonv::Tree{"t", {}}).status();
+      case jsonv::Json::kShallow: return c.shallow(jsonv::Tree{"t", {}}).status();
+      default: return c.deepen(2).status();
+    }
   }
   auto c = replayClient<contacts::Contacts>(reply);
   const std::vector<std::string_view> names{"a"};

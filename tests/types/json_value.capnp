@@ -32,4 +32,6 @@ interface Json {
   count @1 (t :Tree) -> (nodes :UInt32, depth :UInt32, t :Tree);
   shallow @2 (t :Tree) -> (nodes :UInt32) $Lrpc.maxDepth(8);
   # At most 8 levels: a chain of 4 trees (7 levels) passes, one of 5 (9) does not.
+  deepen @3 (levels :UInt32) -> (t :Tree);
+  # Returns a chain of `levels` trees: deeper than the limit, the handler's result is refused.
 }

@@ -53,8 +53,6 @@ TEST_P(SameHost, NestedValuesRoundTrip) {
   auto genericClient = lrpc::import<gen::Generic>("generic", io);
   ASSERT_TRUE(genericClient.isOk()) << genericClient.status().toString();
   checkGenerics(*genericClient);
-  // A tree nested past the limit is refused by the server's reader, over shared memory too.
-  EXPECT_EQ(jsonClient->count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
@@ -89,7 +87,6 @@ TEST(TwoNamespaces, NestedValuesRoundTrip) {
     auto genericClient = net::connect<gen::Generic>(base + "/generic");
     ASSERT_TRUE(genericClient.isOk()) << genericClient.status().toString();
     checkGenerics(*genericClient);
-    EXPECT_EQ(jsonClient->count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
   });
 }
 

@@ -133,19 +133,28 @@ TEST(NestedValues, CyclesAndSharedBytesRunOutOfBudget) {
   EXPECT_EQ(sendCount(b, w), Errc::kBadFrame);
 }
 
-TEST(NestedValues, NestingDeeperThanTheLimitIsABadFrame) {
+TEST(NestedValues, NestingDeeperThanTheLimit) {
   Bound b;
   // A struct and a list each take one level: a chain of n trees nests 2n - 1 deep.
   auto ok = b.json.count(chain(static_cast<int>(codec::kMaxDepth / 2)));
   ASSERT_TRUE(ok.isOk()) << ok.status().toString();
   EXPECT_EQ(ok->depth, codec::kMaxDepth / 2);
-  EXPECT_EQ(b.json.count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kBadFrame);
-  EXPECT_EQ(b.json.count(chain(5000)).status(), Errc::kBadFrame);
-  // $Lrpc.maxDepth(8) on Json.shallow.
+  // The client refuses what the server would, and its size walk stops at the limit.
+  EXPECT_EQ(b.json.count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kInvalidArgument);
+  EXPECT_EQ(b.json.count(chain(5000)).status(), Errc::kInvalidArgument);
+  // $Lrpc.maxDepth(8) on Json.shallow, on both sides.
   auto four = b.json.shallow(chain(4));
   ASSERT_TRUE(four.isOk()) << four.status().toString();
   EXPECT_EQ(*four, 4u);
-  EXPECT_EQ(b.json.shallow(chain(5)).status(), Errc::kBadFrame);
+  EXPECT_EQ(b.json.shallow(chain(5)).status(), Errc::kInvalidArgument);
+  // A hostile client's frame past the server's limit: count's frame (limit 64) for a chain of
+  // 10 (19 levels), sent as shallow (limit 8), whose arguments have the same layout.
+  auto deep = countFrame(b, chain(10));
+  b.j.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = deep; };
+  EXPECT_EQ(b.json.shallow(jsonv::Tree{}).status(), Errc::kBadFrame);
+  b.j.channel->tamperRequest = nullptr;
+  // A handler's result past the limit: the server refuses to send it.
+  EXPECT_EQ(b.json.deepen(codec::kMaxDepth).status(), Errc::kServerFault);
 }
 
 // Json.echo's fixed part: the Value's VarRef; a Value's discriminant sits first in its own.

@@ -78,6 +78,7 @@ class JsonImpl final : public jsonv::Json::Server {
     out.t = t;
     return out;
   }
+  Result<jsonv::Tree> deepen(uint32_t levels) override;
   Result<uint32_t> shallow(const jsonv::Tree& t) override {
     uint32_t nodes = 0;
     walk(t, 1, nodes);
@@ -165,6 +166,11 @@ inline jsonv::Tree chain(int depth) {
   jsonv::Tree t{"n" + std::to_string(depth), {}};
   if (depth > 1) t.children.push_back(chain(depth - 1));
   return t;
+}
+
+inline Result<jsonv::Tree> JsonImpl::deepen(uint32_t levels) {
+  if (levels > 1000) return Status(Errc::kInvalidArgument, "at most 1000 levels");  // chain() recurses
+  return chain(static_cast<int>(levels));
 }
 
 // Every method of Generic: generic structs used with concrete types, nested in each other.
@@ -279,6 +285,14 @@ inline void checkNestedValues(contacts::Contacts::Client& c, jsonv::Json::Client
   EXPECT_EQ(n->nodes, 1u + 5u + 2u + 1u);
   EXPECT_EQ(n->depth, 6u);
   EXPECT_EQ(n->t, t);
+
+  // Nesting past the limit: refused by the writer (the client for arguments, the server for a
+  // handler's result) before anything is sent.
+  EXPECT_EQ(j.count(chain(static_cast<int>(codec::kMaxDepth))).status(), Errc::kInvalidArgument);
+  auto deep = j.deepen(codec::kMaxDepth / 2);
+  ASSERT_TRUE(deep.isOk()) << deep.status().toString();
+  EXPECT_EQ(*deep, chain(static_cast<int>(codec::kMaxDepth / 2)));
+  EXPECT_EQ(j.deepen(codec::kMaxDepth).status(), Errc::kServerFault);
 }
 
 }  // namespace lrpc::testing
