@@ -170,7 +170,11 @@ inline uint64_t put(std::byte* t, uint64_t at, std::string_view v) noexcept {
 }
 inline bool get(Reader& r, VarRef ref, std::string& out) {
   if (!r.take(ref, 1)) return false;
-  out.assign(reinterpret_cast<const char*>(r.at(ref)), ref.length);
+  if (ref.length == 0) {
+    out.clear();  // an empty tail has no data pointer to copy from
+  } else {
+    out.assign(reinterpret_cast<const char*>(r.at(ref)), ref.length);
+  }
   return true;
 }
 

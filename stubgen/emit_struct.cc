@@ -178,7 +178,7 @@ void emitCodedDefinitions(const StructDecl& s, std::string& out) {
   out += "  // The fixed part, copied once (the tail may be shared memory a peer still writes).\n";
   out += "  alignas(8) std::byte f_[" + F + "] = {};\n";
   out += "  const uint32_t n_ = ref_.length < " + F + " ? ref_.length : " + F + ";\n";
-  out += "  std::memcpy(f_, r_.at(ref_), n_);\n";
+  out += "  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)\n";
   for (const auto& f : s.fields) {
     if (f.discriminant < 0) getField(f, "  ", out);
   }

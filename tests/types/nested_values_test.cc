@@ -210,6 +210,18 @@ TEST(NestedValues, OlderAndNewerStructLayoutsReadEachOther) {
   EXPECT_EQ(b.contacts.get(*id)->getFound(), p);
 }
 
+// A struct named by an empty VarRef in an empty tail: every field keeps its default (an older
+// writer that knew none of them), with no read of the tail at all.
+TEST(NestedValues, AnEmptyStructIsAllDefaults) {
+  Bound b;
+  b.j.channel->tamperRequest = [](std::vector<std::byte>& req) { req.assign(kArgs, std::byte{0}); };
+  jsonv::Value v;
+  v.setString("not sent");
+  auto r = b.json.echo(v);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_TRUE(r->isNull());
+}
+
 // The client checks the server's results as the server checks arguments.
 TEST(NestedValues, HostileResultsAreBadFramesOnTheClient) {
   Bound b;

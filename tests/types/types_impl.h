@@ -52,7 +52,7 @@ class ContactsImpl final : public contacts::Contacts::Server {
     contacts::Contacts::MatrixResults out{};
     for (const auto& row : m) {
       out.m.push_back(row);
-      for (auto& v : out.m.back()) v *= 2;
+      for (auto& v : out.m.back()) v = static_cast<int32_t>(static_cast<uint32_t>(v) * 2u);  // wraps: a peer picks v
     }
     out.words.assign(words.begin(), words.end());
     return out;
@@ -102,7 +102,7 @@ class GenericImpl final : public gen::Generic::Server {
     out.text = text;
     out.text.value += "+" + std::to_string(data.value.size());
     out.point = point;
-    out.point.value.x += 1;
+    out.point.value.x = static_cast<int32_t>(static_cast<uint32_t>(out.point.value.x) + 1u);  // wraps, as above
     return out;
   }
   Result<gen::Pair<std::string, gen::Box<std::string>>> pair(const gen::Pair<std::string, gen::Box<std::string>>& p) override {

@@ -223,7 +223,10 @@ namespace {
   }
   if (!result_->isOk()) return result_->status();
   auto& out_ = result_->value();
-  const uint64_t mBytes_ = ::lrpc::codec::size(out_.m);
+  const uint64_t mBytes_ = ::lrpc::codec::size(out_.m, ::lrpc::codec::kMaxDepth);
+  if (mBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Tagger.tag: handler's result m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
+  }
   const uint64_t mAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = mAt_ + mBytes_;
   if (tailBytes_ > UINT32_MAX) {

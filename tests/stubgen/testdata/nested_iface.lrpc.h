@@ -297,17 +297,17 @@ static_assert(offsetof(::nested::Tagger::TagResultsFrame, s) == 8);
 
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline uint32_t lrpcHead(const ::nested::Catalog&) noexcept { return 8; }
-inline uint64_t lrpcSize(const ::nested::Catalog& v_) noexcept;
+inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog& out_);
 inline uint32_t lrpcHead(const ::nested::Marker&) noexcept { return 24; }
-inline uint64_t lrpcSize(const ::nested::Marker& v_) noexcept;
+inline uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker& out_);
 
-inline uint64_t lrpcSize(const ::nested::Catalog& v_) noexcept {
+inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 8;
-  n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_.name);
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
   return n_;
 }
 
@@ -324,7 +324,7 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Ca
   // The fixed part, copied once (the tail may be shared memory a peer still writes).
   alignas(8) std::byte f_[8] = {};
   const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
-  std::memcpy(f_, r_.at(ref_), n_);
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
   if (n_ >= 8) {
     ::lrpc::VarRef ref;
     std::memcpy(&ref, f_ + 0, sizeof ref);
@@ -334,9 +334,9 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Ca
   return true;
 }
 
-inline uint64_t lrpcSize(const ::nested::Marker& v_) noexcept {
+inline uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 24;
-  n_ = ::lrpc::codec::align8(n_) + ::lrpc::codec::size(v_.label);
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.label, depth_));
   return n_;
 }
 
@@ -355,7 +355,7 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Ma
   // The fixed part, copied once (the tail may be shared memory a peer still writes).
   alignas(8) std::byte f_[24] = {};
   const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
-  std::memcpy(f_, r_.at(ref_), n_);
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
   if (n_ >= 4) {
     std::memcpy(&out_.pos, f_ + 0, sizeof out_.pos);
   }
@@ -846,7 +846,10 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
   if (!call_.status().isOk()) return call_.status();
-  const uint64_t mBytes_ = ::lrpc::codec::size(m);
+  const uint64_t mBytes_ = ::lrpc::codec::size(m, ::lrpc::codec::kMaxDepth);
+  if (mBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: argument m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
+  }
   const uint64_t mAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = mAt_ + mBytes_;
   if (tailBytes_ > UINT32_MAX) {
