@@ -253,12 +253,6 @@ class CurvesNet final : public CurvesSession {
 };
 #endif
 
-int serveCurves(int readyFd, const std::string& info, const sigset_t& term) {
-  signalReady(readyFd, info);
-  waitForTerm(term);
-  return 0;
-}
-
 }  // namespace
 
 void registerCurves(BenchContext& ctx) {
@@ -282,17 +276,8 @@ void registerCurves(BenchContext& ctx) {
 
 int serveCurvesLocal(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_LOCAL
-  if (argc < 2) return 2;
-  sigset_t term = blockTerm();
-  ServerOptions options;
-  options.dir = argv[1];
   CurvesImpl impl;
-  Exporter exporter(options);
-  if (Status s = exporter.add<Curves>(argv[0], impl); !s) {
-    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
-    return 3;
-  }
-  return serveCurves(readyFd, {}, term);
+  return serveLocalUntilTerm<Curves>(readyFd, argc, argv, impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;
@@ -301,23 +286,8 @@ int serveCurvesLocal(int readyFd, int argc, char** argv) {
 
 int serveCurvesNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
-  if (argc < 2) return 2;
-  sigset_t term = blockTerm();
-  net::ServerOptions options;
-  options.mode = receiveModeFromArg(argv[1]);
   CurvesImpl impl;
-  net::UdpServer server(options);
-  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
-  Status s = server.add<Curves>("curves", impl);
-  if (s) {
-    port = server.bind(argv[0]);
-    s = port ? server.start() : port.status();
-  }
-  if (!s) {
-    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
-    return 3;
-  }
-  return serveCurves(readyFd, std::to_string(port.value()), term);
+  return serveNetUntilTerm<Curves>(readyFd, argc, argv, "curves", impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;

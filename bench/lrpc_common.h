@@ -1,14 +1,20 @@
 #pragma once
-// Small pieces the lrpc columns (lrpc_paths.cc) and the curves (curves.cc) share.
+// Small pieces the lrpc columns (lrpc_paths.cc), the curves (curves.cc) and the struct rows
+// (struct_args.cc) share.
 
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 
+#include "bench/harness.h"
 #include "runtime/stub_support.h"
+#if LRPC_BENCH_LOCAL
+#include "runtime/exporter.h"
+#endif
 #if LRPC_BENCH_NET
 #include <string_view>
 
@@ -52,6 +58,52 @@ inline net::ReceiveMode receiveModeFromArg(std::string_view arg) {
   return arg == "busy" ? net::ReceiveMode::kBusyPoll
          : arg == "block" ? net::ReceiveMode::kBlocking
                           : net::ReceiveMode::kAdaptive;
+}
+#endif
+
+#if LRPC_BENCH_LOCAL
+// The body of a forked same-host server: `impl` exported as argv[0] in the names directory
+// argv[1], ready once it is, until SIGTERM. 2: bad arguments, 3: the export failed.
+template <class Iface>
+int serveLocalUntilTerm(int readyFd, int argc, char** argv, typename Iface::Server& impl) {
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();  // before the exporter starts threads, which inherit it
+  ServerOptions options;
+  options.dir = argv[1];
+  Exporter exporter(options);
+  if (Status s = exporter.add<Iface>(argv[0], impl); !s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd);
+  waitForTerm(term);
+  return 0;
+}
+#endif
+
+#if LRPC_BENCH_NET
+// The body of a forked network server: `impl` served as `name` on the UDP address argv[0] in
+// receive mode argv[1], ready (with its port) once it is, until SIGTERM.
+template <class Iface>
+int serveNetUntilTerm(int readyFd, int argc, char** argv, const char* name, typename Iface::Server& impl) {
+  if (argc < 2) return 2;
+  sigset_t term = blockTerm();
+  net::ServerOptions options;
+  options.mode = receiveModeFromArg(argv[1]);
+  net::UdpServer server(options);
+  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
+  Status s = server.add<Iface>(name, impl);
+  if (s) {
+    port = server.bind(argv[0]);
+    s = port ? server.start() : port.status();
+  }
+  if (!s) {
+    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
+    return 3;
+  }
+  signalReady(readyFd, std::to_string(port.value()));
+  waitForTerm(term);
+  return 0;
 }
 #endif
 

@@ -237,46 +237,20 @@ void registerLrpcPaths(BenchContext& ctx) {
 
 int serveLrpcLocal(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_LOCAL
-  if (argc < 2) return 2;
-  sigset_t term = blockTerm();
-  ServerOptions options;
-  options.dir = argv[1];
   std::unique_ptr<Paper::Server> impl = makePaperImpl();
-  Exporter exporter(options);
-  if (Status s = exporter.add<Paper>(argv[0], *impl); !s) {
-    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
-    return 3;
-  }
-  signalReady(readyFd);
-  waitForTerm(term);
-  return 0;
+  return serveLocalUntilTerm<Paper>(readyFd, argc, argv, *impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;
 #endif
 }
 
+// argv[2]: the name to serve under.
 int serveLrpcNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
   if (argc < 3) return 2;
-  sigset_t term = blockTerm();
-  net::ServerOptions options;
-  options.mode = receiveModeFromArg(argv[1]);
   std::unique_ptr<Paper::Server> impl = makePaperImpl();
-  net::UdpServer server(options);
-  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
-  Status s = server.add<Paper>(argv[2], *impl);
-  if (s) {
-    port = server.bind(argv[0]);
-    s = port ? server.start() : port.status();
-  }
-  if (!s) {
-    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
-    return 3;
-  }
-  signalReady(readyFd, std::to_string(port.value()));
-  waitForTerm(term);
-  return 0;
+  return serveNetUntilTerm<Paper>(readyFd, argc, argv, argv[2], *impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;

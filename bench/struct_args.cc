@@ -231,19 +231,8 @@ void registerStructArgs(BenchContext& ctx) {
 
 int serveStructArgsLocal(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_LOCAL
-  if (argc < 2) return 2;
-  sigset_t term = blockTerm();
-  ServerOptions options;
-  options.dir = argv[1];
   StructArgsImpl impl;
-  Exporter exporter(options);
-  if (Status s = exporter.add<StructArgs>(argv[0], impl); !s) {
-    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
-    return 3;
-  }
-  signalReady(readyFd);
-  waitForTerm(term);
-  return 0;
+  return serveLocalUntilTerm<StructArgs>(readyFd, argc, argv, impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;
@@ -252,25 +241,8 @@ int serveStructArgsLocal(int readyFd, int argc, char** argv) {
 
 int serveStructArgsNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
-  if (argc < 2) return 2;
-  sigset_t term = blockTerm();
-  net::ServerOptions options;
-  options.mode = receiveModeFromArg(argv[1]);
   StructArgsImpl impl;
-  net::UdpServer server(options);
-  Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
-  Status s = server.add<StructArgs>("structargs", impl);
-  if (s) {
-    port = server.bind(argv[0]);
-    s = port ? server.start() : port.status();
-  }
-  if (!s) {
-    std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
-    return 3;
-  }
-  signalReady(readyFd, std::to_string(port.value()));
-  waitForTerm(term);
-  return 0;
+  return serveNetUntilTerm<StructArgs>(readyFd, argc, argv, "structargs", impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;
