@@ -44,6 +44,7 @@ TEST(Golden, GoldenBase) { expectGolden("golden_base.capnp", "golden_base"); }
 TEST(Golden, Ordering) { expectGolden("ordering.capnp", "ordering"); }
 TEST(Golden, Defaults) { expectGolden("defaults.capnp", "defaults"); }
 TEST(Golden, NestedInterfaces) { expectGolden("nested_iface.capnp", "nested_iface"); }
+TEST(Golden, CodedStructs) { expectGolden("coded.capnp", "coded"); }
 
 TEST(Golden, GeneratedCodeCompilesAndNamesAreEscaped) {
   // `delete` is a C++ keyword: the parameter and frame field become delete_.

@@ -1,0 +1,40 @@
+@0xd4a7b2e9c1f35068;
+# Structs that travel by reference (runtime/codec.h): variable-size fields, a named and an
+# unnamed union, a group, recursion through a List, a List of Lists, and a generic struct used
+# with concrete types.
+using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
+$Cxx.namespace("coded");
+
+struct Pos {
+  x @0 :Int16;
+  on @1 :Bool;
+}
+
+struct Node {
+  name @0 :Text = "node";
+  children @1 :List(Node);
+  weights @2 :List(List(Float32));
+  where @3 :Pos;
+  meta :group {
+    tag @4 :Data;
+    kind :union {
+      leaf @5 :Void;
+      branch @6 :UInt32;
+    }
+  }
+  union {
+    plain @7 :Void;
+    labelled @8 :Text;
+  }
+}
+
+struct Tagged(T) {
+  value @0 :T;
+  tags @1 :List(Text);
+}
+
+interface Trees $Lrpc.maxDepth(32) {
+  put @0 (root :Node, label :Tagged(Text)) -> (count :UInt32);
+  all @1 () -> (nodes :List(Node), labels :List(Tagged(Text)));
+}
