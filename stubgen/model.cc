@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <capnp/dynamic.h>
+
 #include "stubgen/cpp_text.h"
 #include "stubgen/names.h"
 
@@ -619,7 +621,8 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
     if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
     coded = coded || isVariable(t);
     std::string literal, refused;
-    if (f.getSlot().getHadExplicitDefault() && !defaultLiteral(t, f.getSlot().getDefaultValue(), literal, refused)) {
+    if (f.getSlot().getHadExplicitDefault() &&
+        !defaultLiteral(t, f.getSlot().getType(), f.getSlot().getDefaultValue(), true, literal, refused)) {
       mine.push_back(diag(fileId, line,
                           path + ": default values that are " + refused +
                                  " are not supported (remove the default and set the field in the caller)"));
@@ -662,10 +665,70 @@ void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uin
   }
 }
 
-// The C++ expression of a schema default of type `t`. Numbers, Bool, enums and (for
-// parameters) Text become literals; every other form is refused, named in `refused`.
-bool ModelBuilder::defaultLiteral(const ::lrpc::stubgen::Type& t, schema::Value::Reader v, std::string& out,
-                                  std::string& refused) const {
+namespace {
+
+// The C++ expression of one element of a List literal of element type `t`.
+bool listElementLiteral(const ::lrpc::stubgen::Type& t, capnp::DynamicValue::Reader e, std::string& out,
+                        std::string& refused) {
+  switch (e.getType()) {
+    case capnp::DynamicValue::BOOL: out = e.as<bool>() ? "true" : "false"; return true;
+    case capnp::DynamicValue::INT: {
+      const int64_t v = e.as<int64_t>();
+      out = v == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(v) + (t.kind == Kind::kInt64 ? "LL" : "");
+      return true;
+    }
+    case capnp::DynamicValue::UINT:
+      out = std::to_string(e.as<uint64_t>()) + (t.kind == Kind::kUInt64 ? "ull" : "u");
+      return true;
+    case capnp::DynamicValue::FLOAT: out = floatLiteral(e.as<double>(), t.kind == Kind::kFloat32); return true;
+    case capnp::DynamicValue::TEXT: {
+      auto text = e.as<capnp::Text>();
+      out = cppStringLiteral(std::string_view(text.cStr(), text.size()));
+      return true;
+    }
+    case capnp::DynamicValue::DATA: {
+      auto data = e.as<capnp::Data>();
+      out = "std::vector<uint8_t>{";
+      for (size_t i = 0; i < data.size(); ++i) out += (i ? ", " : "") + std::to_string(data[i]) + "u";
+      out += "}";
+      return true;
+    }
+    case capnp::DynamicValue::ENUM: {
+      auto en = e.as<capnp::DynamicEnum>().getEnumerant();
+      KJ_IF_MAYBE(known, en) {
+        out = t.cppName + "::k" + pascal(known->getProto().getName().cStr());
+        return true;
+      }
+      refused = "numbers outside their enum";
+      return false;
+    }
+    case capnp::DynamicValue::LIST: {
+      const ::lrpc::stubgen::Type& inner = *t.elemType;
+      out = memberType(t) + "{";
+      bool first = true;
+      for (auto item : e.as<capnp::DynamicList>()) {
+        std::string lit;
+        if (!listElementLiteral(inner, item, lit, refused)) return false;
+        out += (first ? "" : ", ") + lit;
+        first = false;
+      }
+      out += "}";
+      return true;
+    }
+    default:
+      refused = "struct literals";
+      return false;
+  }
+}
+
+}  // namespace
+
+// The C++ expression of a schema default of type `t`. Numbers, Bool, enums and Text become
+// literals; for struct fields also Data and List literals (a std::vector initializer); struct
+// literals, and Data and List literals on parameters (a default argument would need storage of
+// its own for the view), are refused, named in `refused`.
+bool ModelBuilder::defaultLiteral(const ::lrpc::stubgen::Type& t, CType::Reader type, schema::Value::Reader v,
+                                  bool member, std::string& out, std::string& refused) const {
   switch (v.which()) {
     case schema::Value::BOOL: out = v.getBool() ? "true" : "false"; return true;
     case schema::Value::INT8: out = std::to_string(v.getInt8()); return true;
@@ -692,8 +755,38 @@ bool ModelBuilder::defaultLiteral(const ::lrpc::stubgen::Type& t, schema::Value:
     case schema::Value::TEXT:
       out = cppStringLiteral(std::string_view(v.getText().cStr(), v.getText().size()));
       return true;
-    case schema::Value::DATA: refused = "Data literals"; return false;
-    case schema::Value::LIST: refused = "List literals"; return false;
+    case schema::Value::DATA: {
+      if (!member) {
+        refused = "Data literals on parameters";
+        return false;
+      }
+      auto data = v.getData();
+      out = "std::vector<uint8_t>{";
+      for (size_t i = 0; i < data.size(); ++i) out += (i ? ", " : "") + std::to_string(data[i]) + "u";
+      out += "}";
+      return true;
+    }
+    case schema::Value::LIST: {
+      if (!member) {
+        refused = "List literals on parameters";
+        return false;
+      }
+      if (t.kind != Kind::kList || !t.elemType) {
+        refused = "List literals of this type";
+        return false;
+      }
+      auto list = v.getList().getAs<capnp::DynamicList>(loader_.getType(type).asList());
+      out = memberType(t) + "{";
+      bool first = true;
+      for (auto item : list) {
+        std::string lit;
+        if (!listElementLiteral(*t.elemType, item, lit, refused)) return false;
+        out += (first ? "" : ", ") + lit;
+        first = false;
+      }
+      out += "}";
+      return true;
+    }
     case schema::Value::STRUCT: refused = "struct literals"; return false;
     default: refused = "of this kind"; return false;
   }
@@ -791,7 +884,8 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
         convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
         if (fields[i].getSlot().getHadExplicitDefault()) {
           std::string refused;  // checkStruct accepted it
-          defaultLiteral(f.type, fields[i].getSlot().getDefaultValue(), f.defaultValue, refused);
+          defaultLiteral(f.type, fields[i].getSlot().getType(), fields[i].getSlot().getDefaultValue(), true,
+                         f.defaultValue, refused);
         }
         noteUse(f.type);
       }
@@ -1092,7 +1186,8 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, 
     // default argument.
     if (params && f.getSlot().getHadExplicitDefault()) {
       std::string refused;
-      if (!defaultLiteral(p.type, f.getSlot().getDefaultValue(), p.defaultValue, refused)) {
+      if (!defaultLiteral(p.type, f.getSlot().getType(), f.getSlot().getDefaultValue(), false, p.defaultValue,
+                          refused)) {
         diags.push_back(diag(fileId, line,
                              path + ": default values that are " + refused +
                                     " are not supported (remove the default and pass the value)"));

@@ -281,7 +281,10 @@ class ModelBuilder {
                   std::vector<Diag>& diags);
   std::string canonicalType(const Type& t, std::set<uint64_t>& seen) const;
   uint32_t ordinalKey(capnp::schema::Field::Reader f) const;
-  bool defaultLiteral(const Type& t, capnp::schema::Value::Reader v, std::string& out, std::string& refused) const;
+  // `type`: the schema's spelling of `t` (to read a List literal); `member`: a struct field's
+  // initializer (else a parameter's default argument, where only scalars and Text fit).
+  bool defaultLiteral(const Type& t, capnp::schema::Type::Reader type, capnp::schema::Value::Reader v, bool member,
+                      std::string& out, std::string& refused) const;
   void noteUse(const Type& t);
 
   const capnp::SchemaLoader& loader_;

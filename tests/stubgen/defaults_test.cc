@@ -82,6 +82,19 @@ void expectDefaultsAndVoid(Settings::Client& client, const int* ticks) {
   EXPECT_EQ(*client.withResultDefault(), 7);
 }
 
+TEST(Defaults, DataAndListLiteralsOnStructFields) {
+  defaults::Profile p;
+  EXPECT_EQ(p.key, (std::vector<uint8_t>{0x00, 0xff, 0x10}));
+  EXPECT_EQ(p.primes, (std::vector<uint16_t>{2, 3, 5, 7}));
+  EXPECT_EQ(p.names, (std::vector<std::string>{"a", "b \"c\""}));
+  EXPECT_EQ(p.levels, (std::vector<defaults::Level>{defaults::Level::kHigh, defaults::Level::kLow}));
+  EXPECT_EQ(p.grid, (std::vector<std::vector<int8_t>>{{1, -2}, {}}));
+  EXPECT_EQ(p.blobs, (std::vector<std::vector<uint8_t>>{{0x01}, {0x02, 0x03}}));
+  EXPECT_EQ(p.ratios, (std::vector<float>{0.5f, -1.0f}));
+  EXPECT_EQ(p.flags, (std::vector<bool>{true, false}));
+  EXPECT_EQ(p.big, (std::vector<int64_t>{INT64_MIN, 7}));
+}
+
 TEST(Defaults, VoidCarriesNothing) {
   // tick(Void) -> (Void): no frame at all; mix's Void parameter and result take no bytes.
   EXPECT_EQ(Settings::kProcedures[Settings::kTick].argsSize, 0u);

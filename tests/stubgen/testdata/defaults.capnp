@@ -23,6 +23,19 @@ struct Config {
   forever @10 :Float64 = inf;
 }
 
+struct Profile {
+  # Data and List literals on struct fields: std::vector initializers.
+  key @0 :Data = 0x"00ff10";
+  primes @1 :List(UInt16) = [2, 3, 5, 7];
+  names @2 :List(Text) = ["a", "b \"c\""];
+  levels @3 :List(Level) = [high, low];
+  grid @4 :List(List(Int8)) = [[1, -2], []];
+  blobs @5 :List(Data) = [0x"01", 0x"0203"];
+  ratios @6 :List(Float32) = [0.5, -1.0];
+  flags @7 :List(Bool) = [true, false];
+  big @8 :List(Int64) = [-9223372036854775808, 7];
+}
+
 interface Settings {
   apply @0 (config :Config, dryRun :Bool = false) -> (applied :UInt32);
   greet @1 (name :Text = "world \"quoted\"", times :UInt16 = 2) -> (greeting :Text);

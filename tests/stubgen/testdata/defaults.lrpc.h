@@ -30,6 +30,8 @@ enum class Level : uint16_t {
   kHigh = 1,
 };
 
+struct Config;
+struct Profile;
 struct Config {
   uint32_t retries = 3u;
   double ratio = 0x1p-2;
@@ -56,6 +58,21 @@ static_assert(offsetof(::defaults::Config, ceiling) == 32);
 static_assert(offsetof(::defaults::Config, small) == 40);
 static_assert(offsetof(::defaults::Config, plain) == 44);
 static_assert(offsetof(::defaults::Config, forever) == 48);
+
+// Data and List literals on struct fields: std::vector initializers.
+struct Profile {
+  std::vector<uint8_t> key = std::vector<uint8_t>{0u, 255u, 16u};
+  std::vector<uint16_t> primes = std::vector<uint16_t>{2u, 3u, 5u, 7u};
+  std::vector<std::string> names = std::vector<std::string>{"a", "b \"c\""};
+  std::vector<::defaults::Level> levels = std::vector<::defaults::Level>{::defaults::Level::kHigh, ::defaults::Level::kLow};
+  std::vector<std::vector<int8_t>> grid = std::vector<std::vector<int8_t>>{std::vector<int8_t>{1, -2}, std::vector<int8_t>{}};
+  std::vector<std::vector<uint8_t>> blobs = std::vector<std::vector<uint8_t>>{std::vector<uint8_t>{1u}, std::vector<uint8_t>{2u, 3u}};
+  std::vector<float> ratios = std::vector<float>{0x1p-1f, -0x1p+0f};
+  std::vector<bool> flags = std::vector<bool>{true, false};
+  std::vector<int64_t> big = std::vector<int64_t>{(-9223372036854775807LL - 1), 7LL};
+
+  bool operator==(const Profile&) const = default;
+};
 
 struct Settings {
   Settings() = delete;
@@ -149,6 +166,95 @@ inline void lrpcFixBools(::defaults::Config& v_) noexcept {
     unsigned char* b_ = reinterpret_cast<unsigned char*>(&v_) + o_;
     *b_ = *b_ != 0 ? 1 : 0;
   }
+}
+inline uint32_t lrpcHead(const ::defaults::Profile&) noexcept { return 72; }
+inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile& out_);
+
+inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 72;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.key, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.primes, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.names, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.levels, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.grid, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.blobs, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.ratios, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.flags, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.big, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 72);  // gaps and fields not set
+  uint64_t end_ = at_ + 72;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.key);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.primes);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.names);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 24, v_.levels);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 32, v_.grid);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.blobs);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 48, v_.ratios);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 56, v_.flags);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 64, v_.big);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[72] = {};
+  const uint32_t n_ = ref_.length < 72 ? ref_.length : 72;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.key)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.primes)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.names)) return false;
+  }
+  if (n_ >= 32) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 24, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.levels)) return false;
+  }
+  if (n_ >= 40) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 32, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.grid)) return false;
+  }
+  if (n_ >= 48) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 40, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.blobs)) return false;
+  }
+  if (n_ >= 56) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 48, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.ratios)) return false;
+  }
+  if (n_ >= 64) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 56, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.flags)) return false;
+  }
+  if (n_ >= 72) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 64, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.big)) return false;
+  }
+  r_.leave();
+  return true;
 }
 
 // Calls Settings through a binding, same host or remote. Copies share the binding.
