@@ -194,16 +194,7 @@ class CurvesLocal final : public CurvesSession {
     std::unique_ptr<CurvesLocal> s(new CurvesLocal());
     ServerSpec spec;
     spec.kind = "curves_local";
-    spec.args = {"curves", s->dir_};
-    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-    if (!server) return server.status();
-    s->server_ = std::move(server.value());
-    ImportOptions options;
-    options.mode = mode;
-    options.dir = s->dir_;
-    Result<Curves::Client> client = import<Curves>("curves", options);
-    if (!client) return client.status();
-    s->client_ = client.value().withOptions(withDeadline());
+    if (Status st = startLocal<Curves>(spec, "curves", s->dir_, mode, s->server_, s->client_); !st) return st;
     return s;
   }
   ~CurvesLocal() override {
@@ -222,31 +213,13 @@ class CurvesLocal final : public CurvesSession {
 class CurvesNet final : public CurvesSession {
  public:
   static Result<std::unique_ptr<CurvesNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
-    std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
     std::unique_ptr<CurvesNet> s(new CurvesNet());
     ServerSpec spec;
     spec.kind = "curves_net";
-    spec.args = {host + ":0",  // the server reports the port it got
-                 receiveModeArg(mode)};
-    if (netns) spec.netns = netns->serverNs();
-    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-    if (!server) return server.status();
-    s->server_ = std::move(server.value());
-    net::ClientOptions options;
-    options.mode = mode;
-    std::unique_ptr<NetnsScope> scope;
-    if (netns) {
-      Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
-      if (!entered) return entered.status();
-      scope = std::move(entered.value());
-    }
-    Result<Curves::Client> client =
-        net::connect<Curves>("udp://" + host + ":" + s->server_->readyInfo() + "/curves", options);
-    scope.reset();
-    if (!client) return client.status();
-    s->client_ = client.value().withOptions(withDeadline());
+    if (Status st = startNet<Curves>(spec, "curves", mode, netns, s->server_, s->client_); !st) return st;
     return s;
   }
+
 
  private:
   CurvesNet() = default;
@@ -287,7 +260,7 @@ int serveCurvesLocal(int readyFd, int argc, char** argv) {
 int serveCurvesNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
   CurvesImpl impl;
-  return serveNetUntilTerm<Curves>(readyFd, argc, argv, "curves", impl);
+  return serveNetUntilTerm<Curves>(readyFd, argc, argv, impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;

@@ -14,10 +14,12 @@
 #include "runtime/stub_support.h"
 #if LRPC_BENCH_LOCAL
 #include "runtime/exporter.h"
+#include "runtime/import.h"
 #endif
 #if LRPC_BENCH_NET
 #include <string_view>
 
+#include "transport/client.h"
 #include "transport/server.h"
 #endif
 
@@ -62,6 +64,24 @@ inline net::ReceiveMode receiveModeFromArg(std::string_view arg) {
 #endif
 
 #if LRPC_BENCH_LOCAL
+// Forks a same-host server (`spec.kind`, plus what the caller set, e.g. its CPU) exporting
+// `name` in `dir` (serveLocalUntilTerm), and imports it into `client`, with a deadline on calls.
+template <class Iface>
+Status startLocal(ServerSpec spec, const std::string& name, const std::string& dir, TransferMode mode,
+                  std::unique_ptr<ServerProcess>& server, typename Iface::Client& client) {
+  spec.args = {name, dir};
+  Result<std::unique_ptr<ServerProcess>> started = ServerProcess::start(spec);
+  if (!started) return started.status();
+  server = std::move(started.value());
+  ImportOptions options;
+  options.mode = mode;
+  options.dir = dir;
+  Result<typename Iface::Client> imported = import<Iface>(name, options);
+  if (!imported) return imported.status();
+  client = imported.value().withOptions(withDeadline());
+  return {};
+}
+
 // The body of a forked same-host server: `impl` exported as argv[0] in the names directory
 // argv[1], ready once it is, until SIGTERM. 2: bad arguments, 3: the export failed.
 template <class Iface>
@@ -82,11 +102,40 @@ int serveLocalUntilTerm(int readyFd, int argc, char** argv, typename Iface::Serv
 #endif
 
 #if LRPC_BENCH_NET
-// The body of a forked network server: `impl` served as `name` on the UDP address argv[0] in
+// Forks a network server (`spec.kind`) serving `name` (serveNetUntilTerm) in the server
+// namespace of `netns` (null: on 127.0.0.1 here), and connects `client` to it from the client
+// namespace, with a deadline on calls.
+template <class Iface>
+Status startNet(ServerSpec spec, const std::string& name, net::ReceiveMode mode, const NetnsPair* netns,
+                std::unique_ptr<ServerProcess>& server, typename Iface::Client& client) {
+  const std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
+  spec.args = {host + ":0", receiveModeArg(mode), name};  // the server reports the port it got
+  if (netns) spec.netns = netns->serverNs();
+  Result<std::unique_ptr<ServerProcess>> started = ServerProcess::start(spec);
+  if (!started) return started.status();
+  server = std::move(started.value());
+  net::ClientOptions options;
+  options.mode = mode;
+  std::unique_ptr<NetnsScope> scope;
+  if (netns) {
+    Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
+    if (!entered) return entered.status();
+    scope = std::move(entered.value());
+  }
+  Result<typename Iface::Client> connected =
+      net::connect<Iface>("udp://" + host + ":" + server->readyInfo() + "/" + name, options);
+  scope.reset();
+  if (!connected) return connected.status();
+  client = connected.value().withOptions(withDeadline());
+  return {};
+}
+
+// The body of a forked network server: `impl` served as argv[2] on the UDP address argv[0] in
 // receive mode argv[1], ready (with its port) once it is, until SIGTERM.
 template <class Iface>
-int serveNetUntilTerm(int readyFd, int argc, char** argv, const char* name, typename Iface::Server& impl) {
-  if (argc < 2) return 2;
+int serveNetUntilTerm(int readyFd, int argc, char** argv, typename Iface::Server& impl) {
+  if (argc < 3) return 2;
+  const char* name = argv[2];
   sigset_t term = blockTerm();
   net::ServerOptions options;
   options.mode = receiveModeFromArg(argv[1]);

@@ -111,17 +111,8 @@ class LrpcLocal final : public PaperClientSession {
     std::unique_ptr<LrpcLocal> s(new LrpcLocal());
     ServerSpec spec;
     spec.kind = "lrpc_local";
-    spec.args = {"paper", s->dir_};
     spec.cpu = serverCpu;
-    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-    if (!server) return server.status();
-    s->server_ = std::move(server.value());
-    ImportOptions options;
-    options.mode = mode;
-    options.dir = s->dir_;
-    Result<Paper::Client> client = import<Paper>("paper", options);
-    if (!client) return client.status();
-    s->client_ = client.value().withOptions(withDeadline());
+    if (Status st = startLocal<Paper>(spec, "paper", s->dir_, mode, s->server_, s->client_); !st) return st;
     return s;
   }
   // For Idle/<path>: the binding's A-stack region, and the server's threads as it reports them.
@@ -153,31 +144,13 @@ class LrpcNet final : public PaperClientSession {
  public:
   // netns null: loopback in the current namespace; else client and server namespaces.
   static Result<std::unique_ptr<LrpcNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
-    const char* modeName = receiveModeArg(mode);
-    std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
     std::unique_ptr<LrpcNet> s(new LrpcNet());
     ServerSpec spec;
     spec.kind = "lrpc_net";
-    spec.args = {host + ":0", modeName, "paper"};  // the server reports the port it got
-    if (netns) spec.netns = netns->serverNs();
-    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-    if (!server) return server.status();
-    s->server_ = std::move(server.value());
-    net::ClientOptions options;
-    options.mode = mode;
-    std::string uri = "udp://" + host + ":" + s->server_->readyInfo() + "/paper";
-    std::unique_ptr<NetnsScope> scope;
-    if (netns) {
-      Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
-      if (!entered) return entered.status();
-      scope = std::move(entered.value());
-    }
-    Result<Paper::Client> client = net::connect<Paper>(uri, options);
-    scope.reset();
-    if (!client) return client.status();
-    s->client_ = client.value().withOptions(withDeadline());
+    if (Status st = startNet<Paper>(spec, "paper", mode, netns, s->server_, s->client_); !st) return st;
     return s;
   }
+
 
  private:
   LrpcNet() = default;
@@ -245,12 +218,10 @@ int serveLrpcLocal(int readyFd, int argc, char** argv) {
 #endif
 }
 
-// argv[2]: the name to serve under.
 int serveLrpcNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
-  if (argc < 3) return 2;
   std::unique_ptr<Paper::Server> impl = makePaperImpl();
-  return serveNetUntilTerm<Paper>(readyFd, argc, argv, argv[2], *impl);
+  return serveNetUntilTerm<Paper>(readyFd, argc, argv, *impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;

@@ -158,16 +158,7 @@ class StructArgsLocal final : public StructArgsSession {
     std::unique_ptr<StructArgsLocal> s(new StructArgsLocal());
     ServerSpec spec;
     spec.kind = "structargs_local";
-    spec.args = {"structargs", s->dir_};
-    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-    if (!server) return server.status();
-    s->server_ = std::move(server.value());
-    ImportOptions options;
-    options.mode = mode;
-    options.dir = s->dir_;
-    Result<StructArgs::Client> client = import<StructArgs>("structargs", options);
-    if (!client) return client.status();
-    s->client_ = client.value().withOptions(withDeadline());
+    if (Status st = startLocal<StructArgs>(spec, "structargs", s->dir_, mode, s->server_, s->client_); !st) return st;
     return s;
   }
   ~StructArgsLocal() override {
@@ -186,25 +177,10 @@ class StructArgsLocal final : public StructArgsSession {
 class StructArgsNet final : public StructArgsSession {
  public:
   static Result<std::unique_ptr<StructArgsNet>> start(net::ReceiveMode mode, const NetnsPair& netns) {
-    std::string host = NetnsPair::kServerAddr;
     std::unique_ptr<StructArgsNet> s(new StructArgsNet());
     ServerSpec spec;
     spec.kind = "structargs_net";
-    spec.args = {host + ":0",  // the server reports the port it got
-                 receiveModeArg(mode)};
-    spec.netns = netns.serverNs();
-    Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-    if (!server) return server.status();
-    s->server_ = std::move(server.value());
-    net::ClientOptions options;
-    options.mode = mode;
-    Result<std::unique_ptr<NetnsScope>> scope = NetnsScope::enter(netns.clientNs());
-    if (!scope) return scope.status();
-    Result<StructArgs::Client> client =
-        net::connect<StructArgs>("udp://" + host + ":" + s->server_->readyInfo() + "/structargs", options);
-    scope.value().reset();
-    if (!client) return client.status();
-    s->client_ = client.value().withOptions(withDeadline());
+    if (Status st = startNet<StructArgs>(spec, "structargs", mode, &netns, s->server_, s->client_); !st) return st;
     return s;
   }
 
@@ -242,7 +218,7 @@ int serveStructArgsLocal(int readyFd, int argc, char** argv) {
 int serveStructArgsNet(int readyFd, int argc, char** argv) {
 #if LRPC_BENCH_NET
   StructArgsImpl impl;
-  return serveNetUntilTerm<StructArgs>(readyFd, argc, argv, "structargs", impl);
+  return serveNetUntilTerm<StructArgs>(readyFd, argc, argv, impl);
 #else
   (void)readyFd, (void)argc, (void)argv;
   return 2;
