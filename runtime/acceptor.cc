@@ -92,6 +92,7 @@ void Export::accept() {
     auto conn = std::make_unique<Connection>();
     conn->exp = this;
     conn->sock = std::move(sock);
+    conn->caps = std::make_unique<CapTable>(owner->options.maxCapabilities);
     Connection* c = conn.get();
     MutexLock lock(connMu);
     conns.push_back(std::move(conn));

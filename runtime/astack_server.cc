@@ -55,6 +55,8 @@ class AStackServerCall final : public ServerCall {
     }
   }
 
+  CapTable* capTable() noexcept override { return conn_->caps.get(); }
+
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
     if (n <= pl_.tailRoom) {

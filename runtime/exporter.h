@@ -43,6 +43,9 @@ struct ServerOptions {
   uint32_t maxServerThreads = 1024;
   // Largest out-of-band tail (arguments or results) of one call.
   uint64_t maxOutOfBandBytes = uint64_t{1} << 30;
+  // Capabilities one binding may hold on this server at once (runtime/capability.h); beyond
+  // them a call that would hand out one more fails with kResourceExhausted.
+  uint32_t maxCapabilities = 4096;
 };
 
 // Counters for introspection (a later `lrpc stat`).

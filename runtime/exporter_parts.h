@@ -20,6 +20,7 @@
 #include "runtime/astack.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/mutex.h"
+#include "runtime/capability.h"
 #include "runtime/exporter.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
@@ -79,6 +80,9 @@ struct Connection {
   std::optional<SharedMemory> region;
   uint64_t key = 0;
   TransferMode mode = TransferMode::kAdaptive;
+  // The objects this binding's client may call by id (runtime/capability.h). Before `slots`:
+  // members die in reverse order, and no server thread may outlive the objects it calls.
+  std::unique_ptr<CapTable> caps;
   std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
   mutable Mutex threadsMu;                         // orders starting threads against stats()
   std::atomic<bool> finished{false};

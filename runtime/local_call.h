@@ -27,7 +27,7 @@ class LocalCall {
   static constexpr size_t kStreamChunk = 64 * 1024;
 
   LocalCall(const Binding& binding, uint32_t procedure, const CallOptions& options) noexcept
-      : lb_(binding.local), procedure_(procedure), timeout_(options.timeout) {
+      : binding_(binding), lb_(binding.local), procedure_(procedure), timeout_(options.timeout) {
     if (lb_ == nullptr) [[unlikely]] {
       status_ = Status(Errc::kBindingRejected, "not a same-host binding");
       return;
@@ -79,6 +79,7 @@ class LocalCall {
   LocalCall& operator=(const LocalCall&) = delete;
 
   const Status& status() const noexcept { return status_; }
+  const Binding& binding() const noexcept { return binding_; }
   std::byte* args() noexcept { return frame_; }
 
   Result<std::span<std::byte>> argTail(size_t n) noexcept {
@@ -207,6 +208,7 @@ class LocalCall {
     streaming_ = true;
   }
 
+  const Binding& binding_;
   LocalBinding* lb_;
   LocalBinding::Proc* proc_ = nullptr;
   AStackControl* ctl_ = nullptr;

@@ -14,6 +14,8 @@ class RejectingChannel final : public CallChannel {
               const CallOptions&) noexcept override {
     return Status(Errc::kBindingRejected, std::string_view(why_));
   }
+  // An unbound Client, written into a frame, is the null capability.
+  bool isNullCap() const noexcept override { return true; }
 
  private:
   std::string why_;

@@ -57,6 +57,9 @@ struct ProcedureDescriptor {
 };
 
 class ServerCall;
+class CapTable;       // runtime/capability.h
+struct HostedObject;  // runtime/capability.h
+struct CapImport;     // runtime/capability.h
 // Generated per interface: validates the frame of `procedure`, copies the arguments out,
 // runs the handler on `server` (a Foo::Server*), writes the results. Never throws.
 using DispatchFn = Status (*)(void* server, uint32_t procedure, ServerCall& call) noexcept;
@@ -68,6 +71,9 @@ struct InterfaceDescriptor {
   const ProcedureDescriptor* procedures;
   uint32_t procedureCount;
   DispatchFn dispatch;
+  // Its methods pass or return capabilities: the PDL's last procedure is then the tunnel that
+  // calls on received capabilities travel through (runtime/capability.h).
+  bool carriesCaps = false;
 };
 
 // Per-call settings. A zero timeout means "no deadline" (liveness is still checked). A
@@ -220,6 +226,12 @@ class CallChannel {
     (void)bytes;
   }
   virtual void recycle(MessageBuffer& buffer) noexcept { (void)buffer; }
+  // What a Client on this channel is when it is written into a frame as a capability
+  // (runtime/capability.h): an object this process serves, one received from a peer, or the
+  // null capability (an unbound Client's stand-in).
+  virtual const HostedObject* hostedObject() const noexcept { return nullptr; }
+  virtual const CapImport* importedCap() const noexcept { return nullptr; }
+  virtual bool isNullCap() const noexcept { return false; }
   // call(), for a procedure whose only variable-size result is a Data value, so that the
   // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
   // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. The caller then
@@ -239,8 +251,9 @@ class CallChannel {
 class LocalBinding;  // runtime: a same-host binding's A-stacks and control channel
 
 // The binding object a client stub holds. `remote` is its first member on purpose: the first
-// instruction of every generated client method branches on it.
-class Binding {
+// instruction of every generated client method branches on it. Always owned by a shared_ptr:
+// a capability received through it keeps it alive (shared_from_this).
+class Binding : public std::enable_shared_from_this<Binding> {
  public:
   Binding(const InterfaceDescriptor& desc, LocalBinding* localBinding, std::shared_ptr<void> owner) noexcept
       : remote(false), iface(&desc), local(localBinding), channel(nullptr), owner_(std::move(owner)) {}
@@ -268,6 +281,7 @@ inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<u
 // The contract between generated client code and a path: exactly these members, used in this
 // order, on a RemoteCall (below, the message path) or a LocalCall (local_call.h, A-stacks):
 //   status()        why the call could not start (no A-stack, dead peer), else ok
+//   binding()       the binding the call goes through (capabilities in its frames name its tables)
 //   args()          the fixed argument part, argsSize bytes, zeroed
 //   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
 //                   contents are unspecified: generated code writes every byte, gaps included
@@ -283,6 +297,7 @@ template <class C>
 concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const void* src,
                         std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
   { ccall.status() } -> std::convertible_to<const Status&>;
+  { ccall.binding() } -> std::same_as<const Binding&>;
   { call.args() } -> std::same_as<std::byte*>;
   { call.argTail(n) } -> std::same_as<Result<std::span<std::byte>>>;
   call.copyTail(dst, src, n);
@@ -315,6 +330,7 @@ class RemoteCall {
   RemoteCall& operator=(const RemoteCall&) = delete;
 
   const Status& status() const noexcept { return status_; }
+  const Binding& binding() const noexcept { return binding_; }
   std::byte* args() noexcept { return request_.data(); }
 
   Result<std::span<std::byte>> argTail(size_t n) noexcept {
@@ -455,6 +471,9 @@ class ServerCall {
   // buffer): then generated code hands Data arguments to the handler in place, without copy
   // "E". Same-host tails are shared with the client and always copied.
   virtual bool argTailPrivate() const noexcept { return false; }
+  // The export table of the connection this call came on (runtime/capability.h), or null on a
+  // path that carries no capabilities.
+  virtual CapTable* capTable() noexcept { return nullptr; }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
@@ -506,3 +525,4 @@ Status handlerThrew(const char* method) noexcept;
 }  // namespace lrpc
 
 #include "runtime/local_call.h"
+#include "runtime/capability.h"

@@ -1,0 +1,327 @@
+#include "runtime/capability.h"
+
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace lrpc {
+
+// ---- the export table ----
+
+CapTable::~CapTable() = default;
+
+namespace {
+constexpr uint32_t kSlotBits = 20;
+constexpr uint32_t kGenerationMask = 0x7FF;  // bits 20-30
+uint32_t capId(uint32_t slot, uint32_t generation) noexcept {
+  return (slot + 1) | ((generation & kGenerationMask) << kSlotBits);
+}
+}  // namespace
+
+const CapTable::Slot* CapTable::slotOf(uint32_t id) const noexcept {
+  if (id == kNullCap || (id & kClientHostedCap) != 0) return nullptr;
+  const uint32_t slot = (id & ((1u << kSlotBits) - 1)) - 1;  // id 0 in the low bits wraps to UINT32_MAX
+  if (slot >= slots_.size()) return nullptr;
+  const Slot& s = slots_[slot];
+  if (!s.used || (s.generation & kGenerationMask) != ((id >> kSlotBits) & kGenerationMask)) return nullptr;
+  return &s;
+}
+
+Result<uint32_t> CapTable::add(HostedObject object) noexcept {
+  MutexLock lock(mu_);
+  if (live_ >= limit_) {
+    return Status(Errc::kResourceExhausted, "the peer holds as many capabilities as the server allows");
+  }
+  uint32_t slot;
+  try {
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slots_.emplace_back();
+      slot = static_cast<uint32_t>(slots_.size() - 1);
+    }
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::kResourceExhausted, "capability table allocation failed");
+  }
+  Slot& s = slots_[slot];
+  s.object = std::move(object);
+  s.used = true;
+  ++live_;
+  return capId(slot, s.generation);
+}
+
+Result<HostedObject> CapTable::find(uint32_t id, uint64_t ifaceId) const noexcept {
+  MutexLock lock(mu_);
+  const Slot* s = slotOf(id);
+  if (s == nullptr) return Status(Errc::kBadFrame, "capability id names no live object (forged, or released)");
+  if (s->object.iface->id != ifaceId) return Status(Errc::kBadFrame, "capability id names an object of another interface");
+  return s->object;
+}
+
+Status CapTable::release(uint32_t id) noexcept {
+  HostedObject dropped;  // destroyed after the lock is let go: its destructor may export or release
+  {
+    MutexLock lock(mu_);
+    const Slot* found = slotOf(id);
+    if (found == nullptr) return Status(Errc::kBadFrame, "release of a capability id that names no live object");
+    Slot& s = slots_[static_cast<size_t>(found - slots_.data())];
+    dropped = std::move(s.object);
+    s.object = {};
+    s.used = false;
+    ++s.generation;
+    --live_;
+    try {
+      free_.push_back(static_cast<uint32_t>(found - slots_.data()));
+    } catch (const std::bad_alloc&) {
+      // The slot is only lost for reuse; its id is dead either way.
+    }
+  }
+  return {};
+}
+
+size_t CapTable::live() const noexcept {
+  MutexLock lock(mu_);
+  return live_;
+}
+
+namespace detail {
+namespace {
+
+// ---- the server side of one frame, in process ----
+
+// A ServerCall over a private copy of a frame: results and tail kept apart, so that reserving
+// the tail never moves results(), and joined into one reply at the end.
+class FrameServerCall final : public ServerCall {
+ public:
+  FrameServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& results,
+                  CapTable* table) noexcept
+      : ServerCall(args, tail, results.data()), table_(table) {}
+
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
+    if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
+    if (Status s = tail_.resizeForOverwrite(n); !s.isOk()) return s;
+    reserved_ = true;
+    return tail_.span();
+  }
+  bool argTailPrivate() const noexcept override { return true; }
+  CapTable* capTable() noexcept override { return table_; }
+
+  const MessageBuffer& tail() const noexcept { return tail_; }
+
+ private:
+  CapTable* table_;
+  MessageBuffer tail_;
+  bool reserved_ = false;
+};
+
+// Calls on a Client made with Foo::Client::serve: the object's dispatch, in this process, over
+// a private copy of the frame. Capabilities its methods return go into its own table.
+class LocalObjectChannel final : public CallChannel {
+ public:
+  explicit LocalObjectChannel(HostedObject object) noexcept : object_(std::move(object)) {}
+
+  Status call(const InterfaceDescriptor&, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
+              const CallOptions&) noexcept override {
+    MessageBuffer copy;
+    if (Status s = copy.resizeForOverwrite(request.size()); !s.isOk()) return s;
+    request.copy(0, request.size(), copy.data());
+    return dispatchFrame(object_, procedure, copy.span(), reply, &table_);
+  }
+  const HostedObject* hostedObject() const noexcept override { return &object_; }
+
+ private:
+  HostedObject object_;
+  CapTable table_;
+};
+
+// Calls on a capability received from a peer: tunnelled through the connection's binding.
+template <class C>
+Status tunnelVia(C& call, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply) noexcept {
+  if (!call.status().isOk()) return call.status();
+  std::memcpy(call.args(), &head, sizeof head);
+  if (request.size() != 0) {
+    Result<std::span<std::byte>> tail = call.argTail(request.size());
+    if (!tail.isOk()) return tail.status();
+    const OutMessage::Pieces pieces = request.pieces(0, request.size());
+    size_t at = 0;
+    for (uint32_t i = 0; i < pieces.count; ++i) {
+      call.copyTail(tail->data() + at, pieces.at[i].data(), pieces.at[i].size());
+      at += pieces.at[i].size();
+    }
+  }
+  if (Status s = call.invoke(); !s.isOk()) return s;
+  if (head.procedure == kReleaseCap) return {};
+  CapCallResults r;
+  std::memcpy(&r, call.results(), sizeof r);
+  const std::span<const std::byte> tail = call.resultTail();
+  if (!varRefOk(r.frame, tail.size(), 1)) return Status(Errc::kBadFrame, "capability call: reply frame outside the tail");
+  if (Status s = reply.resizeForOverwrite(r.frame.length); !s.isOk()) return s;
+  if (r.frame.length != 0) std::memcpy(reply.data(), tail.data() + r.frame.offset, r.frame.length);
+  return {};
+}
+
+Status tunnel(const Binding& root, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply,
+              const CallOptions& options) noexcept {
+  const uint32_t p = root.iface->procedureCount - 1;
+  if (root.remote) {
+    RemoteCall call(root, p, options);
+    return tunnelVia(call, head, request, reply);
+  }
+  LocalCall call(root, p, options);
+  return tunnelVia(call, head, request, reply);
+}
+
+class CapChannel final : public CallChannel {
+ public:
+  CapChannel(std::shared_ptr<Binding> root, uint32_t id) noexcept : import_{std::move(root), id} {}
+
+  // Tells the server it may drop the object. Best effort and bounded: a server that is gone
+  // has dropped it already.
+  ~CapChannel() override {
+    CallOptions options;
+    options.timeout = std::chrono::milliseconds(200);
+    MessageBuffer none;
+    const detail::CapCallArgs head{{0, 0}, import_.id, kReleaseCap, 0};
+    (void)tunnel(*import_.root, head, OutMessage(std::span<const std::byte>()), none, options);
+  }
+
+  Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
+              const CallOptions& options) noexcept override {
+    if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "argument frame too large");
+    const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
+    return tunnel(*import_.root, head, request, reply, options);
+  }
+  const CapImport* importedCap() const noexcept override { return &import_; }
+
+ private:
+  CapImport import_;
+};
+
+// The binding whose connection a call through `via` uses: `via` itself, or, for a received
+// capability, the binding it was received through.
+const Binding& connectionOf(const Binding& via) noexcept {
+  if (via.remote && via.channel != nullptr) {
+    if (const CapImport* imp = via.channel->importedCap()) return *imp->root;
+  }
+  return via;
+}
+
+}  // namespace
+
+Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
+                     MessageBuffer& reply, CapTable* table) noexcept {
+  const InterfaceDescriptor& iface = *object.iface;
+  if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "capability call: procedure out of range");
+  const ProcedureDescriptor& d = iface.procedures[procedure];
+  if (request.size() < d.argsSize) return Status(Errc::kBadFrame, "capability call: frame shorter than its fixed part");
+  MessageBuffer results;
+  if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
+  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table);
+  if (Status s = iface.dispatch(object.server.get(), procedure, call); !s.isOk()) return s;
+  const size_t tail = call.tail().size();
+  if (Status s = reply.resizeForOverwrite(d.resultsSize + tail); !s.isOk()) return s;
+  if (d.resultsSize != 0) std::memcpy(reply.data(), results.data(), d.resultsSize);
+  if (tail != 0) std::memcpy(reply.data() + d.resultsSize, call.tail().data(), tail);
+  return {};
+}
+
+Status serveCapCall(ServerCall& call) noexcept {
+  CapTable* table = call.capTable();
+  if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
+  if (call.args().size() < sizeof(CapCallArgs)) return Status(Errc::kBadFrame, "capability call: short frame");
+  CapCallArgs head;
+  std::memcpy(&head, call.args().data(), sizeof head);
+  if (head.procedure == kReleaseCap) return table->release(head.object);
+  const std::span<const std::byte> tail = call.argTail();
+  if (!varRefOk(head.frame, tail.size(), 1)) return Status(Errc::kBadFrame, "capability call: frame outside the tail");
+  Result<HostedObject> object = table->find(head.object, head.iface);
+  if (!object.isOk()) return object.status();
+  // The tunnel's own procedure is not a target: a capability call never nests another.
+  if (object->iface->carriesCaps && head.procedure + 1 == object->iface->procedureCount) {
+    return Status(Errc::kBadFrame, "capability call: procedure out of range");
+  }
+  if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
+  // Copy "E" of the whole inner frame: the client may still write the shared one.
+  MessageBuffer request;
+  if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
+  if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
+  MessageBuffer reply;
+  if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table); !s.isOk()) return s;
+  Result<std::span<std::byte>> out = call.resultTail(reply.size());
+  if (!out.isOk()) return out.status();
+  if (reply.size() != 0) std::memcpy(out->data(), reply.data(), reply.size());
+  const CapCallResults r{{0, static_cast<uint32_t>(reply.size())}};
+  std::memcpy(call.results(), &r, sizeof r);
+  return {};
+}
+
+std::shared_ptr<Binding> serveInProcess(HostedObject object) {
+  const InterfaceDescriptor& iface = *object.iface;
+  auto channel = std::make_shared<LocalObjectChannel>(std::move(object));
+  CallChannel* raw = channel.get();
+  return std::make_shared<Binding>(iface, raw, std::move(channel));
+}
+
+Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept {
+  if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
+  if (cap->remote) {
+    if (const CapImport* imp = cap->channel->importedCap(); imp != nullptr && imp->root.get() == &connectionOf(via)) {
+      return imp->id;
+    }
+    if (cap->channel->hostedObject() != nullptr) {
+      return Status(Errc::kUnsupported, "passing an object this process serves to a peer (a callback) is not built yet");
+    }
+  }
+  return Status(Errc::kUnsupported,
+                "passing a capability from another binding (a proxy) is not built yet: pass one received through "
+                "this binding");
+}
+
+Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, const InterfaceDescriptor& iface) noexcept {
+  if (id == kNullCap) return std::shared_ptr<Binding>();
+  if ((id & kClientHostedCap) != 0) return Status(Errc::kBadFrame, "the server returned a capability id the client hosts");
+  std::shared_ptr<Binding> root = std::const_pointer_cast<Binding>(connectionOf(via).weak_from_this().lock());
+  if (!root) return Status(Errc::kInvalidArgument, "capability received through a binding not owned by a shared_ptr");
+  if (!root->iface->carriesCaps) return Status(Errc::kBadFrame, "capability received through a binding that carries none");
+  try {
+    auto channel = std::make_shared<CapChannel>(std::move(root), id);
+    CallChannel* raw = channel.get();
+    return std::make_shared<Binding>(iface, raw, std::move(channel));
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::kResourceExhausted, "capability allocation failed");
+  }
+}
+
+Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const InterfaceDescriptor& iface) noexcept {
+  if (id == kNullCap) return std::shared_ptr<Binding>();
+  if ((id & kClientHostedCap) != 0) {
+    return Status(Errc::kUnsupported, "capabilities hosted by the client (callbacks) are not carried yet");
+  }
+  CapTable* table = call.capTable();
+  if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
+  Result<HostedObject> object = table->find(id, iface.id);
+  if (!object.isOk()) return object.status();
+  try {
+    return serveInProcess(std::move(*object));
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::kResourceExhausted, "capability allocation failed");
+  }
+}
+
+Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap) noexcept {
+  if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
+  const HostedObject* hosted = cap->remote ? cap->channel->hostedObject() : nullptr;
+  if (hosted == nullptr) {
+    return Status(Errc::kUnsupported,
+                  "returning a capability this process did not make with Client::serve (a proxy) is not built yet");
+  }
+  CapTable* table = call.capTable();
+  if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
+  return table->add(*hosted);
+}
+
+}  // namespace detail
+}  // namespace lrpc

@@ -1,0 +1,121 @@
+// Capabilities as values (idl/README.md, "Capabilities"): a Foo::Client passed as an argument
+// or returned as a result, on both paths, with no new import, socket or handshake.
+//
+// A capability travels in a frame as a uint32 naming an entry of the export table that the
+// server side keeps per connection (a same-host binding, a network session): 0 is the null
+// capability; bits 0-19 hold the slot + 1 and bits 20-30 its generation, so an id kept after
+// its release no longer names anything; bit 31 marks one hosted by the client side, which this
+// version does not carry yet (callbacks: refused as kUnsupported, never mis-delivered).
+//
+// A call on a received capability travels through the connection's own binding, as a call of
+// the binding's last procedure (the tunnel the generator adds to every interface whose methods
+// carry capabilities): its arguments are the target's id, interface and procedure, and the
+// inner frame, exactly as a direct call would lay it out; its results are the inner reply.
+// The server looks the id up in the connection's table, checks the interface, and runs the
+// object's generated dispatch over a private copy of the inner frame.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/base/mutex.h"
+#include "runtime/stub_support.h"
+
+namespace lrpc {
+
+inline constexpr uint32_t kNullCap = 0;
+inline constexpr uint32_t kClientHostedCap = 0x80000000u;
+
+// An object a process serves: a Foo::Server (as void*, as DispatchFn takes it) and its descriptor.
+struct HostedObject {
+  const InterfaceDescriptor* iface = nullptr;
+  std::shared_ptr<void> server;
+};
+
+// A capability received from a peer: the binding its calls go through and its id there.
+struct CapImport {
+  std::shared_ptr<Binding> root;
+  uint32_t id = kNullCap;
+};
+
+// The objects one connection's peer may call by id. Bounded, so that a peer that never
+// releases cannot grow the server without limit. Thread-safe: every server thread of a
+// binding exports and looks up through it.
+class CapTable {
+ public:
+  static constexpr uint32_t kDefaultLimit = 4096;
+  static constexpr uint32_t kMaxSlots = (1u << 20) - 1;
+
+  explicit CapTable(uint32_t limit = kDefaultLimit) noexcept : limit_(limit < kMaxSlots ? limit : kMaxSlots) {}
+  ~CapTable();
+  CapTable(const CapTable&) = delete;
+  CapTable& operator=(const CapTable&) = delete;
+
+  // A fresh id for `object`; kResourceExhausted once `limit` ids are live.
+  Result<uint32_t> add(HostedObject object) noexcept;
+  // The object `id` names, if it is live and of the interface `ifaceId`; else kBadFrame.
+  Result<HostedObject> find(uint32_t id, uint64_t ifaceId) const noexcept;
+  // Drops the table's reference (the object is destroyed if that was the last); kBadFrame
+  // for an id that is not live.
+  Status release(uint32_t id) noexcept;
+  size_t live() const noexcept;
+
+ private:
+  struct Slot {
+    HostedObject object;
+    uint32_t generation = 0;
+    bool used = false;
+  };
+  // The slot `id` names while it is live, else null.
+  const Slot* slotOf(uint32_t id) const noexcept LRPC_REQUIRES(mu_);
+
+  mutable Mutex mu_;
+  std::vector<Slot> slots_ LRPC_GUARDED_BY(mu_);
+  std::vector<uint32_t> free_ LRPC_GUARDED_BY(mu_);
+  size_t live_ LRPC_GUARDED_BY(mu_) = 0;
+  uint32_t limit_;
+};
+
+namespace detail {
+
+// The tunnel procedure's frames (see the top of this file).
+struct CapCallArgs {
+  VarRef frame;        // the inner argument frame, in the tail
+  uint32_t object;     // the capability's id
+  uint32_t procedure;  // in the object's interface, or kReleaseCap
+  uint64_t iface;      // the capnp id of the interface the caller holds it as
+};
+static_assert(sizeof(CapCallArgs) == 24);
+struct CapCallResults {
+  VarRef frame;  // the inner result frame, in the tail
+};
+inline constexpr uint32_t kReleaseCap = UINT32_MAX;
+
+// The descriptor of the tunnel procedure at PDL index `index`.
+constexpr ProcedureDescriptor capCallProcedure(uint32_t index) noexcept {
+  return {index, 0xFFFF, "lrpc.capCall", sizeof(CapCallArgs), sizeof(CapCallResults), 8, 5, 1500, true};
+}
+
+// ---- what generated code calls ----
+
+// Client side: the id to write for capability `cap` in a frame of a call through `via`.
+Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept;
+// Client side: the binding for id `id` that the server returned in a frame of a call through `via`.
+Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, const InterfaceDescriptor& iface) noexcept;
+// Server side: the binding for argument id `id` (an object this connection exported).
+Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const InterfaceDescriptor& iface) noexcept;
+// Server side: exports `cap` (a Client made with Foo::Client::serve) and gives its id.
+Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap) noexcept;
+// Server side: runs one tunnelled call (the generated dispatch's case for the tunnel).
+Status serveCapCall(ServerCall& call) noexcept;
+// Foo::Client::serve: a binding whose calls run `object`'s dispatch in this process.
+std::shared_ptr<Binding> serveInProcess(HostedObject object);
+
+// Runs `procedure` of `object` over the frame `request` (fixed part then tail, private to
+// this process); on success `reply` holds the result frame. `table` is the connection's.
+Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
+                     MessageBuffer& reply, CapTable* table) noexcept;
+
+}  // namespace detail
+}  // namespace lrpc
