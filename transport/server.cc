@@ -45,8 +45,9 @@ class UdpServer::Sink final : public DatagramSink {
 class UdpServer::Call final : public ServerCall {
  public:
   Call(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed, MessageBuffer& reply,
-       BufferShelf& shelf)
-      : ServerCall(args, tail, fixed.data()), fixedBytes_(fixed.size()), reply_(reply), shelf_(shelf) {}
+       BufferShelf& shelf, CapTable* caps)
+      : ServerCall(args, tail, fixed.data()), fixedBytes_(fixed.size()), reply_(reply), shelf_(shelf), caps_(caps) {}
+  CapTable* capTable() noexcept override { return caps_; }
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
     if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
@@ -81,6 +82,7 @@ class UdpServer::Call final : public ServerCall {
   size_t fixedBytes_;
   MessageBuffer& reply_;
   BufferShelf& shelf_;
+  CapTable* caps_;
   bool reserved_ = false;
   std::unique_ptr<KeptResult> kept_;
   size_t keptAt_ = 0;
@@ -255,7 +257,7 @@ bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
       inHandler_.store(true, std::memory_order_relaxed);
       pollMu_.unlock();
     }
-    Status result = execute(*job.service, *job.slot, fixed);
+    Status result = execute(*job.service, *job.slot, job.caps.get(), fixed);
     const bool polling = !pooled || pollMu_.try_lock();
     if (pooled && polling) inHandler_.store(false, std::memory_order_relaxed);
     {
@@ -304,8 +306,15 @@ void UdpServer::onDatagram(const Datagram& d) noexcept {
     // sessions never push out.
     std::shared_ptr<Slot[]> slots(new (std::nothrow) Slot[s.window]);
     if (!slots) return;  // no memory now: the client retransmits
+    std::shared_ptr<CapTable> caps;
+    try {
+      caps = std::make_shared<CapTable>(options_.maxCapabilities);
+    } catch (const std::bad_alloc&) {
+      return;
+    }
     if (sessions_.size() - halfOpen_ >= options_.maxSessions) evictOldestEstablished();
     s.slots = std::move(slots);
+    s.caps = std::move(caps);
     s.established = true;
     --halfOpen_;
     halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
@@ -508,7 +517,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
 void UdpServer::schedule(Session& s, Slot& slot) noexcept {
   slot.state = SlotState::kRunning;
   try {
-    jobs_.push_back(Job{s.id, s.service, s.slots, &slot});
+    jobs_.push_back(Job{s.id, s.service, s.slots, &slot, s.caps});
   } catch (...) {
     slot.state = SlotState::kEmpty;
     slot.seq -= 1;  // no memory now: let a retransmission try again
@@ -519,7 +528,7 @@ void UdpServer::sendRunning(Session& s, uint32_t seq) noexcept {
   sendHeaderOnly(s.peer, makeHeader(PacketType::kRunning, s.id, s.cookie, seq), {});
 }
 
-Status UdpServer::execute(const Service& svc, Slot& slot, MessageBuffer& fixed) noexcept {
+Status UdpServer::execute(const Service& svc, Slot& slot, CapTable* caps, MessageBuffer& fixed) noexcept {
   const InterfaceDescriptor& iface = *svc.iface;
   if (slot.procedure >= iface.procedureCount) return Status(Errc::kInvalidArgument, "no procedure " + std::to_string(slot.procedure));
   const ProcedureDescriptor& pd = iface.procedures[slot.procedure];
@@ -527,7 +536,7 @@ Status UdpServer::execute(const Service& svc, Slot& slot, MessageBuffer& fixed) 
   if (frame.size() < pd.argsSize) return Status(Errc::kBadFrame, "request shorter than the argument frame");
   if (Status st = fixed.resize(0); !st.isOk()) return st;
   if (Status st = fixed.resize(pd.resultsSize); !st.isOk()) return st;  // zeroed
-  Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, replyShelf_);
+  Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, replyShelf_, caps);
   executed_.fetch_add(1, std::memory_order_relaxed);
   Status result = iface.dispatch(svc.server, slot.procedure, call);
   if (result.isOk()) slot.kept = call.takeKept(&slot.keptAt);

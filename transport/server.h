@@ -55,6 +55,9 @@ struct ServerOptions {
   // each holding a payload of at most this size; see BufferShelf and ClientOptions). 0 keeps
   // none.
   size_t keepBufferBytes = 64u << 20;
+  // Capabilities one session may hold on this server at once (runtime/capability.h); beyond
+  // them a call that would hand out one more fails with kResourceExhausted.
+  uint32_t maxCapabilities = 4096;
 };
 
 // kInvalidArgument, naming the option, when `options` cannot work.
@@ -129,6 +132,9 @@ class UdpServer {
     // Allocated at the first call, so that a half-open session costs no reply cache. Shared
     // with the handlers running on it, which may outlive the session (bye, eviction).
     std::shared_ptr<Slot[]> slots;
+    // The objects this session's client may call by id, made with the slots and shared the
+    // same way: released when the session ends and its running handlers are done.
+    std::shared_ptr<CapTable> caps;
   };
   // A request whose handler is due: run by the polling thread once its receive returns.
   struct Job {
@@ -136,6 +142,7 @@ class UdpServer {
     const Service* service;
     std::shared_ptr<Slot[]> slots;
     Slot* slot;
+    std::shared_ptr<CapTable> caps;
   };
   class Sink;
   class Call;
@@ -149,7 +156,7 @@ class UdpServer {
   void onRequest(Session& s, const Packet& p) noexcept;
   void onAck(Session& s, const Packet& p) noexcept;
   void schedule(Session& s, Slot& slot) noexcept;
-  Status execute(const Service& svc, Slot& slot, MessageBuffer& fixed) noexcept;  // no lock held
+  Status execute(const Service& svc, Slot& slot, CapTable* caps, MessageBuffer& fixed) noexcept;  // no lock held
   void finishJob(const Job& job, Status result) noexcept;                         // with mu_ held
   enum class Resend { kNone, kHoles, kMissing };
   void sendReply(Session& s, Slot& slot, Resend resend) noexcept;
