@@ -36,6 +36,7 @@ std::string frameType(const Type& t) {
   if (t.kind == Kind::kBool) return "uint8_t";  // 0/1, read as != 0
   if (const char* p = primitive(t.kind)) return p;
   if (isVariable(t)) return "::lrpc::VarRef";
+  if (t.kind == Kind::kInterface) return "uint32_t";  // a capability id (runtime/capability.h)
   return t.cppName;  // an enum or a flattened struct
 }
 
@@ -44,6 +45,7 @@ std::string memberType(const Type& t) {
   if (t.kind == Kind::kBool) return "bool";
   if (const char* p = primitive(t.kind)) return p;
   if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
+  if (t.kind == Kind::kInterface) return t.cppName + "::Client";
   return valueType(t);
 }
 
@@ -56,6 +58,7 @@ std::string elemParamType(const Type& e) {
 std::string paramType(const Type& t) {
   switch (t.kind) {
     case Kind::kStruct: return "const " + t.cppName + "&";
+    case Kind::kInterface: return "const " + t.cppName + "::Client&";
     case Kind::kText: return "std::string_view";
     case Kind::kData: return "std::span<const uint8_t>";
     case Kind::kList: return "std::span<const " + elemParamType(elemOf(t)) + ">";

@@ -37,6 +37,21 @@ std::string returnType(const Method& m) {
   return "::lrpc::Result<" + m.frameScope + "::" + m.framePrefix + "Results>";
 }
 
+bool holdsCapability(const Method& m) {
+  return m.results.size() > 1 && std::any_of(m.results.begin(), m.results.end(),
+                                             [](const Field& f) { return f.type.kind == Kind::kInterface; });
+}
+
+void emitResultsStruct(const Method& m, const std::string& name, int in, std::string& out) {
+  const std::string I = ind(in);
+  out += I + "struct " + name + " {\n";
+  for (const auto& f : m.results) {
+    out += docLines(f.doc, in + 2);
+    out += I + "  " + valueType(f.type) + " " + f.name + ";\n";
+  }
+  out += I + "};\n";
+}
+
 void emitFrames(const Method& m, std::string& out) {
   out += "  // " + m.schemaName + " @" + std::to_string(m.ordinal) + ": frames\n";
   auto frame = [&](const std::vector<Field>& fields, const std::string& name) {
@@ -49,12 +64,12 @@ void emitFrames(const Method& m, std::string& out) {
   frame(m.results, m.framePrefix + "ResultsFrame");
   if (m.results.size() > 1) {
     out += "  // What " + m.schemaName + " returns.\n";
-    out += "  struct " + m.framePrefix + "Results {\n";
-    for (const auto& f : m.results) {
-      out += docLines(f.doc, 4);
-      out += "    " + valueType(f.type) + " " + f.name + ";\n";
+    if (holdsCapability(m)) {
+      // It holds a Client, complete only further down: defined before this interface's Client.
+      out += "  struct " + m.framePrefix + "Results;\n";
+      return;
     }
-    out += "  };\n";
+    emitResultsStruct(m, m.framePrefix + "Results", 2, out);
   }
 }
 
@@ -124,7 +139,12 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     out += "  static constexpr uint32_t " + m.constName + " = " + std::to_string(m.index) + ";\n";
   }
-  out += "  static constexpr uint32_t kProcedureCount = " + std::to_string(d.methods.size()) + ";\n";
+  if (d.carriesCaps) {
+    out += "  // Calls on capabilities received through a binding of " + d.name + " (runtime/capability.h).\n";
+    out += "  static constexpr uint32_t kLrpcCapCall = " + std::to_string(d.methods.size()) + ";\n";
+  }
+  out += "  static constexpr uint32_t kProcedureCount = " + std::to_string(d.methods.size() + (d.carriesCaps ? 1 : 0)) +
+         ";\n";
   if (d.methods.empty()) {
     out += "  static constexpr const ::lrpc::ProcedureDescriptor* kProcedures = nullptr;\n";
   } else {
@@ -136,6 +156,7 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
              std::to_string(std::max(m.argsAlign, m.resultsAlign)) + ", " + std::to_string(m.astackCount) + ", " +
              std::to_string(m.astackBytes) + ", " + (m.variable ? "true" : "false") + "},\n";
     }
+    if (d.carriesCaps) out += "      ::lrpc::detail::capCallProcedure(kLrpcCapCall),\n";
     out += "  };\n";
   }
   out += "  static const ::lrpc::InterfaceDescriptor kDescriptor;\n\n";
@@ -170,6 +191,8 @@ struct WriteSpec {
   std::string copyTail;     // copies one value into the tail: "call_.copyTail" (may stream) / "std::memcpy"
   bool moveTail = false;    // results: "call_.moveResultTail(dst, value)", which may take the value over
   std::string depth = "::lrpc::codec::kMaxDepth";  // levels a nested value may take (the reader's limit)
+  // The id of a capability: this, then the Client's binding and ")" (runtime/capability.h).
+  std::string capId = "::lrpc::detail::capToFrame(call_.binding(), ";
 };
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
@@ -246,6 +269,10 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
         out += I + "const ::lrpc::VarRef " + f.name + "Ref_{static_cast<uint32_t>(" + f.name +
                "At_), static_cast<uint32_t>(" + length + ")};\n";
         out += I + "std::memcpy(fixed_ + " + off + ", &" + f.name + "Ref_, sizeof " + f.name + "Ref_);\n";
+      } else if (f.type.kind == Kind::kInterface) {
+        out += I + "const ::lrpc::Result<uint32_t> " + f.name + "Cap_ = " + spec.capId + v + ".binding());\n";
+        out += I + "if (!" + f.name + "Cap_.isOk()) return " + f.name + "Cap_.status();\n";
+        out += I + "std::memcpy(fixed_ + " + off + ", &*" + f.name + "Cap_, sizeof(uint32_t));\n";
       } else {
         out += I + "std::memcpy(fixed_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
         // The caller's struct padding holds whatever its memory held before.
@@ -449,6 +476,9 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});\n\n";
   out += "  // The same binding with other per-call options (e.g. a deadline).\n";
   out += "  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }\n";
+  out += "  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`\n";
+  out += "  // to the peer, which calls it through the same binding (runtime/capability.h).\n";
+  out += "  static Client serve(std::shared_ptr<Server> impl);\n";
   out += "  // The binding calls use (a rejecting stand-in when the client is unbound).\n";
   out += "  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }\n";
   for (const auto& m : d.methods) {
@@ -515,6 +545,13 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     const std::string target = single ? "value_" : "out_." + f.name;
     if (f.type.kind == Kind::kBool) {
       out += "  " + target + " = frame_." + f.name + " != 0;\n";
+    } else if (f.type.kind == Kind::kInterface) {
+      out += "  {\n";
+      out += "    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_." + f.name + ", " + f.type.cppName +
+             "::kDescriptor);\n";
+      out += "    if (!cap_.isOk()) return cap_.status();\n";
+      out += "    " + target + " = " + f.type.cppName + "::Client(std::move(*cap_));\n";
+      out += "  }\n";
     } else if (!isVariable(f.type)) {
       out += "  " + target + " = frame_." + f.name + ";\n";
     } else {
@@ -571,6 +608,14 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
         callArgs.push_back("frame_." + f.name + " != 0");
         continue;
       }
+      if (f.type.kind == Kind::kInterface) {
+        out += "  auto " + f.name + "Cap_ = ::lrpc::detail::capArg(call_, frame_." + f.name + ", " + f.type.cppName +
+               "::kDescriptor);\n";
+        out += "  if (!" + f.name + "Cap_.isOk()) return " + f.name + "Cap_.status();\n";
+        out += "  const " + f.type.cppName + "::Client " + f.name + "Store_(std::move(*" + f.name + "Cap_));\n";
+        callArgs.push_back(f.name + "Store_");
+        continue;
+      }
       if (!isVariable(f.type)) {
         callArgs.push_back("frame_." + f.name);
         continue;
@@ -619,6 +664,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   out += single ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
                  "call_.resultTail", false, "std::memcpy", true};
+  spec.capId = "::lrpc::detail::capResult(call_, ";
   if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
   emitWrite(m.results, m.resultsSize,
             [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2, out);
@@ -634,6 +680,7 @@ void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
     for (const auto& m : d.methods) {
       out += "      case " + m.constName + ": return " + dispatchFnName(d, m) + "(server, call);\n";
     }
+    if (d.carriesCaps) out += "      case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);\n";
     out += "      default: break;\n";
     out += "    }\n";
   } else {
@@ -712,6 +759,10 @@ FileText emitFile(const FileModel& f) {
   emitCodecFunctions(structs, h);
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;
+    for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
+      const Method& m = d.methods[i];
+      if (holdsCapability(m)) emitResultsStruct(m, d.relName + "::" + m.framePrefix + "Results", 0, h);
+    }
     emitClientClass(d, h);
     emitServerClass(d, h);
   }
@@ -744,10 +795,16 @@ FileText emitFile(const FileModel& f) {
     c += "    " + d.relName + "::kProcedures,\n";
     c += "    " + d.relName + "::kProcedureCount,\n";
     c += "    &" + d.relName + "::Server::dispatch,\n";
+    if (d.carriesCaps) c += "    true,  // carries capabilities: the last procedure is the tunnel\n";
     c += "};\n\n";
     c += d.relName + "::Client::Client() : Client(nullptr) {}\n\n";
     c += d.relName + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";
     c += "    : binding_(::lrpc::detail::checkedBinding(std::move(binding), " + d.relName + "::kDescriptor)), options_(options) {}\n\n";
+    c += d.relName + "::Client " + d.relName + "::Client::serve(std::shared_ptr<" + d.relName + "::Server> impl) {\n";
+    c += "  if (!impl) return Client();\n";
+    c += "  void* self = static_cast<" + d.relName + "::Server*>(impl.get());\n";
+    c += "  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));\n";
+    c += "}\n\n";
     emitServerDispatch(d, c);
   }
   c += nsClose(f);

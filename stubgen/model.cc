@@ -77,6 +77,7 @@ uint32_t primitiveSize(Kind k) {
     case Kind::kBool: case Kind::kInt8: case Kind::kUInt8: return 1;
     case Kind::kInt16: case Kind::kUInt16: case Kind::kEnum: return 2;
     case Kind::kInt32: case Kind::kUInt32: case Kind::kFloat32: return 4;
+    case Kind::kInterface: return 4;  // a capability id
     case Kind::kInt64: case Kind::kUInt64: case Kind::kFloat64: return 8;
     default: return 8;  // VarRef
   }
@@ -516,8 +517,10 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
         const std::string what = e.isVoid()        ? "List(Void)"
                                  : e.isInterface() ? "List of an interface"
                                                    : "List(" + anyPointerName(e) + ")";
-        return fail(what + " is not supported (lists carry data: primitives, enums, structs, Text, Data or "
-                           "Lists)");
+        return fail(what + (e.isInterface() ? " is not supported yet (capabilities travel as parameters and "
+                                              "results of their own)"
+                                            : " is not supported (lists carry data: primitives, enums, structs, "
+                                              "Text, Data or Lists)"));
       }
       ++listDepth_;
       const bool ok = convertType(e, inStruct, path, fileId, line, elem, diags);
@@ -533,10 +536,23 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       out.elemType = std::make_shared<const ::lrpc::stubgen::Type>(std::move(elem));
       return true;
     }
-    case CType::INTERFACE:
-      return fail("interface " + localPath(node(t.getInterface().getTypeId()).getProto()) +
-                  " as a value is not supported (capabilities are not passed yet: bind to the interface by name "
-                  "instead)");
+    case CType::INTERFACE: {
+      auto i = node(t.getInterface().getTypeId()).getProto();
+      if (inStruct || listDepth_ > 0) {
+        return fail("interface " + localPath(i) +
+                    " inside a struct or List is not supported yet (capabilities travel as parameters and results "
+                    "of their own)");
+      }
+      if (i.getIsGeneric()) return fail("generic interface " + localPath(i) + " as a value is not supported");
+      if (!foreignInterfaceOk(i.getId())) {
+        return fail("interface " + localPath(i) + " of " + fileOf(i.getId()) +
+                    " is not generated there (see that file's errors)");
+      }
+      out.kind = Kind::kInterface;
+      out.id = i.getId();
+      out.cppName = cppNameOf(out.id);
+      return true;
+    }
     case CType::ANY_POINTER: {
       if (t.getAnyPointer().isParameter()) {
         // Inside an instance of a generic struct: the argument it was given (Bind).
@@ -553,8 +569,8 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       }
       const std::string name = anyPointerName(t);
       if (name == "Capability") {
-        return fail("Capability as a value is not supported (capabilities are not passed yet: bind to the "
-                    "interface by name instead)");
+        return fail("Capability as a value is not supported (a capability of no declared interface has no "
+                    "stubs: name the interface)");
       }
       return fail(name + " is not supported (a frame needs a type known at generation time: use a concrete type)");
     }
@@ -937,7 +953,7 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
 }
 
 void ModelBuilder::noteUse(const ::lrpc::stubgen::Type& t) {
-  if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) usedFiles_.insert(fileIdOf(t.id));
+  if (t.kind == Kind::kEnum || t.kind == Kind::kStruct || t.kind == Kind::kInterface) usedFiles_.insert(fileIdOf(t.id));
   if (t.kind == Kind::kList && t.elemType) noteUse(*t.elemType);
 }
 
@@ -1059,6 +1075,7 @@ void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
     for (const auto* fields : {&m.params, &m.results}) {
       for (const auto& f : *fields) {
         enumIds(f.type, deps);
+        if (f.type.kind == Kind::kInterface) deps.insert(f.type.id);  // its Client, held by value
         const bool held = !isVariable(f.type) || (fields == &m.results && m.results.size() > 1);
         if (f.type.kind == Kind::kStruct && held) deps.insert(f.type.id);
       }
@@ -1259,6 +1276,8 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t, std::set
       seen.erase(t.id);
       return s + "})";
     }
+    case Kind::kInterface:
+      return "Interface(" + localPath(node(t.id).getProto()) + ")";
     case Kind::kList: {
       if (t.elemType) return "List(" + canonicalType(*t.elemType, seen) + ")";
       ::lrpc::stubgen::Type e;
@@ -1422,6 +1441,11 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
     // Inherited methods all come first (depth-first, bases before the interface itself).
     d.methods = std::move(all);
     d.signatureHash = fnv1a64(signature);
+    for (const auto& m : d.methods) {
+      for (const auto* fields : {&m.params, &m.results}) {
+        for (const auto& f : *fields) d.carriesCaps = d.carriesCaps || f.type.kind == Kind::kInterface;
+      }
+    }
   }
   collectScope(id, d.nestedEnums, d.nestedStructs, d.nestedInterfaces);
   for (auto nested : n.getNestedNodes()) {
@@ -1436,7 +1460,42 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
   return d;
 }
 
+namespace {
+bool declaresOk(const std::vector<InterfaceDecl>& in, const std::vector<StructDecl>& structs, uint64_t id, bool* ok) {
+  for (const auto& d : in) {
+    if (d.id == id) {
+      *ok = d.refusals.empty();
+      return true;
+    }
+    if (declaresOk(d.nestedInterfaces, d.nestedStructs, id, ok)) return true;
+  }
+  for (const auto& s : structs) {
+    if (declaresOk(s.nestedInterfaces, s.nestedStructs, id, ok)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool ModelBuilder::foreignInterfaceOk(uint64_t id) {
+  const uint64_t file = fileIdOf(id);
+  if (file == buildFileId_ || filesBuilding_->count(file) != 0) return true;
+  if (auto it = foreignOk_.find(id); it != foreignOk_.end()) return it->second;
+  ModelBuilder other(loader_, request_);
+  other.filesBuilding_ = filesBuilding_;
+  const FileModel fm = other.build(file);
+  bool ok = false;
+  if (!declaresOk(fm.interfaces, fm.structs, id, &ok)) ok = false;
+  foreignOk_[id] = ok;
+  return ok;
+}
+
 FileModel ModelBuilder::build(uint64_t fileId) {
+  filesBuilding_->insert(fileId);
+  struct Done {
+    std::set<uint64_t>& files;
+    uint64_t id;
+    ~Done() { files.erase(id); }
+  } done{*filesBuilding_, fileId};
   FileModel m;
   auto f = node(fileId).getProto();
   m.sourceName = f.getDisplayName();
@@ -1460,6 +1519,29 @@ FileModel ModelBuilder::build(uint64_t fileId) {
         if (base.refusals.empty() || std::find(d.bases.begin(), d.bases.end(), base.id) == d.bases.end()) continue;
         d.refusals.push_back(diag(fileId, d.line, localPath(node(d.id).getProto()) + ": extends " +
                                                       localPath(node(base.id).getProto()) +
+                                                      ", which is not generated (see its errors)"));
+        changed = true;
+        break;
+      }
+    }
+  }
+  // An interface that passes a capability of a refused interface of this file is refused too:
+  // its stubs name that interface's Client.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& d : m.interfaces) {
+      if (!d.refusals.empty() || !d.carriesCaps) continue;
+      for (const auto& other : m.interfaces) {
+        if (other.refusals.empty()) continue;
+        bool uses = false;
+        for (const auto& me : d.methods) {
+          for (const auto* fields : {&me.params, &me.results}) {
+            for (const auto& fl : *fields) uses = uses || (fl.type.kind == Kind::kInterface && fl.type.id == other.id);
+          }
+        }
+        if (!uses) continue;
+        d.refusals.push_back(diag(fileId, d.line, localPath(node(d.id).getProto()) + ": passes " +
+                                                      localPath(node(other.id).getProto()) +
                                                       ", which is not generated (see its errors)"));
         changed = true;
         break;

@@ -33,13 +33,14 @@ inline constexpr uint32_t kDefaultAstackBytes = 1500;  // the Ethernet payload
 enum class Kind {
   kBool, kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64,
   kFloat32, kFloat64, kEnum, kStruct, kText, kData, kList,
+  kInterface,  // a capability: a uint32 id in the frame (runtime/capability.h)
 };
 
 // A supported type. For kList, `elem` and `elemId` describe the element, and `elemType` is
 // the whole element type (a List of Lists nests).
 struct Type {
   Kind kind = Kind::kInt32;
-  uint64_t id = 0;  // kEnum / kStruct: the node id
+  uint64_t id = 0;  // kEnum / kStruct / kInterface: the node id
   Kind elem = Kind::kInt32;
   uint64_t elemId = 0;
   std::string cppName;  // kEnum / kStruct (kList: of the element): fully qualified C++ name
@@ -173,6 +174,9 @@ struct InterfaceDecl {
   std::string cppName;
   std::string descriptorName;  // "calc.capnp:Calc"
   std::vector<Method> methods; // flattened PDL: bases first, depth-first, then its own
+  // A method passes or returns a capability: the PDL gets the tunnel procedure after
+  // `methods` (runtime/capability.h), and the descriptor says so.
+  bool carriesCaps = false;
   size_t ownBegin = 0;         // methods[ownBegin..] are declared here (frames emitted here)
   uint64_t signatureHash = 0;
   std::vector<uint64_t> bases;  // direct superclasses
@@ -286,6 +290,9 @@ class ModelBuilder {
   bool defaultLiteral(const Type& t, capnp::schema::Type::Reader type, capnp::schema::Value::Reader v, bool member,
                       std::string& out, std::string& refused) const;
   void noteUse(const Type& t);
+  // Whether interface `id`, declared in another file, is generated there (a capability of it
+  // names its Client). Files being built up the stack count as fine (mutual imports).
+  bool foreignInterfaceOk(uint64_t id);
 
   const capnp::SchemaLoader& loader_;
   capnp::schema::CodeGeneratorRequest::Reader request_;
@@ -305,6 +312,8 @@ class ModelBuilder {
   uint64_t rootId_ = 0;
   std::vector<uint64_t> rootBases_;
   std::set<uint64_t> usedFiles_;             // files whose types the requested file uses
+  std::shared_ptr<std::set<uint64_t>> filesBuilding_ = std::make_shared<std::set<uint64_t>>();
+  std::map<uint64_t, bool> foreignOk_;        // interface id -> foreignInterfaceOk
   mutable std::map<uint64_t, std::vector<std::string>> sourceLines_;  // file id -> lines
 };
 

@@ -1,8 +1,11 @@
 @0xe24be64368ee5664;
-# An interface passed as a value.
+# A capability inside a struct (this version carries them as parameters and results only).
 interface Callback {
   done @0 () -> ();
 }
+struct Job {
+  cb @0 :Callback;
+}
 interface Calc {
-  subscribe @0 (cb :Callback) -> ();
+  run @0 (job :Job) -> ();
 }

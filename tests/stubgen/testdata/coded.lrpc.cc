@@ -96,6 +96,12 @@ Trees::Client::Client() : Client(nullptr) {}
 Trees::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Trees::kDescriptor)), options_(options) {}
 
+Trees::Client Trees::Client::serve(std::shared_ptr<Trees::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Trees::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Trees::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::coded::Trees::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash

@@ -136,6 +136,12 @@ Settings::Client::Client() : Client(nullptr) {}
 Settings::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Settings::kDescriptor)), options_(options) {}
 
+Settings::Client Settings::Client::serve(std::shared_ptr<Settings::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Settings::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Settings::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::defaults::Settings::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash

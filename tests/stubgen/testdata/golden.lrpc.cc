@@ -251,6 +251,12 @@ Sensor::Client::Client() : Client(nullptr) {}
 Sensor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Sensor::kDescriptor)), options_(options) {}
 
+Sensor::Client Sensor::Client::serve(std::shared_ptr<Sensor::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Sensor::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Sensor::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::golden::v1::Sensor::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash

@@ -49,6 +49,12 @@ Named::Client::Client() : Client(nullptr) {}
 Named::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Named::kDescriptor)), options_(options) {}
 
+Named::Client Named::Client::serve(std::shared_ptr<Named::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Named::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Named::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::Named::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash

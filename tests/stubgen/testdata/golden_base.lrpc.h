@@ -78,6 +78,9 @@ class Named::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 

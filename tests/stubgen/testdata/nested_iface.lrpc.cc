@@ -261,6 +261,12 @@ Catalog::Browser::Client::Client() : Client(nullptr) {}
 Catalog::Browser::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Catalog::Browser::kDescriptor)), options_(options) {}
 
+Catalog::Browser::Client Catalog::Browser::Client::serve(std::shared_ptr<Catalog::Browser::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Catalog::Browser::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Catalog::Browser::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Catalog::Browser::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash
@@ -287,6 +293,12 @@ Store::Client::Client() : Client(nullptr) {}
 
 Store::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::kDescriptor)), options_(options) {}
+
+Store::Client Store::Client::serve(std::shared_ptr<Store::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Store::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
 
 ::lrpc::Status Store::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Server*>(self);
@@ -315,6 +327,12 @@ Store::Reader::Client::Client() : Client(nullptr) {}
 Store::Reader::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Reader::kDescriptor)), options_(options) {}
 
+Store::Reader::Client Store::Reader::Client::serve(std::shared_ptr<Store::Reader::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Store::Reader::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Store::Reader::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Reader::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash
@@ -342,6 +360,12 @@ Store::Reader::Cursor::Client::Client() : Client(nullptr) {}
 Store::Reader::Cursor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Reader::Cursor::kDescriptor)), options_(options) {}
 
+Store::Reader::Cursor::Client Store::Reader::Cursor::Client::serve(std::shared_ptr<Store::Reader::Cursor::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Store::Reader::Cursor::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Store::Reader::Cursor::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Reader::Cursor::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash
@@ -368,6 +392,12 @@ Store::Writer::Client::Client() : Client(nullptr) {}
 
 Store::Writer::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Writer::kDescriptor)), options_(options) {}
+
+Store::Writer::Client Store::Writer::Client::serve(std::shared_ptr<Store::Writer::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Store::Writer::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
 
 ::lrpc::Status Store::Writer::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Store::Writer::Server*>(self);
@@ -397,6 +427,12 @@ Audit::Client::Client() : Client(nullptr) {}
 Audit::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Audit::kDescriptor)), options_(options) {}
 
+Audit::Client Audit::Client::serve(std::shared_ptr<Audit::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Audit::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Audit::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Audit::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash
@@ -423,6 +459,12 @@ Tagger::Client::Client() : Client(nullptr) {}
 
 Tagger::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Tagger::kDescriptor)), options_(options) {}
+
+Tagger::Client Tagger::Client::serve(std::shared_ptr<Tagger::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Tagger::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
 
 ::lrpc::Status Tagger::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::nested::Tagger::Server*>(self);

@@ -382,6 +382,9 @@ class Catalog::Browser::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
@@ -427,6 +430,9 @@ class Store::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
@@ -472,6 +478,9 @@ class Store::Reader::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
@@ -517,6 +526,9 @@ class Store::Reader::Cursor::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
@@ -562,6 +574,9 @@ class Store::Writer::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
@@ -620,6 +635,9 @@ class Audit::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
@@ -665,6 +683,9 @@ class Tagger::Client {
 
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 

@@ -96,6 +96,12 @@ Base::Client::Client() : Client(nullptr) {}
 Base::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Base::kDescriptor)), options_(options) {}
 
+Base::Client Base::Client::serve(std::shared_ptr<Base::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Base::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
 ::lrpc::Status Base::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::Base::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash
@@ -122,6 +128,12 @@ Derived::Client::Client() : Client(nullptr) {}
 
 Derived::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Derived::kDescriptor)), options_(options) {}
+
+Derived::Client Derived::Client::serve(std::shared_ptr<Derived::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Derived::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
 
 ::lrpc::Status Derived::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   auto& server = *static_cast<::Derived::Server*>(self);
@@ -150,6 +162,12 @@ Empty::Client::Client() : Client(nullptr) {}
 
 Empty::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
     : binding_(::lrpc::detail::checkedBinding(std::move(binding), Empty::kDescriptor)), options_(options) {}
+
+Empty::Client Empty::Client::serve(std::shared_ptr<Empty::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Empty::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
 
 ::lrpc::Status Empty::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   static_cast<void>(self);
