@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bench/calls.h"
+#include "bench/caps.h"
 #include "bench/curves.h"
 #include "bench/floors.h"
 #include "bench/harness.h"
@@ -46,6 +47,7 @@ void registerAll(BenchContext& ctx) {
   });
   registerCurves(ctx);  // Echo/*, Sink/*: the curves, as far as this build has lrpc
   registerStructArgs(ctx);  // StructArgs/*, FlatArgs/*: a struct against flat parameters
+  registerCaps(ctx);        // CapNull/*, RootNull/*, CapMake/*: calls on capabilities
 }
 
 // The server side of every path, in the exec'd child.
@@ -61,6 +63,8 @@ int serverMain(const std::string& kind, int readyFd, int argc, char** argv) {
   if (kind == "curves_net") return serveCurvesNet(readyFd, argc, argv);
   if (kind == "structargs_local") return serveStructArgsLocal(readyFd, argc, argv);
   if (kind == "structargs_net") return serveStructArgsNet(readyFd, argc, argv);
+  if (kind == "caps_local") return serveCapsLocal(readyFd, argc, argv);
+  if (kind == "caps_net") return serveCapsNet(readyFd, argc, argv);
   std::fprintf(stderr, "lrpc_bench: unknown server kind '%s'\n", kind.c_str());
   return 2;
 }

@@ -55,6 +55,11 @@ PAIRED = [
 # (a_ns: struct, b_ns: flat). (path, paired key)
 FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
 
+# Calls on capabilities (bench/caps.h): CapNull/<path> on an object the server returned,
+# RootNull/<path> on the imported binding, CapNull/<key> alternates them (a_ns: cap, b_ns: root),
+# CapMake/<path> returns a new object that the client then drops. (path, paired key)
+CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
+
 
 # Idle/<path> (bench/idle.h): (path, how its server waits).
 IDLE = [
@@ -257,6 +262,22 @@ def main():
             ratio = f"{ts[0] / tf[0]:.2f}x" if ts and tf and tf[0] > 0 else "-"
             out.append(f"| {p} | {cell('StructArgs', p)} | {cell('FlatArgs', p)} | {ratio} "
                        f"| {paired_cell('StructArgs', key)} |")
+        out.append("")
+
+    caps = [(p, key) for (p, key) in CAPS
+            if any((c, k) in runs or (c, k) in errors for c, k in (("CapNull", p), ("RootNull", p), ("CapNull", key)))]
+    if caps:
+        out.append("## Calls on capabilities, ns per call\n")
+        out.append("CapNull calls `null()` on an object the server returned (`obj() -> (obj :Obj)`; its calls go "
+                   "through the binding's tunnel procedure, runtime/capability.h), RootNull the same empty call on "
+                   "the imported binding; the paired cell alternates bursts of the two on one session: cap / root "
+                   "[min-max] (cap ns / root ns). CapMake is a call that returns a new object, plus the release "
+                   "the client sends when it drops it (bench/caps.capnp).\n")
+        out.append("| path | CapNull | RootNull | paired cap / root | CapMake (make + release) |")
+        out.append("|---|---|---|---|---|")
+        for p, key in caps:
+            out.append(f"| {p} | {cell('CapNull', p)} | {cell('RootNull', p)} | {paired_cell('CapNull', key)} "
+                       f"| {cell('CapMake', p)} |")
         out.append("")
 
     paired_keys = {key for key, _, _ in PAIRED}

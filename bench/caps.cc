@@ -1,0 +1,201 @@
+#include "bench/caps.h"
+
+#include <memory>
+#include <string>
+
+#include "bench/lrpc_common.h"
+#include "bench/paired.h"
+
+#if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
+#include "caps.lrpc.h"  // lrpc_generate(lrpc_bench .../caps.capnp)
+#endif
+
+namespace lrpc::bench {
+
+#if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
+namespace {
+
+using capsb::Obj;
+using capsb::Root;
+
+class ObjImpl final : public Obj::Server {
+ public:
+  Status null() override { return {}; }
+};
+
+class RootImpl final : public Root::Server {
+ public:
+  Status null() override { return {}; }
+  Result<Obj::Client> obj() override { return obj_; }
+  Result<Obj::Client> make() override { return Obj::Client::serve(std::make_shared<ObjImpl>()); }
+
+ private:
+  Obj::Client obj_ = Obj::Client::serve(std::make_shared<ObjImpl>());
+};
+
+enum class Kind { kCapNull, kRootNull, kCapMake };
+
+constexpr const char* kindName(Kind k) {
+  return k == Kind::kCapNull ? "CapNull" : k == Kind::kRootNull ? "RootNull" : "CapMake";
+}
+
+class CapsSession : public Session {
+ public:
+  // Binds the object CapNull calls (once per session, outside any timed loop).
+  Status fetchObj() {
+    Result<Obj::Client> o = root_.obj();
+    if (!o) return o.status();
+    obj_ = o.value().withOptions(withDeadline());
+    return {};
+  }
+  bool capNull() { return obj_.null().isOk(); }
+  bool rootNull() { return root_.null().isOk(); }
+  bool capMake() {
+    Result<Obj::Client> o = root_.make();
+    return o.isOk();  // dropped here: the release is part of the cost
+  }
+  const ServerProcess* server() const override { return server_.get(); }
+
+ protected:
+  ~CapsSession() override {
+    obj_ = Obj::Client();
+    root_ = Root::Client();  // unbind before the server goes away
+    server_.reset();
+  }
+  std::unique_ptr<ServerProcess> server_;
+  Root::Client root_;
+  Obj::Client obj_;
+};
+
+template <class S, class Loop>
+auto withKind(S& client, Kind kind, Loop&& loop) {
+  if (kind == Kind::kCapNull) return loop([&] { return client.capNull(); });
+  if (kind == Kind::kRootNull) return loop([&] { return client.rootNull(); });
+  return loop([&] { return client.capMake(); });
+}
+
+template <class S, class Make>
+void addKinds(BenchContext& ctx, const std::string& path, Make make) {
+  std::string key = "caps/" + path;
+  auto session = [&ctx, key, make](benchmark::State& state) -> S* {
+    Result<S*> s = ctx.sessions.get<S>(key, [make]() -> Result<std::unique_ptr<S>> {
+      Result<std::unique_ptr<S>> made = make();
+      if (!made) return made.status();
+      if (Status st = made.value()->fetchObj(); !st) return st;
+      return made;
+    });
+    if (!s) {
+      state.SkipWithError(s.status().toString().c_str());
+      return nullptr;
+    }
+    return s.value();
+  };
+  for (Kind kind : {Kind::kCapNull, Kind::kRootNull, Kind::kCapMake}) {
+    std::string name = std::string(kindName(kind)) + "/" + path;
+    benchmark::RegisterBenchmark(name.c_str(), [session, kind](benchmark::State& state) {
+      S* client = session(state);
+      if (client == nullptr) return;
+      bool ok = withKind(*client, kind, [&state](auto once) {
+        for (auto _ : state) {
+          if (!once()) return false;
+        }
+        return true;
+      });
+      if (!ok) state.SkipWithError("call failed");
+    })->UseRealTime();
+  }
+  std::string pairName = "CapNull/paired_" + path + "_root";
+  benchmark::RegisterBenchmark(pairName.c_str(), [session](benchmark::State& state) {
+    S* client = session(state);
+    if (client == nullptr) return;
+    auto burst = [&](Kind kind) {
+      return withKind(*client, kind, [](auto once) { return timedBurst(once, paired::kWarmUp, paired::kBurstCalls); });
+    };
+    paired::rounds(state, [&] { return burst(Kind::kCapNull); }, [&] { return burst(Kind::kRootNull); });
+  })->UseManualTime();
+}
+
+#if LRPC_BENCH_LOCAL
+class CapsLocal final : public CapsSession {
+ public:
+  static Result<std::unique_ptr<CapsLocal>> start(TransferMode mode) {
+    std::unique_ptr<CapsLocal> s(new CapsLocal());
+    ServerSpec spec;
+    spec.kind = "caps_local";
+    if (Status st = startLocal<Root>(spec, "caps", s->dir_, mode, s->server_, s->root_); !st) return st;
+    return s;
+  }
+  ~CapsLocal() override {
+    obj_ = Obj::Client();
+    root_ = Root::Client();
+    server_.reset();
+    rmdir(dir_.c_str());  // the Exporter removed what it put there
+  }
+
+ private:
+  CapsLocal() : dir_(namesDir()) {}
+  std::string dir_;
+};
+#endif
+
+#if LRPC_BENCH_NET
+class CapsNet final : public CapsSession {
+ public:
+  static Result<std::unique_ptr<CapsNet>> start(net::ReceiveMode mode, const NetnsPair& netns) {
+    std::unique_ptr<CapsNet> s(new CapsNet());
+    ServerSpec spec;
+    spec.kind = "caps_net";
+    if (Status st = startNet<Root>(spec, "caps", mode, &netns, s->server_, s->root_); !st) return st;
+    return s;
+  }
+
+ private:
+  CapsNet() = default;
+};
+#endif
+
+}  // namespace
+
+void registerCaps(BenchContext& ctx) {
+#if LRPC_BENCH_LOCAL
+  addKinds<CapsLocal>(ctx, "lrpc", [] { return CapsLocal::start(TransferMode::kAdaptive); });
+#endif
+#if LRPC_BENCH_NET
+  addKinds<CapsNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<CapsNet>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return CapsNet::start(net::ReceiveMode::kBusyPoll, *netns.value());
+  });
+#endif
+  (void)ctx;
+}
+
+int serveCapsLocal(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_LOCAL
+  RootImpl impl;
+  return serveLocalUntilTerm<Root>(readyFd, argc, argv, impl);
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+int serveCapsNet(int readyFd, int argc, char** argv) {
+#if LRPC_BENCH_NET
+  RootImpl impl;
+  return serveNetUntilTerm<Root>(readyFd, argc, argv, impl);
+#else
+  (void)readyFd, (void)argc, (void)argv;
+  return 2;
+#endif
+}
+
+#else  // neither layer in this build
+
+void registerCaps(BenchContext&) {}
+int serveCapsLocal(int, int, char**) { return 2; }
+int serveCapsNet(int, int, char**) { return 2; }
+
+#endif
+
+}  // namespace lrpc::bench
