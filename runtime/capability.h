@@ -112,6 +112,42 @@ Status serveCapCall(ServerCall& call) noexcept;
 // Foo::Client::serve: a binding whose calls run `object`'s dispatch in this process.
 std::shared_ptr<Binding> serveInProcess(HostedObject object);
 
+// The capability codecs generated code gives runtime/codec.h for values that may hold
+// capabilities: the client's (ids of the binding `via` calls through) and the server's.
+class ClientCaps final : public codec::CapCodec {
+ public:
+  explicit ClientCaps(const Binding& via) noexcept : via_(via) {}
+  uint32_t out(const std::shared_ptr<Binding>& cap) noexcept override {
+    Result<uint32_t> id = capToFrame(via_, cap);
+    if (id.isOk()) return *id;
+    if (error.isOk()) error = id.status();
+    return kNullCap;
+  }
+  Result<std::shared_ptr<Binding>> in(uint32_t id, const InterfaceDescriptor& iface) noexcept override {
+    return capFromFrame(via_, id, iface);
+  }
+
+ private:
+  const Binding& via_;
+};
+
+class ServerCaps final : public codec::CapCodec {
+ public:
+  explicit ServerCaps(ServerCall& call) noexcept : call_(call) {}
+  uint32_t out(const std::shared_ptr<Binding>& cap) noexcept override {
+    Result<uint32_t> id = capResult(call_, cap);
+    if (id.isOk()) return *id;
+    if (error.isOk()) error = id.status();
+    return kNullCap;
+  }
+  Result<std::shared_ptr<Binding>> in(uint32_t id, const InterfaceDescriptor& iface) noexcept override {
+    return capArg(call_, id, iface);
+  }
+
+ private:
+  ServerCall& call_;
+};
+
 // Runs `procedure` of `object` over the frame `request` (fixed part then tail, private to
 // this process); on success `reply` holds the result frame. `table` is the connection's.
 Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,

@@ -6,8 +6,11 @@
 //   uint32_t lrpcHead(const S&)   bytes of S's fixed part (a multiple of 8)
 //   uint64_t lrpcSize(const S&, uint32_t depth)  bytes of its whole encoding from an 8-aligned
 //                                start, or kTooDeep when its values nest more than `depth` levels
-//   uint64_t lrpcPut(std::byte* tail, uint64_t at, const S&)  writes it at `at`, returns its end
+//   uint64_t lrpcPut(std::byte* tail, uint64_t at, const S&, CapCodec*)  writes it at `at`,
+//                                returns its end
 //   bool lrpcGet(Reader&, VarRef, S& fresh)  checks and copies one out of the tail
+// A capability inside a value (a Cap<Foo> member or List element) is a uint32 id that the call's
+// CapCodec gives and resolves (runtime/capability.h).
 // and, for fixed-size structs copied inside lists, lrpcScrub (zero padding) and lrpcFixBools.
 //
 // Encoding (stubgen/generated_code.md, "Nested values"). A value is named by a VarRef
@@ -19,16 +22,48 @@
 // older reader skips what it does not know. Every value starts 8-aligned; writers zero the gaps.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "runtime/base/status.h"
+
 namespace lrpc {
+
+class Binding;               // runtime/stub_support.h
+struct InterfaceDescriptor;  // runtime/stub_support.h
+
+// A capability held inside a nested value (a struct field or List element of interface type
+// Foo): the binding a Foo::Client would call through, and convertible to and from Foo::Client.
+// A type of its own, not Foo::Client, so that a struct can hold one before Foo's stubs are
+// complete.
+template <class I>
+class Cap {
+ public:
+  Cap() = default;
+  template <class C>
+    requires std::same_as<C, typename I::Client>
+  Cap(const C& client) : binding_(client.binding()) {}  // NOLINT: implicit, as a Client is one
+  explicit Cap(std::shared_ptr<Binding> binding) noexcept : binding_(std::move(binding)) {}
+
+  // (A template, so that Cap<I> is a complete type before I is.)
+  template <class J = I>
+  typename J::Client client() const {
+    return typename J::Client(binding_);
+  }
+  const std::shared_ptr<Binding>& binding() const noexcept { return binding_; }
+  bool operator==(const Cap&) const = default;
+
+ private:
+  std::shared_ptr<Binding> binding_;  // null: the null capability
+};
 
 // Names a variable-size value in a frame's tail. `length` is in bytes (a List's element
 // count is length / element size). Never trusted: checked against the tail's real size.
@@ -68,6 +103,24 @@ constexpr uint64_t addChild(uint64_t n, uint64_t child) noexcept {
   return n == kTooDeep || child == kTooDeep ? kTooDeep : align8(n) + child;
 }
 
+// Gives and resolves the ids of capabilities inside one frame's values, for the side that
+// writes or reads it (runtime/capability.h). A failure is kept in `error` (the first one) and
+// ends the write or read.
+class CapCodec {
+ public:
+  virtual uint32_t out(const std::shared_ptr<Binding>& cap) noexcept = 0;
+  virtual Result<std::shared_ptr<Binding>> in(uint32_t id, const InterfaceDescriptor& iface) noexcept = 0;
+  Status error;
+
+ protected:
+  ~CapCodec() = default;
+};
+
+template <class T>
+inline constexpr bool kIsCap = false;
+template <class I>
+inline constexpr bool kIsCap<Cap<I>> = true;
+
 // What one frame may still make its reader do. `budget` starts at the tail's size and every
 // value read spends its length: the values a writer lays out never overlap, so an honest
 // frame fits, while one whose VarRefs name the same bytes again and again (a DAG, a cycle)
@@ -76,9 +129,10 @@ struct Reader {
   std::span<const std::byte> tail;
   uint64_t budget = 0;
   uint32_t depthLeft = kMaxDepth;
+  CapCodec* caps = nullptr;  // resolves capability ids; null where the values hold none
 
-  Reader(std::span<const std::byte> t, uint32_t maxDepth = kMaxDepth) noexcept
-      : tail(t), budget(t.size()), depthLeft(maxDepth) {}
+  Reader(std::span<const std::byte> t, uint32_t maxDepth = kMaxDepth, CapCodec* capCodec = nullptr) noexcept
+      : tail(t), budget(t.size()), depthLeft(maxDepth), caps(capCodec) {}
 
   // Checks `ref` and spends its bytes.
   bool take(VarRef ref, size_t elemSize) noexcept {
@@ -98,10 +152,10 @@ struct Reader {
 
 // A generated struct encoded by reference (see the top of this file).
 template <class T>
-concept Coded = requires(const T& v, T& out, Reader& r, VarRef ref, std::byte* t) {
+concept Coded = requires(const T& v, T& out, Reader& r, VarRef ref, std::byte* t, CapCodec* c) {
   { lrpcHead(v) } -> std::same_as<uint32_t>;
   { lrpcSize(v, uint32_t{0}) } -> std::same_as<uint64_t>;
-  { lrpcPut(t, uint64_t{0}, v) } -> std::same_as<uint64_t>;
+  { lrpcPut(t, uint64_t{0}, v, c) } -> std::same_as<uint64_t>;
   { lrpcGet(r, ref, out) } -> std::same_as<bool>;
 };
 
@@ -117,29 +171,50 @@ inline constexpr bool kIsView<std::string_view> = true;
 template <class T>
 concept Fixed = std::is_trivially_copyable_v<T> && !Coded<T> && !kIsView<T>;
 
+// A capability's id in a fixed part or an element array; the null capability is 0.
+template <class I>
+void putCap(std::byte* at, const Cap<I>& c, CapCodec* caps) noexcept {
+  // Generated code passes the call's codec wherever a value can hold a capability.
+  const uint32_t id = caps != nullptr ? caps->out(c.binding()) : 0;
+  std::memcpy(at, &id, sizeof id);
+}
+template <class I>
+bool getCap(Reader& r, const std::byte* at, Cap<I>& out) {
+  uint32_t id;
+  std::memcpy(&id, at, sizeof id);
+  if (r.caps == nullptr) return id == 0;
+  Result<std::shared_ptr<Binding>> b = r.caps->in(id, I::kDescriptor);
+  if (!b.isOk()) {
+    if (r.caps->error.isOk()) r.caps->error = b.status();
+    return false;
+  }
+  out = Cap<I>(std::move(*b));
+  return true;
+}
+
 // ---- Declarations first: the templates below call each other for nested lists.
 
 // size(v, depth): the levels `v` may still nest (a struct and a List of variable-size values take
 // one each, as Reader::enter counts them).
 inline uint64_t head(std::string_view v) noexcept { return v.size(); }
 inline uint64_t size(std::string_view v, uint32_t) noexcept { return v.size(); }
-inline uint64_t put(std::byte* t, uint64_t at, std::string_view v) noexcept;
+inline uint64_t put(std::byte* t, uint64_t at, std::string_view v, CapCodec*) noexcept;
 inline bool get(Reader& r, VarRef ref, std::string& out);
 
 inline uint64_t head(const std::vector<bool>& v) noexcept { return v.size(); }
 inline uint64_t size(const std::vector<bool>& v, uint32_t) noexcept { return v.size(); }
-inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v) noexcept;
+inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v, CapCodec*) noexcept;
 inline bool get(Reader& r, VarRef ref, std::vector<bool>& out);
 
 template <class E> uint64_t head(std::span<const E> v) noexcept;
 template <class E> uint64_t size(std::span<const E> v, uint32_t depth) noexcept;
-template <class E> uint64_t put(std::byte* t, uint64_t at, std::span<const E> v) noexcept;
+template <class E> uint64_t put(std::byte* t, uint64_t at, std::span<const E> v, CapCodec* caps) noexcept;
 template <class E> uint64_t head(const std::vector<E>& v) noexcept { return head(std::span<const E>(v)); }
 template <class E> uint64_t size(const std::vector<E>& v, uint32_t depth) noexcept {
   return size(std::span<const E>(v), depth);
 }
-template <class E> uint64_t put(std::byte* t, uint64_t at, const std::vector<E>& v) noexcept {
-  return put(t, at, std::span<const E>(v));
+template <class E> uint64_t put(std::byte* t, uint64_t at, const std::vector<E>& v, CapCodec* caps) noexcept {
+  return put(t, at, std::span<const E>(v), caps);
 }
 template <class E> bool get(Reader& r, VarRef ref, std::vector<E>& out);
 
@@ -147,24 +222,26 @@ template <Coded S> uint64_t head(const S& v) noexcept { return lrpcHead(v); }
 template <Coded S> uint64_t size(const S& v, uint32_t depth) noexcept {
   return depth == 0 ? kTooDeep : lrpcSize(v, depth - 1);
 }
-template <Coded S> uint64_t put(std::byte* t, uint64_t at, const S& v) noexcept { return lrpcPut(t, at, v); }
+template <Coded S> uint64_t put(std::byte* t, uint64_t at, const S& v, CapCodec* caps) noexcept {
+  return lrpcPut(t, at, v, caps);
+}
 template <Coded S> bool get(Reader& r, VarRef ref, S& out) { return lrpcGet(r, ref, out); }
 
 // Writes `v` at the next 8-aligned place from `end` (zeroing the gap), its VarRef into `slot`
 // (in a fixed part or an element array); returns where `v` ends. Generated code and the list
 // templates place every variable-size value with it.
 template <class V>
-uint64_t putRef(std::byte* t, uint64_t end, std::byte* slot, const V& v) noexcept {
+uint64_t putRef(std::byte* t, uint64_t end, std::byte* slot, const V& v, CapCodec* caps) noexcept {
   const uint64_t at = align8(end);
   if (at != end) std::memset(t + end, 0, at - end);
   const VarRef ref{static_cast<uint32_t>(at), static_cast<uint32_t>(head(v))};
   std::memcpy(slot, &ref, sizeof ref);
-  return put(t, at, v);
+  return put(t, at, v, caps);
 }
 
 // ---- Definitions.
 
-inline uint64_t put(std::byte* t, uint64_t at, std::string_view v) noexcept {
+inline uint64_t put(std::byte* t, uint64_t at, std::string_view v, CapCodec*) noexcept {
   if (!v.empty()) std::memcpy(t + at, v.data(), v.size());
   return at + v.size();
 }
@@ -178,7 +255,7 @@ inline bool get(Reader& r, VarRef ref, std::string& out) {
   return true;
 }
 
-inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v) noexcept {
+inline uint64_t put(std::byte* t, uint64_t at, const std::vector<bool>& v, CapCodec*) noexcept {
   for (size_t i = 0; i < v.size(); ++i) t[at + i] = std::byte{static_cast<uint8_t>(v[i] ? 1 : 0)};
   return at + v.size();
 }
@@ -191,7 +268,9 @@ inline bool get(Reader& r, VarRef ref, std::vector<bool>& out) {
 
 template <class E>
 uint64_t head(std::span<const E> v) noexcept {
-  if constexpr (Fixed<E>) {
+  if constexpr (kIsCap<E>) {
+    return uint64_t{sizeof(uint32_t)} * v.size();
+  } else if constexpr (Fixed<E>) {
     return uint64_t{sizeof(E)} * v.size();
   } else {
     return uint64_t{sizeof(VarRef)} * v.size();
@@ -201,7 +280,7 @@ uint64_t head(std::span<const E> v) noexcept {
 template <class E>
 uint64_t size(std::span<const E> v, uint32_t depth) noexcept {
   uint64_t n = head(v);
-  if constexpr (!Fixed<E>) {
+  if constexpr (!Fixed<E> && !kIsCap<E>) {
     if (depth == 0) return kTooDeep;
     for (const E& e : v) n = addChild(n, size(e, depth - 1));
   }
@@ -209,8 +288,11 @@ uint64_t size(std::span<const E> v, uint32_t depth) noexcept {
 }
 
 template <class E>
-uint64_t put(std::byte* t, uint64_t at, std::span<const E> v) noexcept {
-  if constexpr (Fixed<E>) {
+uint64_t put(std::byte* t, uint64_t at, std::span<const E> v, CapCodec* caps) noexcept {
+  if constexpr (kIsCap<E>) {
+    for (size_t i = 0; i < v.size(); ++i) putCap(t + at + i * sizeof(uint32_t), v[i], caps);
+    return at + v.size() * sizeof(uint32_t);
+  } else if constexpr (Fixed<E>) {
     if constexpr (requires(E& e) { lrpcScrub(e); }) {
       // The caller's elements are const: each goes out through a copy with its padding zeroed.
       for (size_t i = 0; i < v.size(); ++i) {
@@ -224,14 +306,23 @@ uint64_t put(std::byte* t, uint64_t at, std::span<const E> v) noexcept {
     return at + v.size() * sizeof(E);
   } else {
     uint64_t end = at + head(v);
-    for (size_t i = 0; i < v.size(); ++i) end = putRef(t, end, t + at + i * sizeof(VarRef), v[i]);
+    for (size_t i = 0; i < v.size(); ++i) end = putRef(t, end, t + at + i * sizeof(VarRef), v[i], caps);
     return end;
   }
 }
 
 template <class E>
 bool get(Reader& r, VarRef ref, std::vector<E>& out) {
-  if constexpr (Fixed<E>) {
+  if constexpr (kIsCap<E>) {
+    if (!r.take(ref, sizeof(uint32_t))) return false;
+    const size_t n = ref.length / sizeof(uint32_t);
+    out.clear();
+    out.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!getCap(r, r.at(ref) + i * sizeof(uint32_t), out[i])) return false;
+    }
+    return true;
+  } else if constexpr (Fixed<E>) {
     if (!r.take(ref, sizeof(E))) return false;
     out.resize(ref.length / sizeof(E));
     if (ref.length != 0) std::memcpy(out.data(), r.at(ref), ref.length);

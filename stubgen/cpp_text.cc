@@ -45,7 +45,8 @@ std::string memberType(const Type& t) {
   if (t.kind == Kind::kBool) return "bool";
   if (const char* p = primitive(t.kind)) return p;
   if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
-  if (t.kind == Kind::kInterface) return t.cppName + "::Client";
+  // Inside a value: a type that needs no complete Client (runtime/codec.h, Cap).
+  if (t.kind == Kind::kInterface) return "::lrpc::Cap<" + t.cppName + ">";
   return valueType(t);
 }
 
@@ -68,6 +69,7 @@ std::string paramType(const Type& t) {
 
 std::string valueType(const Type& t) {
   switch (t.kind) {
+    case Kind::kInterface: return t.cppName + "::Client";
     case Kind::kText: return "std::string";
     case Kind::kData: return "std::vector<uint8_t>";
     case Kind::kList: return "std::vector<" + memberType(elemOf(t)) + ">";

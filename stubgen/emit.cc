@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_struct.h"
@@ -47,7 +48,9 @@ void emitResultsStruct(const Method& m, const std::string& name, int in, std::st
   out += I + "struct " + name + " {\n";
   for (const auto& f : m.results) {
     out += docLines(f.doc, in + 2);
-    out += I + "  " + valueType(f.type) + " " + f.name + ";\n";
+    // A capability of the interface itself: its Client is not complete yet (a Cap converts).
+    const bool self = f.type.kind == Kind::kInterface && f.type.cppName == m.frameScope;
+    out += I + "  " + (self ? memberType(f.type) : valueType(f.type)) + " " + f.name + ";\n";
   }
   out += I + "};\n";
 }
@@ -98,6 +101,17 @@ void emitNestedInterfaces(const std::vector<InterfaceDecl>& interfaces, int in, 
 
 namespace {
 
+// Nested interfaces first by name: a nested struct may hold a capability of one (Cap<Outer::Inner>).
+void forwardNestedInterfaces(const InterfaceDecl& d, std::string& out) {
+  bool any = false;
+  for (const auto& n : d.nestedInterfaces) {
+    if (!n.refusals.empty()) continue;
+    out += "  struct " + n.name + ";\n";
+    any = true;
+  }
+  if (any) out += "\n";
+}
+
 // An interface left out by LRPC_SKIP_UNSUPPORTED: a comment saying why, and its nested types
 // (other declarations may use them).
 void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
@@ -109,6 +123,7 @@ void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
   out += "struct " + d.name + " {  // only its nested types\n";
   out += "  " + d.name + "() = delete;\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
+  forwardNestedInterfaces(d, out);
   emitForwards(d.nestedStructs, 2, out);
   std::string after;
   for (const auto& n : d.nestedStructs) emitStruct(n, 2, out, d.relName + "::" + n.name, &after);
@@ -129,6 +144,7 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
   out += "struct " + d.name + " {\n";
   out += "  " + d.name + "() = delete;\n\n";
   for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
+  forwardNestedInterfaces(d, out);
   emitForwards(d.nestedStructs, 2, out);
   std::string after;
   for (const auto& s : d.nestedStructs) emitStruct(s, 2, out, d.relName + "::" + s.name, &after);
@@ -198,7 +214,10 @@ struct WriteSpec {
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
 
 // The Reader's nesting limit: $Lrpc.maxDepth, else the codec's default.
-std::string depthArg(const Method& m) { return m.maxDepth == 0 ? "" : ", " + std::to_string(m.maxDepth) + "u"; }
+std::string depthArg(const Method& m) {
+  return ", " + (m.maxDepth == 0 ? std::string("::lrpc::codec::kMaxDepth") : std::to_string(m.maxDepth) + "u") +
+         ", &caps_";
+}
 
 bool anyCoded(const std::vector<Field>& fields) {
   return std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.type.coded; });
@@ -305,7 +324,8 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
       }
       end = at + " + " + f.name + "Bytes_";
       if (f.type.coded) {
-        out += I + "::lrpc::codec::put(t_, " + at + ", " + v + ");\n";
+        out += I + "::lrpc::codec::put(t_, " + at + ", " + v + ", &caps_);\n";
+        out += I + "if (!caps_.error.isOk()) return caps_.error;  // a capability inside it\n";
       } else if (f.type.kind == Kind::kList && isVariable(e)) {
         out += I + "{\n";
         out += I + "  uint64_t at_ = " + at + " + uint64_t{sizeof(::lrpc::VarRef)} * " + v + ".size();\n";
@@ -380,6 +400,7 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
     out += I + "if (!::lrpc::codec::get(rd_, " + ref + ", " + target + ")" +
            (f.maxBytes ? " || " + f.name + "Budget_ - rd_.budget > " + std::to_string(f.maxBytes) : std::string()) +
            ") {\n";
+    out += I + "  if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it\n";
     out += I + "  return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
            quoted(what + " " + f.schemaName + " is malformed: a value lies outside the tail, is misaligned, nests "
                   "too deep, names bytes twice or is over its size limit") + ");\n";
@@ -474,6 +495,8 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "  // Calls go through `binding`, which must have been made for " + d.name + "::kDescriptor;\n";
   out += "  // a null or different binding makes every call fail with kBindingRejected.\n";
   out += "  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});\n\n";
+  out += "  // The capability a struct field or List element holds (runtime/codec.h, Cap).\n";
+  out += "  Client(const ::lrpc::Cap<" + d.cppName + ">& cap) : Client(cap.binding()) {}  // NOLINT: implicit\n";
   out += "  // The same binding with other per-call options (e.g. a deadline).\n";
   out += "  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }\n";
   out += "  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`\n";
@@ -511,6 +534,9 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += returnType(m) + " " + d.relName + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
          ") {\n";
   out += "  if (!call_.status().isOk()) return call_.status();\n";
+  if (anyCoded(m.params) || anyCoded(m.results)) {
+    out += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values\n";
+  }
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
   if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
@@ -589,6 +615,9 @@ std::string dispatchFnName(const InterfaceDecl& d, const Method& m) {
 void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "::lrpc::Status " + dispatchFnName(d, m) + "(" + d.cppName + "::Server& server_, ::lrpc::ServerCall& call_) {\n";
   std::vector<std::string> callArgs;
+  if (anyCoded(m.params) || anyCoded(m.results)) {
+    out += "  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values\n";
+  }
   if (!m.params.empty()) {
     out += "  // Copy \"E\": take the fixed part out of the (shared) frame before looking at it.\n";
     out += "  const std::span<const std::byte> args_ = call_.args();\n";
@@ -711,9 +740,10 @@ FileText emitFile(const FileModel& f) {
   std::function<void(const StructDecl&)> inStruct;
   std::function<void(const InterfaceDecl&)> collect = [&](const InterfaceDecl& d) {
     if (!d.refusals.empty()) return;
-    generated.push_back(&d);
+    // Nested ones first: the outer interface's stubs may pass their Clients (Calculator.Value).
     for (const auto& s : d.nestedStructs) inStruct(s);
     for (const auto& n : d.nestedInterfaces) collect(n);
+    generated.push_back(&d);
   };
   inStruct = [&](const StructDecl& s) {
     for (const auto& n : s.nestedStructs) inStruct(n);
@@ -741,6 +771,19 @@ FileText emitFile(const FileModel& f) {
     h += "\n";
   }
   emitForwards(f.structs, 0, h);
+  // Interfaces a struct holds capabilities of (a Cap<Foo> member) before their stubs.
+  std::set<uint64_t> held;
+  std::function<void(const Type&)> capsIn = [&](const Type& t) {
+    if (t.kind == Kind::kInterface) held.insert(t.id);
+    if (t.kind == Kind::kList && t.elemType) capsIn(*t.elemType);
+  };
+  forEachStruct(f, [&](const StructDecl& s) {
+    for (const auto& fl : s.fields) capsIn(fl.type);
+  });
+  for (const auto& d : f.interfaces) {
+    if (d.refusals.empty() && held.count(d.id) != 0) h += "struct " + d.name + ";\n";
+  }
+  if (!held.empty()) h += "\n";
   for (auto [isInterface, i] : f.order) {
     if (isInterface) {
       emitInterfaceStruct(f.interfaces[i], h);

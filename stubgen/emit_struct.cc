@@ -79,8 +79,10 @@ void putField(const Field& f, const std::string& I, std::string& out) {
   const std::string v = "v_." + f.member;
   if (f.type.kind == Kind::kBool) {
     out += I + "f_[" + off + "] = std::byte{static_cast<uint8_t>(" + v + " ? 1 : 0)};\n";
+  } else if (f.type.kind == Kind::kInterface) {
+    out += I + "::lrpc::codec::putCap(f_ + " + off + ", " + v + ", caps_);\n";
   } else if (isVariable(f.type)) {
-    out += I + "end_ = ::lrpc::codec::putRef(t_, end_, f_ + " + off + ", " + v + ");\n";
+    out += I + "end_ = ::lrpc::codec::putRef(t_, end_, f_ + " + off + ", " + v + ", caps_);\n";
   } else {
     out += I + "std::memcpy(f_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
     if (f.type.kind == Kind::kStruct) emitZeroPadding("f_ + " + off, f.type.padding, I, out);
@@ -96,6 +98,8 @@ void getField(const Field& f, const std::string& I, std::string& out) {
   out += I + "if (n_ >= " + std::to_string(f.offset + f.size) + ") {\n";
   if (f.type.kind == Kind::kBool) {
     out += I + "  " + v + " = f_[" + off + "] != std::byte{0};\n";
+  } else if (f.type.kind == Kind::kInterface) {
+    out += I + "  if (!::lrpc::codec::getCap(r_, f_ + " + off + ", " + v + ")) return false;\n";
   } else if (isVariable(f.type)) {
     out += I + "  ::lrpc::VarRef ref;\n";
     out += I + "  std::memcpy(&ref, f_ + " + off + ", sizeof ref);\n";
@@ -151,7 +155,11 @@ void emitCodedDefinitions(const StructDecl& s, std::string& out) {
   out += "  return n_;\n";
   out += "}\n\n";
 
-  out += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_) noexcept {\n";
+  const bool anyCapOrVar = anyVar || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
+                            return f.type.kind == Kind::kInterface;
+                          });
+  out += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*" +
+         (anyCapOrVar ? " caps_" : "") + ") noexcept {\n";
   out += "  std::byte* f_ = t_ + at_;\n";
   out += "  std::memset(f_, 0, " + F + ");  // gaps and fields not set\n";
   out += "  uint64_t end_ = at_ + " + F + ";\n";
@@ -327,7 +335,7 @@ void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& 
     if (s->coded) {
       decls += "inline uint32_t lrpcHead(const " + S + "&) noexcept { return " + std::to_string(s->size) + "; }\n";
       decls += "inline uint64_t lrpcSize(const " + S + "& v_, uint32_t depth_) noexcept;\n";
-      decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_) noexcept;\n";
+      decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
       decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_);\n";
       emitCodedDefinitions(*s, defs);
       continue;

@@ -513,14 +513,10 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
     case CType::LIST: {
       auto e = t.getList().getElementType();
       ::lrpc::stubgen::Type elem;
-      if (e.isAnyPointer() || e.isInterface() || e.isVoid()) {
-        const std::string what = e.isVoid()        ? "List(Void)"
-                                 : e.isInterface() ? "List of an interface"
-                                                   : "List(" + anyPointerName(e) + ")";
-        return fail(what + (e.isInterface() ? " is not supported yet (capabilities travel as parameters and "
-                                              "results of their own)"
-                                            : " is not supported (lists carry data: primitives, enums, structs, "
-                                              "Text, Data or Lists)"));
+      if (e.isAnyPointer() || e.isVoid()) {
+        const std::string what = e.isVoid() ? "List(Void)" : "List(" + anyPointerName(e) + ")";
+        return fail(what + " is not supported (lists carry data: primitives, enums, structs, capabilities, Text, "
+                           "Data or Lists)");
       }
       ++listDepth_;
       const bool ok = convertType(e, inStruct, path, fileId, line, elem, diags);
@@ -532,17 +528,12 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       out.cppName = elem.cppName;
       out.boolOffsets = elem.boolOffsets;
       out.padding = elem.padding;
-      out.coded = elem.kind == Kind::kList || (elem.kind == Kind::kStruct && elem.coded);
+      out.coded = elem.kind == Kind::kList || elem.kind == Kind::kInterface || (elem.kind == Kind::kStruct && elem.coded);
       out.elemType = std::make_shared<const ::lrpc::stubgen::Type>(std::move(elem));
       return true;
     }
     case CType::INTERFACE: {
       auto i = node(t.getInterface().getTypeId()).getProto();
-      if (inStruct || listDepth_ > 0) {
-        return fail("interface " + localPath(i) +
-                    " inside a struct or List is not supported yet (capabilities travel as parameters and results "
-                    "of their own)");
-      }
       if (i.getIsGeneric()) return fail("generic interface " + localPath(i) + " as a value is not supported");
       if (!foreignInterfaceOk(i.getId())) {
         return fail("interface " + localPath(i) + " of " + fileOf(i.getId()) +
@@ -635,7 +626,8 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
     if (f.getSlot().getType().isVoid()) continue;  // carries nothing: no member
     ::lrpc::stubgen::Type t;
     if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
-    coded = coded || isVariable(t);
+    // A capability inside a value is written and read with the call's capability codec.
+    coded = coded || isVariable(t) || t.kind == Kind::kInterface;
     std::string literal, refused;
     if (f.getSlot().getHadExplicitDefault() &&
         !defaultLiteral(t, f.getSlot().getType(), f.getSlot().getDefaultValue(), true, literal, refused)) {
@@ -1443,7 +1435,7 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
     d.signatureHash = fnv1a64(signature);
     for (const auto& m : d.methods) {
       for (const auto* fields : {&m.params, &m.results}) {
-        for (const auto& f : *fields) d.carriesCaps = d.carriesCaps || f.type.kind == Kind::kInterface;
+        for (const auto& f : *fields) d.carriesCaps = d.carriesCaps || holdsCaps(f.type);
       }
     }
   }
@@ -1460,42 +1452,59 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
   return d;
 }
 
-namespace {
-bool declaresOk(const std::vector<InterfaceDecl>& in, const std::vector<StructDecl>& structs, uint64_t id, bool* ok) {
-  for (const auto& d : in) {
-    if (d.id == id) {
-      *ok = d.refusals.empty();
+bool ModelBuilder::holdsCaps(const ::lrpc::stubgen::Type& t) const {
+  if (t.kind == Kind::kInterface) return true;
+  if (t.kind == Kind::kList) return t.elemType && holdsCaps(*t.elemType);
+  std::set<uint64_t> seen;
+  return t.kind == Kind::kStruct && structHoldsCaps(t.id, seen);
+}
+
+bool ModelBuilder::schemaHoldsCaps(CType::Reader t, std::set<uint64_t>& seen) const {
+  if (t.isInterface()) return true;
+  if (t.isList()) return schemaHoldsCaps(t.getList().getElementType(), seen);
+  if (t.isStruct()) return structHoldsCaps(t.getStruct().getTypeId(), seen);
+  return false;
+}
+
+bool ModelBuilder::structHoldsCaps(uint64_t id, std::set<uint64_t>& seen) const {
+  if (!seen.insert(id).second) return false;
+  if (auto it = instances_.find(id); it != instances_.end()) {
+    for (const auto& a : it->second.args) {
+      if (holdsCaps(a)) return true;
+    }
+    id = it->second.genericId;
+  }
+  auto n = loader_.get(id).getProto();
+  if (!n.isStruct()) return false;
+  for (auto f : n.getStruct().getFields()) {
+    if (f.isGroup() ? structHoldsCaps(f.getGroup().getTypeId(), seen) : schemaHoldsCaps(f.getSlot().getType(), seen)) {
       return true;
     }
-    if (declaresOk(d.nestedInterfaces, d.nestedStructs, id, ok)) return true;
-  }
-  for (const auto& s : structs) {
-    if (declaresOk(s.nestedInterfaces, s.nestedStructs, id, ok)) return true;
   }
   return false;
 }
-}  // namespace
 
 bool ModelBuilder::foreignInterfaceOk(uint64_t id) {
-  const uint64_t file = fileIdOf(id);
-  if (file == buildFileId_ || filesBuilding_->count(file) != 0) return true;
+  if (fileIdOf(id) == buildFileId_ || checking_->count(id) != 0) return true;  // (mutual references)
   if (auto it = foreignOk_.find(id); it != foreignOk_.end()) return it->second;
-  ModelBuilder other(loader_, request_);
-  other.filesBuilding_ = filesBuilding_;
-  const FileModel fm = other.build(file);
   bool ok = false;
-  if (!declaresOk(fm.interfaces, fm.structs, id, &ok)) ok = false;
+  checking_->insert(id);
+  try {
+    // Only the interface itself: building its whole file would reach nodes the request may
+    // not hold (capnp sends what the requested file's imports use).
+    ModelBuilder other(loader_, request_);
+    other.checking_ = checking_;
+    other.buildFileId_ = fileIdOf(id);
+    ok = other.makeInterface(id).refusals.empty();
+  } catch (...) {
+    ok = false;
+  }
+  checking_->erase(id);
   foreignOk_[id] = ok;
   return ok;
 }
 
 FileModel ModelBuilder::build(uint64_t fileId) {
-  filesBuilding_->insert(fileId);
-  struct Done {
-    std::set<uint64_t>& files;
-    uint64_t id;
-    ~Done() { files.erase(id); }
-  } done{*filesBuilding_, fileId};
   FileModel m;
   auto f = node(fileId).getProto();
   m.sourceName = f.getDisplayName();

@@ -291,8 +291,12 @@ class ModelBuilder {
                       std::string& out, std::string& refused) const;
   void noteUse(const Type& t);
   // Whether interface `id`, declared in another file, is generated there (a capability of it
-  // names its Client). Files being built up the stack count as fine (mutual imports).
+  // names its Client). Interfaces being checked up the stack count as fine (mutual references).
   bool foreignInterfaceOk(uint64_t id);
+  // Whether a value of type `t` can hold a capability (a field, element or member at any depth).
+  bool holdsCaps(const Type& t) const;
+  bool schemaHoldsCaps(capnp::schema::Type::Reader t, std::set<uint64_t>& seen) const;
+  bool structHoldsCaps(uint64_t id, std::set<uint64_t>& seen) const;
 
   const capnp::SchemaLoader& loader_;
   capnp::schema::CodeGeneratorRequest::Reader request_;
@@ -312,7 +316,7 @@ class ModelBuilder {
   uint64_t rootId_ = 0;
   std::vector<uint64_t> rootBases_;
   std::set<uint64_t> usedFiles_;             // files whose types the requested file uses
-  std::shared_ptr<std::set<uint64_t>> filesBuilding_ = std::make_shared<std::set<uint64_t>>();
+  std::shared_ptr<std::set<uint64_t>> checking_ = std::make_shared<std::set<uint64_t>>();  // foreign interfaces
   std::map<uint64_t, bool> foreignOk_;        // interface id -> foreignInterfaceOk
   mutable std::map<uint64_t, std::vector<std::string>> sourceLines_;  // file id -> lines
 };

@@ -45,6 +45,7 @@ TEST(Golden, Ordering) { expectGolden("ordering.capnp", "ordering"); }
 TEST(Golden, Defaults) { expectGolden("defaults.capnp", "defaults"); }
 TEST(Golden, NestedInterfaces) { expectGolden("nested_iface.capnp", "nested_iface"); }
 TEST(Golden, CodedStructs) { expectGolden("coded.capnp", "coded"); }
+TEST(Golden, Capabilities) { expectGolden("caps.capnp", "caps"); }
 
 TEST(Golden, GeneratedCodeCompilesAndNamesAreEscaped) {
   // `delete` is a C++ keyword: the parameter and frame field become delete_.

@@ -9,6 +9,7 @@
 namespace {
 
 ::lrpc::Status dispatchTreesPut(::coded::Trees::Server& server_, ::lrpc::ServerCall& call_) {
+  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values
   // Copy "E": take the fixed part out of the (shared) frame before looking at it.
   const std::span<const std::byte> args_ = call_.args();
   if (args_.size() < 16) {
@@ -17,15 +18,17 @@ namespace {
   ::coded::Trees::PutArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.argTail();
-  ::lrpc::codec::Reader rd_(tail_, 32u);
+  ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
   ::coded::Node rootStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
   if (!::lrpc::codec::get(rd_, frame_.root, rootStore_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.put: argument root is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   ::coded::Tagged<std::string> labelStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
   if (!::lrpc::codec::get(rd_, frame_.label, labelStore_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.put: argument label is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   std::optional<::lrpc::Result<uint32_t>> result_;
@@ -42,6 +45,7 @@ namespace {
 }
 
 ::lrpc::Status dispatchTreesAll(::coded::Trees::Server& server_, ::lrpc::ServerCall& call_) {
+  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values
   std::optional<::lrpc::Result<::coded::Trees::AllResults>> result_;
   try {
     result_.emplace(server_.all());
@@ -67,9 +71,11 @@ namespace {
   auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  ::lrpc::codec::put(t_, nodesAt_, out_.nodes);
+  ::lrpc::codec::put(t_, nodesAt_, out_.nodes, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
   if (labelsAt_ != nodesAt_ + nodesBytes_) std::memset(t_ + nodesAt_ + nodesBytes_, 0, labelsAt_ - (nodesAt_ + nodesBytes_));
-  ::lrpc::codec::put(t_, labelsAt_, out_.labels);
+  ::lrpc::codec::put(t_, labelsAt_, out_.labels, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef nodesRef_{static_cast<uint32_t>(nodesAt_), static_cast<uint32_t>(::lrpc::codec::head(out_.nodes))};
   std::memcpy(fixed_ + 0, &nodesRef_, sizeof nodesRef_);

@@ -171,19 +171,19 @@ inline void lrpcFixBools(::coded::Pos& v_) noexcept {
 }
 inline uint32_t lrpcHead(const ::coded::Node::Meta::Kind&) noexcept { return 8; }
 inline uint64_t lrpcSize(const ::coded::Node::Meta::Kind& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::Kind& out_);
 inline uint32_t lrpcHead(const ::coded::Node::Meta&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Node::Meta& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta& out_);
 inline uint32_t lrpcHead(const ::coded::Node&) noexcept { return 48; }
 inline uint64_t lrpcSize(const ::coded::Node& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node& out_);
 inline uint32_t lrpcHead(const ::coded::Tagged<std::string>&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tagged<std::string>& out_);
 
 inline void ::coded::Node::Meta::Kind::setBranch(uint32_t value) {
@@ -201,7 +201,7 @@ inline uint64_t lrpcSize(const ::coded::Node::Meta::Kind& , uint32_t) noexcept {
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind& v_, ::lrpc::codec::CapCodec*) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 8);  // gaps and fields not set
   uint64_t end_ = at_ + 8;
@@ -249,12 +249,12 @@ inline uint64_t lrpcSize(const ::coded::Node::Meta& v_, uint32_t depth_) noexcep
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 16);  // gaps and fields not set
   uint64_t end_ = at_ + 16;
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.tag);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.kind);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.tag, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.kind, caps_);
   return end_;
 }
 
@@ -301,23 +301,23 @@ inline uint64_t lrpcSize(const ::coded::Node& v_, uint32_t depth_) noexcept {
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 48);  // gaps and fields not set
   uint64_t end_ = at_ + 48;
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.children);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.weights);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.children, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.weights, caps_);
   std::memcpy(f_ + 24, &v_.where, sizeof v_.where);
   std::memset(f_ + 24 + 3, 0, 1);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 28, v_.meta);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 28, v_.meta, caps_);
   const uint16_t w_ = static_cast<uint16_t>(v_.which_);
   std::memcpy(f_ + 36, &w_, sizeof w_);
   switch (v_.which_) {
     case ::coded::Node::Which::kPlain:
       break;
     case ::coded::Node::Which::kLabelled:
-      end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.labelled_);
+      end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.labelled_, caps_);
       break;
     default: break;  // a value no reader accepts: the peer answers kBadFrame
   }
@@ -384,12 +384,12 @@ inline uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 16);  // gaps and fields not set
   uint64_t end_ = at_ + 16;
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.value);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.tags);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.value, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.tags, caps_);
   return end_;
 }
 
@@ -422,6 +422,8 @@ class Trees::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::coded::Trees>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -479,6 +481,7 @@ class Trees::Server {
 template <class Call>
 ::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
   const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
   if (rootBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -501,9 +504,11 @@ template <class Call>
   auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  ::lrpc::codec::put(t_, rootAt_, root);
+  ::lrpc::codec::put(t_, rootAt_, root, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
   if (labelAt_ != rootAt_ + rootBytes_) std::memset(t_ + rootAt_ + rootBytes_, 0, labelAt_ - (rootAt_ + rootBytes_));
-  ::lrpc::codec::put(t_, labelAt_, label);
+  ::lrpc::codec::put(t_, labelAt_, label, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::PutResultsFrame frame_;
@@ -516,17 +521,20 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::AllResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  ::lrpc::codec::Reader rd_(tail_, 32u);
+  ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
   ::coded::Trees::AllResults out_{};
   if (!::lrpc::codec::get(rd_, frame_.nodes, out_.nodes)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result nodes is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   if (!::lrpc::codec::get(rd_, frame_.labels, out_.labels)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result labels is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   return out_;

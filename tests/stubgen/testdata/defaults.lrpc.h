@@ -169,7 +169,7 @@ inline void lrpcFixBools(::defaults::Config& v_) noexcept {
 }
 inline uint32_t lrpcHead(const ::defaults::Profile&) noexcept { return 72; }
 inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile& out_);
 
 inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept {
@@ -186,19 +186,19 @@ inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcep
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 72);  // gaps and fields not set
   uint64_t end_ = at_ + 72;
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.key);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.primes);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.names);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 24, v_.levels);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 32, v_.grid);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.blobs);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 48, v_.ratios);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 56, v_.flags);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 64, v_.big);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.key, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.primes, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.names, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 24, v_.levels, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 32, v_.grid, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.blobs, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 48, v_.ratios, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 56, v_.flags, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 64, v_.big, caps_);
   return end_;
 }
 
@@ -266,6 +266,8 @@ class Settings::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::defaults::Settings>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`

@@ -181,6 +181,8 @@ class Sensor::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::golden::v1::Sensor>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`

@@ -59,17 +59,20 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
-::lrpc::Status dispatchStoreSize(::nested::Store::Server& server_, ::lrpc::ServerCall& call_) {
-  std::optional<::lrpc::Result<uint64_t>> result_;
+::lrpc::Status dispatchStoreReaderCursorNext(::nested::Store::Reader::Cursor::Server& server_, ::lrpc::ServerCall& call_) {
+  std::optional<::lrpc::Result<::nested::Store::Reader::Cursor::NextResults>> result_;
   try {
-    result_.emplace(server_.size());
+    result_.emplace(server_.next());
   } catch (...) {
-    return ::lrpc::detail::handlerThrew("Store.size");
+    return ::lrpc::detail::handlerThrew("Store.Reader.Cursor.next");
   }
   if (!result_->isOk()) return result_->status();
-  auto& value_ = result_->value();
+  auto& out_ = result_->value();
   std::byte* fixed_ = call_.results();
-  std::memcpy(fixed_ + 0, &value_, sizeof value_);
+  std::memcpy(fixed_ + 0, &out_.key, sizeof out_.key);
+  const uint8_t moreByte_ = out_.more ? 1 : 0;
+  std::memcpy(fixed_ + 8, &moreByte_, 1);
+  std::memset(fixed_ + 9, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -102,23 +105,6 @@ namespace {
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef valueRef_{static_cast<uint32_t>(valueAt_), static_cast<uint32_t>(valueBytes_)};
   std::memcpy(fixed_ + 0, &valueRef_, sizeof valueRef_);
-  return ::lrpc::Status::ok();
-}
-
-::lrpc::Status dispatchStoreReaderCursorNext(::nested::Store::Reader::Cursor::Server& server_, ::lrpc::ServerCall& call_) {
-  std::optional<::lrpc::Result<::nested::Store::Reader::Cursor::NextResults>> result_;
-  try {
-    result_.emplace(server_.next());
-  } catch (...) {
-    return ::lrpc::detail::handlerThrew("Store.Reader.Cursor.next");
-  }
-  if (!result_->isOk()) return result_->status();
-  auto& out_ = result_->value();
-  std::byte* fixed_ = call_.results();
-  std::memcpy(fixed_ + 0, &out_.key, sizeof out_.key);
-  const uint8_t moreByte_ = out_.more ? 1 : 0;
-  std::memcpy(fixed_ + 8, &moreByte_, 1);
-  std::memset(fixed_ + 9, 0, 7);
   return ::lrpc::Status::ok();
 }
 
@@ -178,6 +164,20 @@ namespace {
   return std::move(*result_);
 }
 
+::lrpc::Status dispatchStoreSize(::nested::Store::Server& server_, ::lrpc::ServerCall& call_) {
+  std::optional<::lrpc::Result<uint64_t>> result_;
+  try {
+    result_.emplace(server_.size());
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Store.size");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  std::memcpy(fixed_ + 0, &value_, sizeof value_);
+  return ::lrpc::Status::ok();
+}
+
 ::lrpc::Status dispatchAuditCheck(::nested::Audit::Server& server_, ::lrpc::ServerCall& call_) {
   // Copy "E": take the fixed part out of the (shared) frame before looking at it.
   const std::span<const std::byte> args_ = call_.args();
@@ -201,6 +201,7 @@ namespace {
 }
 
 ::lrpc::Status dispatchTaggerTag(::nested::Tagger::Server& server_, ::lrpc::ServerCall& call_) {
+  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values
   // Copy "E": take the fixed part out of the (shared) frame before looking at it.
   const std::span<const std::byte> args_ = call_.args();
   if (args_.size() < 16) {
@@ -209,10 +210,11 @@ namespace {
   ::nested::Tagger::TagArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.argTail();
-  ::lrpc::codec::Reader rd_(tail_);
+  ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
   ::nested::Marker mStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
   if (!::lrpc::codec::get(rd_, frame_.m, mStore_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: argument m is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   std::optional<::lrpc::Result<::nested::Tagger::TagResults>> result_;
@@ -235,7 +237,8 @@ namespace {
   auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  ::lrpc::codec::put(t_, mAt_, out_.m);
+  ::lrpc::codec::put(t_, mAt_, out_.m, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
   std::byte* fixed_ = call_.results();
   const ::lrpc::VarRef mRef_{static_cast<uint32_t>(mAt_), static_cast<uint32_t>(::lrpc::codec::head(out_.m))};
   std::memcpy(fixed_ + 0, &mRef_, sizeof mRef_);
@@ -280,34 +283,34 @@ Catalog::Browser::Client Catalog::Browser::Client::serve(std::shared_ptr<Catalog
   }
 }
 
-const ::lrpc::InterfaceDescriptor Store::kDescriptor = {
-    "nested_iface.capnp:Store",
-    0xed0fb456cd465692ull,
-    0x08cf7777378ba2c6ull,  // FNV-1a 64 over method names, ordinals and types
-    Store::kProcedures,
-    Store::kProcedureCount,
-    &Store::Server::dispatch,
+const ::lrpc::InterfaceDescriptor Store::Reader::Cursor::kDescriptor = {
+    "nested_iface.capnp:Store.Reader.Cursor",
+    0xf074856aadea801full,
+    0x209a18cab842f9cfull,  // FNV-1a 64 over method names, ordinals and types
+    Store::Reader::Cursor::kProcedures,
+    Store::Reader::Cursor::kProcedureCount,
+    &Store::Reader::Cursor::Server::dispatch,
 };
 
-Store::Client::Client() : Client(nullptr) {}
+Store::Reader::Cursor::Client::Client() : Client(nullptr) {}
 
-Store::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::kDescriptor)), options_(options) {}
+Store::Reader::Cursor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Reader::Cursor::kDescriptor)), options_(options) {}
 
-Store::Client Store::Client::serve(std::shared_ptr<Store::Server> impl) {
+Store::Reader::Cursor::Client Store::Reader::Cursor::Client::serve(std::shared_ptr<Store::Reader::Cursor::Server> impl) {
   if (!impl) return Client();
-  void* self = static_cast<Store::Server*>(impl.get());
+  void* self = static_cast<Store::Reader::Cursor::Server*>(impl.get());
   return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
 }
 
-::lrpc::Status Store::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
-  auto& server = *static_cast<::nested::Store::Server*>(self);
+::lrpc::Status Store::Reader::Cursor::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
+  auto& server = *static_cast<::nested::Store::Reader::Cursor::Server*>(self);
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
-      case kSize: return dispatchStoreSize(server, call);
+      case kNext: return dispatchStoreReaderCursorNext(server, call);
       default: break;
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store: no procedure " + std::to_string(procedure));
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Reader.Cursor: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -346,39 +349,6 @@ Store::Reader::Client Store::Reader::Client::serve(std::shared_ptr<Store::Reader
   }
 }
 
-const ::lrpc::InterfaceDescriptor Store::Reader::Cursor::kDescriptor = {
-    "nested_iface.capnp:Store.Reader.Cursor",
-    0xf074856aadea801full,
-    0x209a18cab842f9cfull,  // FNV-1a 64 over method names, ordinals and types
-    Store::Reader::Cursor::kProcedures,
-    Store::Reader::Cursor::kProcedureCount,
-    &Store::Reader::Cursor::Server::dispatch,
-};
-
-Store::Reader::Cursor::Client::Client() : Client(nullptr) {}
-
-Store::Reader::Cursor::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
-    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::Reader::Cursor::kDescriptor)), options_(options) {}
-
-Store::Reader::Cursor::Client Store::Reader::Cursor::Client::serve(std::shared_ptr<Store::Reader::Cursor::Server> impl) {
-  if (!impl) return Client();
-  void* self = static_cast<Store::Reader::Cursor::Server*>(impl.get());
-  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
-}
-
-::lrpc::Status Store::Reader::Cursor::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
-  auto& server = *static_cast<::nested::Store::Reader::Cursor::Server*>(self);
-  try {  // the copies allocate: running out of memory is an error, not a crash
-    switch (procedure) {
-      case kNext: return dispatchStoreReaderCursorNext(server, call);
-      default: break;
-    }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Reader.Cursor: no procedure " + std::to_string(procedure));
-  } catch (const std::bad_alloc&) {
-    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
-  }
-}
-
 const ::lrpc::InterfaceDescriptor Store::Writer::kDescriptor = {
     "nested_iface.capnp:Store.Writer",
     0xd90f6d342ae49648ull,
@@ -408,6 +378,39 @@ Store::Writer::Client Store::Writer::Client::serve(std::shared_ptr<Store::Writer
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Writer: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
+}
+
+const ::lrpc::InterfaceDescriptor Store::kDescriptor = {
+    "nested_iface.capnp:Store",
+    0xed0fb456cd465692ull,
+    0x08cf7777378ba2c6ull,  // FNV-1a 64 over method names, ordinals and types
+    Store::kProcedures,
+    Store::kProcedureCount,
+    &Store::Server::dispatch,
+};
+
+Store::Client::Client() : Client(nullptr) {}
+
+Store::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Store::kDescriptor)), options_(options) {}
+
+Store::Client Store::Client::serve(std::shared_ptr<Store::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Store::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
+::lrpc::Status Store::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
+  auto& server = *static_cast<::nested::Store::Server*>(self);
+  try {  // the copies allocate: running out of memory is an error, not a crash
+    switch (procedure) {
+      case kSize: return dispatchStoreSize(server, call);
+      default: break;
+    }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

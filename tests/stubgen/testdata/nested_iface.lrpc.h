@@ -32,6 +32,9 @@ struct Span;
 struct Store {
   Store() = delete;
 
+  struct Reader;
+  struct Writer;
+
   struct Key {
     uint64_t id;
 
@@ -39,6 +42,8 @@ struct Store {
   };
   struct Reader {
     Reader() = delete;
+
+    struct Cursor;
 
     struct Cursor {
       Cursor() = delete;
@@ -298,11 +303,11 @@ static_assert(offsetof(::nested::Tagger::TagResultsFrame, s) == 8);
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline uint32_t lrpcHead(const ::nested::Catalog&) noexcept { return 8; }
 inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog& out_);
 inline uint32_t lrpcHead(const ::nested::Marker&) noexcept { return 24; }
 inline uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept;
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker& out_);
 
 inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept {
@@ -311,11 +316,11 @@ inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept 
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 8);  // gaps and fields not set
   uint64_t end_ = at_ + 8;
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
   return end_;
 }
 
@@ -340,13 +345,13 @@ inline uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept {
   return n_;
 }
 
-inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_) noexcept {
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
   std::byte* f_ = t_ + at_;
   std::memset(f_, 0, 24);  // gaps and fields not set
   uint64_t end_ = at_ + 24;
   std::memcpy(f_ + 0, &v_.pos, sizeof v_.pos);
   std::memcpy(f_ + 8, &v_.key, sizeof v_.key);
-  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.label);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.label, caps_);
   return end_;
 }
 
@@ -380,6 +385,8 @@ class Catalog::Browser::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Catalog::Browser>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -419,102 +426,6 @@ class Catalog::Browser::Server {
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
 
-// Calls Store through a binding, same host or remote. Copies share the binding.
-class Store::Client {
- public:
-  // An unbound client: every call fails with kBindingRejected.
-  Client();
-  // Calls go through `binding`, which must have been made for Store::kDescriptor;
-  // a null or different binding makes every call fail with kBindingRejected.
-  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
-
-  // The same binding with other per-call options (e.g. a deadline).
-  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
-  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
-  // to the peer, which calls it through the same binding (runtime/capability.h).
-  static Client serve(std::shared_ptr<Server> impl);
-  // The binding calls use (a rejecting stand-in when the client is unbound).
-  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
-
-  ::lrpc::Result<uint64_t> size() {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::nested::Store::kSize, options_);
-      return sizeVia(call_);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::nested::Store::kSize, options_);
-    return sizeVia(call_);
-  }
-
- private:
-  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Result<uint64_t> sizeVia(Call& call_);
-
-  std::shared_ptr<::lrpc::Binding> binding_;  // never null
-  ::lrpc::CallOptions options_;
-};
-
-// Implement this to serve Store; export it with the runtime or the transport.
-// Handlers may throw: the caller gets kServerFault with the exception's what().
-class Store::Server {
- public:
-  virtual ~Server() = default;
-
-  virtual ::lrpc::Result<uint64_t> size() = 0;
-
-  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
-  // write it), runs the handler on `self` (a Store::Server*), writes the results.
-  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
-};
-
-// Calls Reader through a binding, same host or remote. Copies share the binding.
-class Store::Reader::Client {
- public:
-  // An unbound client: every call fails with kBindingRejected.
-  Client();
-  // Calls go through `binding`, which must have been made for Reader::kDescriptor;
-  // a null or different binding makes every call fail with kBindingRejected.
-  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
-
-  // The same binding with other per-call options (e.g. a deadline).
-  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
-  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
-  // to the peer, which calls it through the same binding (runtime/capability.h).
-  static Client serve(std::shared_ptr<Server> impl);
-  // The binding calls use (a rejecting stand-in when the client is unbound).
-  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
-
-  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
-      return getVia(call_, key);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
-    return getVia(call_, key);
-  }
-
- private:
-  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
-
-  std::shared_ptr<::lrpc::Binding> binding_;  // never null
-  ::lrpc::CallOptions options_;
-};
-
-// Implement this to serve Reader; export it with the runtime or the transport.
-// Handlers may throw: the caller gets kServerFault with the exception's what().
-class Store::Reader::Server {
- public:
-  virtual ~Server() = default;
-
-  virtual ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) = 0;
-
-  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
-  // write it), runs the handler on `self` (a Reader::Server*), writes the results.
-  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
-};
-
 // Calls Cursor through a binding, same host or remote. Copies share the binding.
 class Store::Reader::Cursor::Client {
  public:
@@ -524,6 +435,8 @@ class Store::Reader::Cursor::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Store::Reader::Cursor>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -563,6 +476,56 @@ class Store::Reader::Cursor::Server {
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
 
+// Calls Reader through a binding, same host or remote. Copies share the binding.
+class Store::Reader::Client {
+ public:
+  // An unbound client: every call fails with kBindingRejected.
+  Client();
+  // Calls go through `binding`, which must have been made for Reader::kDescriptor;
+  // a null or different binding makes every call fail with kBindingRejected.
+  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
+
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Store::Reader>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  // The same binding with other per-call options (e.g. a deadline).
+  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
+  // The binding calls use (a rejecting stand-in when the client is unbound).
+  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+
+  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+      return getVia(call_, key);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+    return getVia(call_, key);
+  }
+
+ private:
+  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
+
+  std::shared_ptr<::lrpc::Binding> binding_;  // never null
+  ::lrpc::CallOptions options_;
+};
+
+// Implement this to serve Reader; export it with the runtime or the transport.
+// Handlers may throw: the caller gets kServerFault with the exception's what().
+class Store::Reader::Server {
+ public:
+  virtual ~Server() = default;
+
+  virtual ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) = 0;
+
+  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
+  // write it), runs the handler on `self` (a Reader::Server*), writes the results.
+  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
+};
+
 // Calls Writer through a binding, same host or remote. Copies share the binding.
 class Store::Writer::Client {
  public:
@@ -572,6 +535,8 @@ class Store::Writer::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Store::Writer>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -624,6 +589,56 @@ class Store::Writer::Server {
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
 
+// Calls Store through a binding, same host or remote. Copies share the binding.
+class Store::Client {
+ public:
+  // An unbound client: every call fails with kBindingRejected.
+  Client();
+  // Calls go through `binding`, which must have been made for Store::kDescriptor;
+  // a null or different binding makes every call fail with kBindingRejected.
+  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
+
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Store>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  // The same binding with other per-call options (e.g. a deadline).
+  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
+  // The binding calls use (a rejecting stand-in when the client is unbound).
+  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+
+  ::lrpc::Result<uint64_t> size() {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Store::kSize, options_);
+      return sizeVia(call_);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Store::kSize, options_);
+    return sizeVia(call_);
+  }
+
+ private:
+  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Result<uint64_t> sizeVia(Call& call_);
+
+  std::shared_ptr<::lrpc::Binding> binding_;  // never null
+  ::lrpc::CallOptions options_;
+};
+
+// Implement this to serve Store; export it with the runtime or the transport.
+// Handlers may throw: the caller gets kServerFault with the exception's what().
+class Store::Server {
+ public:
+  virtual ~Server() = default;
+
+  virtual ::lrpc::Result<uint64_t> size() = 0;
+
+  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
+  // write it), runs the handler on `self` (a Store::Server*), writes the results.
+  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
+};
+
 // Calls Audit through a binding, same host or remote. Copies share the binding.
 class Audit::Client {
  public:
@@ -633,6 +648,8 @@ class Audit::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Audit>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -681,6 +698,8 @@ class Tagger::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::nested::Tagger>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -769,15 +788,16 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
-  ::nested::Store::SizeResultsFrame frame_;
+  ::nested::Store::Reader::Cursor::NextResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  uint64_t value_{};
-  value_ = frame_.n;
-  return value_;
+  ::nested::Store::Reader::Cursor::NextResults out_{};
+  out_.key = frame_.key;
+  out_.more = frame_.more != 0;
+  return out_;
 }
 
 template <class Call>
@@ -796,19 +816,6 @@ template <class Call>
   }
   value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
   return value_;
-}
-
-template <class Call>
-::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::nested::Store::Reader::Cursor::NextResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::nested::Store::Reader::Cursor::NextResults out_{};
-  out_.key = frame_.key;
-  out_.more = frame_.more != 0;
-  return out_;
 }
 
 template <class Call>
@@ -851,6 +858,18 @@ template <class Call>
 }
 
 template <class Call>
+::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Store::SizeResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  uint64_t value_{};
+  value_ = frame_.n;
+  return value_;
+}
+
+template <class Call>
 ::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
   if (!call_.status().isOk()) return call_.status();
   std::byte* fixed_ = call_.args();
@@ -867,6 +886,7 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
   const uint64_t mBytes_ = ::lrpc::codec::size(m, ::lrpc::codec::kMaxDepth);
   if (mBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: argument m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -883,15 +903,17 @@ template <class Call>
   auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
-  ::lrpc::codec::put(t_, mAt_, m);
+  ::lrpc::codec::put(t_, mAt_, m, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Tagger::TagResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  ::lrpc::codec::Reader rd_(tail_);
+  ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
   ::nested::Tagger::TagResults out_{};
   if (!::lrpc::codec::get(rd_, frame_.m, out_.m)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: result m is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   out_.s = frame_.s;

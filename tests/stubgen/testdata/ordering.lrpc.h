@@ -165,6 +165,8 @@ class Base::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::Base>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -213,6 +215,8 @@ class Derived::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::Derived>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -274,6 +278,8 @@ class Empty::Client {
   // a null or different binding makes every call fail with kBindingRejected.
   explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
 
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::Empty>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
