@@ -37,7 +37,9 @@ class FactoryProcess {
           o.dir = dir;
           o.maxCapabilities = maxCapabilities;
           Exporter exporter(o);
-          const bool ok = exporter.add<caps::Factory>("factory", impl).isOk();
+          KeeperImpl keeper;
+          const bool ok = exporter.add<caps::Factory>("factory", impl).isOk() &&
+                          exporter.add<caps::Keeper>("keeper", keeper).isOk();
           ready_.putByte(ok ? 'k' : 'x');
           if (!ok) return 1;
           for (;;) ::pause();
@@ -69,6 +71,12 @@ TEST_P(SameHost, CapabilitiesRoundTrip) {
   auto factory = importFactory(dir.path(), GetParam());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   checkCapabilities(*factory);
+  ImportOptions io;
+  io.dir = dir.path();
+  io.mode = GetParam();
+  auto keeper = lrpc::import<caps::Keeper>("keeper", io);
+  ASSERT_TRUE(keeper.isOk()) << keeper.status().toString();
+  checkNestedCapabilities(*keeper);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
@@ -171,7 +179,10 @@ uint16_t serveFactory(const std::string& bind) {
   net::ServerOptions o;
   o.maxCapabilities = 4;
   auto* server = new net::UdpServer(o);
-  if (!server->add<caps::Factory>("factory", *impl).isOk()) return 0;
+  auto* keeper = new KeeperImpl;
+  if (!server->add<caps::Factory>("factory", *impl).isOk() || !server->add<caps::Keeper>("keeper", *keeper).isOk()) {
+    return 0;
+  }
   auto port = server->bind(bind);
   if (!port.isOk() || !server->start().isOk()) return 0;
   return *port;
@@ -197,6 +208,9 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     EXPECT_EQ(factory->make("over", 0).status().code(), Errc::kResourceExhausted);
     kept.clear();
     EXPECT_EQ(*factory->live(), 0u);
+    auto keeper = net::connect<caps::Keeper>(uri.substr(0, uri.rfind('/')) + "/keeper");
+    ASSERT_TRUE(keeper.isOk()) << keeper.status().toString();
+    checkNestedCapabilities(*keeper);
   });
 }
 

@@ -16,6 +16,22 @@ TEST(Capability, InProcessRoundTrip) {
   checkCapabilities(factory);
 }
 
+TEST(Capability, InsideValuesInProcess) {
+  auto keeper = caps::Keeper::Client::serve(std::make_shared<KeeperImpl>());
+  checkNestedCapabilities(keeper);
+}
+
+TEST(Capability, ForgedIdInsideAValueIsABadFrame) {
+  auto keeper = caps::Keeper::Client::serve(std::make_shared<KeeperImpl>());
+  auto forgedCounter = detail::capFromFrame(*keeper.binding(), 0x12345, caps::Counter::kDescriptor);
+  ASSERT_TRUE(forgedCounter.isOk());
+  std::vector<Cap<caps::Counter>> list{Cap<caps::Counter>(*forgedCounter)};
+  EXPECT_EQ(keeper.sum(list).status().code(), Errc::kBadFrame);
+  caps::Holder h;
+  h.counter = Cap<caps::Counter>(*forgedCounter);
+  EXPECT_EQ(keeper.nested(h).status().code(), Errc::kBadFrame);
+}
+
 TEST(Capability, TunnelIsTheLastProcedure) {
   EXPECT_TRUE(caps::Factory::kDescriptor.carriesCaps);
   EXPECT_FALSE(caps::Counter::kDescriptor.carriesCaps);  // its methods pass none

@@ -23,3 +23,24 @@ interface Factory {
   live @5 () -> (count :UInt32);
   # Counters alive in the server process.
 }
+
+struct Holder {
+  # Capabilities inside a value: a field, a union member and a List.
+  label @0 :Text;
+  counter @1 :Counter;
+  union {
+    none @2 :Void;
+    other @3 :Counter;
+  }
+  all @4 :List(Counter);
+}
+
+interface Keeper {
+  hold @0 (label :Text) -> (holder :Holder);
+  # Three new counters (1, 2, 3) in a Holder: counter, other, and all = [counter, third].
+  sum @1 (counters :List(Counter)) -> (total :Int64);
+  # A List of capabilities passed back.
+  nested @2 (holder :Holder) -> (total :Int64);
+  # A struct of passed-back capabilities: counter + other + each of all.
+  live @3 () -> (count :UInt32);
+}

@@ -49,6 +49,68 @@ class FactoryImpl final : public caps::Factory::Server {
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
 };
 
+class KeeperImpl final : public caps::Keeper::Server {
+ public:
+  Result<caps::Holder> hold(std::string_view label) override {
+    caps::Holder h;
+    h.label = std::string(label);
+    h.counter = caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "counter", 1));
+    h.setOther(caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "other", 2)));
+    h.all = {h.counter, caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "third", 3))};
+    return h;
+  }
+  Result<int64_t> sum(std::span<const Cap<caps::Counter>> counters) override {
+    int64_t total = 0;
+    for (const auto& c : counters) {
+      Result<int64_t> v = c.client().add(0);
+      if (!v.isOk()) return v.status();
+      total += *v;
+    }
+    return total;
+  }
+  Result<int64_t> nested(const caps::Holder& h) override {
+    Result<int64_t> total = sum(h.all);
+    if (!total.isOk()) return total;
+    for (caps::Counter::Client c : {caps::Counter::Client(h.counter), caps::Counter::Client(h.getOther())}) {
+      Result<int64_t> v = c.add(0);
+      if (!v.isOk()) return v.status();
+      *total += *v;
+    }
+    return total;
+  }
+  Result<uint32_t> live() override { return live_->load(); }
+
+ private:
+  std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
+};
+
+// Capabilities inside values, through `keeper` (a fresh server).
+inline void checkNestedCapabilities(caps::Keeper::Client& keeper) {
+  auto h = keeper.hold("h");
+  ASSERT_TRUE(h.isOk()) << h.status().toString();
+  EXPECT_EQ(h->label, "h");
+  EXPECT_EQ(*h->counter.client().add(0), 1);
+  ASSERT_TRUE(h->isOther());
+  EXPECT_EQ(*caps::Counter::Client(h->getOther()).add(0), 2);
+  ASSERT_EQ(h->all.size(), 2u);
+  EXPECT_EQ(*h->all[1].client().label(), "third");
+  EXPECT_EQ(*keeper.live(), 3u);
+  // Passed back inside a List and inside a struct.
+  auto sum = keeper.sum(h->all);
+  ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+  EXPECT_EQ(*sum, 4);
+  auto nested = keeper.nested(*h);
+  ASSERT_TRUE(nested.isOk()) << nested.status().toString();
+  EXPECT_EQ(*nested, 7);
+  // A null capability inside a value stays null.
+  caps::Holder empty;
+  auto none = keeper.nested(empty);
+  EXPECT_EQ(none.status().code(), Errc::kBindingRejected) << none.status().toString();
+  EXPECT_EQ(*keeper.sum({}), 0);
+  h = Status(Errc::kCancelled);
+  EXPECT_EQ(*keeper.live(), 0u);
+}
+
 // Every form of this version's capabilities, through `factory` (a fresh server: no counters).
 inline void checkCapabilities(caps::Factory::Client& factory) {
   auto a = factory.make("a", 10);
