@@ -48,9 +48,8 @@ template <class I>
 class Cap {
  public:
   Cap() = default;
-  template <class C>
-    requires std::same_as<C, typename I::Client>
-  Cap(const C& client) : binding_(client.binding()) {}  // NOLINT: implicit, as a Client is one
+  // (From a Foo::Client through its conversion operator: a constructor here would have to name
+  // I::Client, which needs I complete wherever a struct holding a Cap is copied.)
   explicit Cap(std::shared_ptr<Binding> binding) noexcept : binding_(std::move(binding)) {}
 
   // (A template, so that Cap<I> is a complete type before I is.)

@@ -497,6 +497,8 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});\n\n";
   out += "  // The capability a struct field or List element holds (runtime/codec.h, Cap).\n";
   out += "  Client(const ::lrpc::Cap<" + d.cppName + ">& cap) : Client(cap.binding()) {}  // NOLINT: implicit\n";
+  out += "  operator ::lrpc::Cap<" + d.cppName + ">() const { return ::lrpc::Cap<" + d.cppName +
+         ">(binding_); }  // NOLINT: implicit\n";
   out += "  // The same binding with other per-call options (e.g. a deadline).\n";
   out += "  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }\n";
   out += "  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`\n";

@@ -272,6 +272,7 @@ class Item::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::golden::caps::Item>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::golden::caps::Item>() const { return ::lrpc::Cap<::golden::caps::Item>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -341,6 +342,7 @@ class Shop::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::golden::caps::Shop>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::golden::caps::Shop>() const { return ::lrpc::Cap<::golden::caps::Shop>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`

@@ -268,6 +268,7 @@ class Settings::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::defaults::Settings>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::defaults::Settings>() const { return ::lrpc::Cap<::defaults::Settings>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`

@@ -78,6 +78,7 @@ class Named::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::Named>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::Named>() const { return ::lrpc::Cap<::Named>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`

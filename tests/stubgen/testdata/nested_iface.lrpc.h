@@ -387,6 +387,7 @@ class Catalog::Browser::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Catalog::Browser>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Catalog::Browser>() const { return ::lrpc::Cap<::nested::Catalog::Browser>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -437,6 +438,7 @@ class Store::Reader::Cursor::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Store::Reader::Cursor>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Store::Reader::Cursor>() const { return ::lrpc::Cap<::nested::Store::Reader::Cursor>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -487,6 +489,7 @@ class Store::Reader::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Store::Reader>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Store::Reader>() const { return ::lrpc::Cap<::nested::Store::Reader>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -537,6 +540,7 @@ class Store::Writer::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Store::Writer>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Store::Writer>() const { return ::lrpc::Cap<::nested::Store::Writer>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -600,6 +604,7 @@ class Store::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Store>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Store>() const { return ::lrpc::Cap<::nested::Store>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -650,6 +655,7 @@ class Audit::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Audit>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Audit>() const { return ::lrpc::Cap<::nested::Audit>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -700,6 +706,7 @@ class Tagger::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::nested::Tagger>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Tagger>() const { return ::lrpc::Cap<::nested::Tagger>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`

@@ -167,6 +167,7 @@ class Base::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::Base>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::Base>() const { return ::lrpc::Cap<::Base>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -217,6 +218,7 @@ class Derived::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::Derived>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::Derived>() const { return ::lrpc::Cap<::Derived>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
@@ -280,6 +282,7 @@ class Empty::Client {
 
   // The capability a struct field or List element holds (runtime/codec.h, Cap).
   Client(const ::lrpc::Cap<::Empty>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::Empty>() const { return ::lrpc::Cap<::Empty>(binding_); }  // NOLINT: implicit
   // The same binding with other per-call options (e.g. a deadline).
   Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
   // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
