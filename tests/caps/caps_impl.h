@@ -12,6 +12,11 @@
 
 namespace lrpc::testing {
 
+// Sums wrap, as the counters' atomics do: a hostile frame (tests/fuzz/caps_fuzz) may pass any number.
+inline int64_t wrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 class CounterImpl final : public caps::Counter::Server {
  public:
   CounterImpl(std::shared_ptr<std::atomic<uint32_t>> live, std::string label, int64_t start)
@@ -40,7 +45,7 @@ class FactoryImpl final : public caps::Factory::Server {
     caps::Factory::PairResults out;
     out.first = caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "first", a));
     out.second = caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "second", b));
-    out.sum = a + b;
+    out.sum = wrapAdd(a, b);
     return out;
   }
   Result<uint32_t> live() override { return live_->load(); }
@@ -64,7 +69,7 @@ class KeeperImpl final : public caps::Keeper::Server {
     for (const auto& c : counters) {
       Result<int64_t> v = c.client().add(0);
       if (!v.isOk()) return v.status();
-      total += *v;
+      total = wrapAdd(total, *v);
     }
     return total;
   }
@@ -74,7 +79,7 @@ class KeeperImpl final : public caps::Keeper::Server {
     for (caps::Counter::Client c : {caps::Counter::Client(h.counter), caps::Counter::Client(h.getOther())}) {
       Result<int64_t> v = c.add(0);
       if (!v.isOk()) return v.status();
-      *total += *v;
+      *total = wrapAdd(*total, *v);
     }
     return total;
   }
