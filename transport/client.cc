@@ -6,6 +6,8 @@
 #include "runtime/names.h"
 #include "runtime/base/log.h"
 #include "transport/random.h"
+#include "transport/secure/messages.h"
+#include "transport/secure_client_endpoint.h"
 
 namespace lrpc::net {
 
@@ -48,12 +50,34 @@ class UdpChannel::Sink final : public DatagramSink {
 
 Result<UdpUri> parseUdpUri(std::string_view uri) {
   constexpr std::string_view kScheme = "udp://";
-  if (uri.substr(0, kScheme.size()) != kScheme) return Status(Errc::kInvalidArgument, "URI must start with udp://");
-  std::string_view rest = uri.substr(kScheme.size());
+  constexpr std::string_view kClear = "udp+clear://";
+  UdpUri out;
+  std::string_view rest;
+  if (uri.substr(0, kScheme.size()) == kScheme) {
+    rest = uri.substr(kScheme.size());
+  } else if (uri.substr(0, kClear.size()) == kClear) {
+    rest = uri.substr(kClear.size());
+    out.clear = true;
+  } else {
+    return Status(Errc::kInvalidArgument, "URI must start with udp:// (or udp+clear:// for clear text)");
+  }
   size_t slash = rest.find('/');
   // An empty name is left to the name check, which words it as the same host does.
   if (slash == std::string_view::npos) return Status(Errc::kInvalidArgument, "URI needs udp://host:port/name");
-  return UdpUri{std::string(rest.substr(0, slash)), std::string(rest.substr(slash + 1))};
+  out.hostPort = std::string(rest.substr(0, slash));
+  std::string_view name = rest.substr(slash + 1);
+  size_t query = name.find('?');
+  if (query != std::string_view::npos) {
+    std::string_view q = name.substr(query + 1);
+    name = name.substr(0, query);
+    constexpr std::string_view kKey = "key=";
+    if (q.substr(0, kKey.size()) != kKey || q.size() == kKey.size() || q.find('&') != std::string_view::npos) {
+      return Status(Errc::kInvalidArgument, "the only query an address takes is ?key=<server public key>");
+    }
+    out.key = std::string(q.substr(kKey.size()));
+  }
+  out.name = std::string(name);
+  return out;
 }
 
 Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDescriptor& iface,
@@ -62,6 +86,12 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
   if (!parts) return parts.status();
   if (Status s = validate(options); !s.isOk()) return s;
   if (Status s = lrpc::detail::checkName(parts->name); !s.isOk()) return s;
+  auto keys = loadClientKeys(options.security, parts->key, parts->clear);
+  if (!keys) return keys.status();
+  const bool secure = keys->initiator.has_value();
+  if (secure && options.maxDatagram < kMinDatagram + secure::data::kOverhead) {
+    return Status(Errc::kInvalidArgument, "ClientOptions::maxDatagram must be at least 160 for secure sessions");
+  }
   auto server = parseAddress(parts->hostPort);
   if (!server) return server.status();
   EndpointOptions eo;
@@ -73,7 +103,22 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
   eo.emulated = options.emulatedEndpoint;
   auto ep = openUdpEndpoint(eo);
   if (!ep) return ep.status();
-  auto channel = UdpChannel::open(std::move(*ep), *server, parts->name, iface, options);
+  std::unique_ptr<Endpoint> endpoint = std::move(*ep);
+  ClientOptions channelOptions = options;
+  if (secure) {
+    SecureHandshakeTiming timing;
+    timing.timeout = options.connectTimeout;
+    timing.initialRto = options.initialRto;
+    timing.maxRto = options.maxRto;
+    timing.mode = options.mode == ReceiveMode::kBusyPoll ? ReceiveMode::kBusyPoll : ReceiveMode::kBlocking;
+    auto sec = SecureClientEndpoint::connect(std::move(endpoint), *server, std::move(*keys->initiator), timing,
+                                             options.security.data);
+    if (!sec) return sec.status();
+    endpoint = std::move(*sec);
+    // The lrpc datagram travels inside a sealed one, 32 bytes larger.
+    channelOptions.maxDatagram -= secure::data::kOverhead;
+  }
+  auto channel = UdpChannel::open(std::move(endpoint), *server, parts->name, iface, channelOptions);
   if (!channel) return channel.status();
   CallChannel* raw = channel->get();
   return std::make_shared<Binding>(iface, raw, std::shared_ptr<void>(std::move(*channel)));

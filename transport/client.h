@@ -22,6 +22,7 @@
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
 #include "transport/fragment_batch.h"
+#include "transport/security.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -50,6 +51,10 @@ struct ClientOptions {
   // The first call's sequence number (then +1 per call, modulo 2^32). Tests start near the
   // wrap; nothing else needs to change it.
   uint32_t firstSequence = 1;
+  // The server key to pin and this client's identity (transport/security.h), or the
+  // clear-text opt-in. Used by connect(); UdpChannel::open() takes the endpoint as given.
+  // Secure sessions carry 32 bytes more per datagram: the channel offers maxDatagram - 32.
+  ClientSecurity security;
 };
 
 // kInvalidArgument, naming the option, when `options` cannot work.
@@ -139,8 +144,10 @@ class UdpChannel final : public CallChannel {
   BufferShelf shelf_;  // lend() and recycle(); its lock is taken after mu_ when both are held
 };
 
-// The URI form: "udp://host:port/name". Opens an endpoint (io_uring or emulated), connects
-// and returns a remote Binding whose owner keeps the channel alive.
+// The URI form: "udp://host:port/name?key=<server public key>" (authenticated and encrypted:
+// a Noise_IKpsk2 handshake, then every datagram sealed) or "udp+clear://host:port/name"
+// (clear text, the explicit opt-in). Opens an endpoint (io_uring or emulated), shakes hands,
+// connects and returns a remote Binding whose owner keeps the channel alive.
 Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDescriptor& iface,
                                          const ClientOptions& options = {});
 
@@ -152,10 +159,12 @@ Result<typename Service::Client> connect(std::string_view uri, const ClientOptio
   return typename Service::Client(std::move(*binding));
 }
 
-// Splits "udp://host:port/name" into its address and name.
+// Splits "udp://host:port/name?key=K" or "udp+clear://host:port/name" into its parts.
 struct UdpUri {
   std::string hostPort;
   std::string name;
+  std::string key;     // the text of ?key=, or empty
+  bool clear = false;  // udp+clear://
 };
 Result<UdpUri> parseUdpUri(std::string_view uri);
 

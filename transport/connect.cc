@@ -4,9 +4,11 @@ namespace lrpc {
 
 Result<std::shared_ptr<Binding>> connectBinding(std::string_view target, const InterfaceDescriptor& iface,
                                                 const ConnectOptions& options) {
-  if (target.substr(0, 6) == "udp://") return net::connect(target, iface, options.remote);
+  if (target.substr(0, 6) == "udp://" || target.substr(0, 12) == "udp+clear://") {
+    return net::connect(target, iface, options.remote);
+  }
   if (target.find("://") != std::string_view::npos) {
-    return Status(Errc::kInvalidArgument, "unknown scheme in '" + std::string(target) + "' (udp:// or a plain name)");
+    return Status(Errc::kInvalidArgument, "unknown scheme in '" + std::string(target) + "' (udp://, udp+clear:// or a plain name)");
   }
   return importBinding(target, iface, options.local);
 }

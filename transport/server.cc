@@ -8,6 +8,8 @@
 #include "runtime/names.h"
 #include "runtime/base/log.h"
 #include "transport/random.h"
+#include "transport/secure/messages.h"
+#include "transport/secure_server_endpoint.h"
 
 namespace lrpc::net {
 
@@ -111,6 +113,7 @@ Status validate(const ServerOptions& o) {
   return {};
 }
 
+
 Status UdpServer::add(std::string_view name, const InterfaceDescriptor& iface, void* server) {
   if (!threads_.empty()) return Status(Errc::kInvalidArgument, "add() after start()");
   // The same names as on the same host, so that one name can be exported on both paths.
@@ -125,6 +128,11 @@ Status UdpServer::add(std::string_view name, const InterfaceDescriptor& iface, v
 Result<uint16_t> UdpServer::bind(std::string_view address) {
   if (endpoint_) return Status(Errc::kInvalidArgument, "already bound");
   if (Status s = validate(options_); !s.isOk()) return s;
+  auto keys = loadServerKeys(options_.security);
+  if (!keys) return keys.status();
+  if (keys->secure && options_.maxDatagram < kMinDatagram + secure::data::kOverhead) {
+    return Status(Errc::kInvalidArgument, "ServerOptions::maxDatagram must be at least 160 for secure sessions");
+  }
   EndpointOptions eo;
   eo.bindAddress = std::string(address);
   eo.maxDatagram = options_.maxDatagram;
@@ -133,13 +141,37 @@ Result<uint16_t> UdpServer::bind(std::string_view address) {
   eo.emulated = options_.emulatedEndpoint;
   auto ep = openUdpEndpoint(eo);
   if (!ep) return ep.status();
-  endpoint_ = std::move(*ep);
-  lrpc::detail::logf(LogTopic::kTransport, "udp server on %s over the %s endpoint", endpoint_->localAddress().toString().c_str(),
-               endpoint_->kind());
+  if (keys->secure) {
+    auto sec = SecureServerEndpoint::create(std::move(*ep), std::move(*keys), options_.security);
+    if (!sec) return sec.status();
+    secure_ = sec->get();
+    endpoint_ = std::move(*sec);
+    // The socket still takes maxDatagram; the lrpc datagram inside a sealed one is 32 bytes
+    // smaller, and that is what peers are offered and fragments are cut to.
+    options_.maxDatagram -= secure::data::kOverhead;
+  } else {
+    endpoint_ = std::move(*ep);
+  }
+  lrpc::detail::logf(LogTopic::kTransport, "udp server on %s over the %s endpoint (%s)",
+                     endpoint_->localAddress().toString().c_str(), endpoint_->kind(),
+                     secure_ ? (options_.security.clearText ? "secure and clear text" : "secure") : "clear text");
   return endpoint_->localAddress().port;
 }
 
-void UdpServer::attach(std::unique_ptr<Endpoint> endpoint) { endpoint_ = std::move(endpoint); }
+void UdpServer::attach(std::unique_ptr<Endpoint> endpoint) {
+  endpoint_ = std::move(endpoint);
+  secure_ = nullptr;
+}
+
+std::optional<secure::PublicKey> UdpServer::publicKey() const noexcept {
+  if (secure_ == nullptr) return std::nullopt;
+  return secure_->publicKey();
+}
+
+std::optional<SecureServerStats> UdpServer::secureStats() const {
+  if (secure_ == nullptr) return std::nullopt;
+  return secure_->stats();
+}
 
 NetAddress UdpServer::address() const noexcept { return endpoint_ ? endpoint_->localAddress() : NetAddress{}; }
 const char* UdpServer::endpointKind() const noexcept { return endpoint_ ? endpoint_->kind() : "none"; }

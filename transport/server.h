@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
 #include "transport/fragment_batch.h"
+#include "transport/security.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -58,10 +60,16 @@ struct ServerOptions {
   // Capabilities one session may hold on this server at once (runtime/capability.h); beyond
   // them a call that would hand out one more fails with kResourceExhausted.
   uint32_t maxCapabilities = 4096;
+  // Keys and accepted clients for authenticated, encrypted sessions (transport/security.h),
+  // or the explicit clear-text opt-in. Used by bind(); attach() takes the endpoint as given.
+  // Secure sessions carry 32 bytes more per datagram: bind() offers peers maxDatagram - 32.
+  ServerSecurity security;
 };
 
 // kInvalidArgument, naming the option, when `options` cannot work.
 Status validate(const ServerOptions& options);
+
+class SecureServerEndpoint;
 
 class UdpServer {
  public:
@@ -92,6 +100,10 @@ class UdpServer {
 
   NetAddress address() const noexcept;
   const char* endpointKind() const noexcept;
+  // The server's static public key (what clients pin), when bind() made it secure.
+  std::optional<secure::PublicKey> publicKey() const noexcept;
+  // The secure endpoint's counters (handshakes, refusals, drops), when bind() made it secure.
+  std::optional<SecureServerStats> secureStats() const;
   // Calls executed so far (each distinct request at most once).
   uint64_t executed() const noexcept { return executed_.load(std::memory_order_relaxed); }
   // Sessions held (established and half-open) and, of them, the half-open ones.
@@ -169,6 +181,7 @@ class UdpServer {
   ServerOptions options_;
   std::map<std::string, Service, std::less<>> services_;
   std::unique_ptr<Endpoint> endpoint_;
+  SecureServerEndpoint* secure_ = nullptr;  // endpoint_ itself, when bind() made it secure
 
   // The pool: whoever holds pollMu_ polls the endpoint. It lets go only to run a handler, and
   // while it runs one longer than takeoverAfter (handlerStarts_ unchanged, inHandler_ set)

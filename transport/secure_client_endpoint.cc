@@ -1,0 +1,189 @@
+#include "transport/secure_client_endpoint.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "transport/secure/messages.h"
+#include "transport/wire.h"
+
+namespace lrpc::net {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+namespace sec = lrpc::secure;
+
+sec::Bytes asBytes(std::span<const std::byte> b) noexcept {
+  return {reinterpret_cast<const uint8_t*>(b.data()), b.size()};
+}
+}  // namespace
+
+std::array<uint8_t, 6> sourceBytes(NetAddress a) noexcept {
+  std::array<uint8_t, 6> out{};
+  std::memcpy(out.data(), &a.ip, 4);
+  uint16_t port = htons(a.port);
+  std::memcpy(out.data() + 4, &port, 2);
+  return out;
+}
+
+Status sealBatch(sec::DataChannel& channel, std::span<const OutDatagram> batch, std::vector<uint8_t>& storage,
+                 std::vector<OutDatagram>& out) noexcept {
+  size_t total = 0;
+  for (const OutDatagram& d : batch) {
+    for (uint32_t i = 0; i < d.iovCount; ++i) total += d.iov[i].iov_len;
+    total += sec::data::kOverhead;
+  }
+  try {
+    if (storage.size() < total) storage.resize(total);
+    out.resize(batch.size());
+  } catch (...) {
+    return Status(Errc::kResourceExhausted, "no memory to seal a batch");
+  }
+  const auto now = Clock::now();
+  size_t at = 0;
+  for (size_t k = 0; k < batch.size(); ++k) {
+    const OutDatagram& d = batch[k];
+    // The clear datagram is gathered where seal() wants it (after the 16-byte outer
+    // header) and sealed in place: one copy, which the AEAD's output needs anyway.
+    uint8_t* base = storage.data() + at;
+    size_t plain = 0;
+    for (uint32_t i = 0; i < d.iovCount; ++i) {
+      if (d.iov[i].iov_len == 0) continue;
+      std::memcpy(base + sec::data::kHeaderBytes + plain, d.iov[i].iov_base, d.iov[i].iov_len);
+      plain += d.iov[i].iov_len;
+    }
+    auto n = channel.seal({base + sec::data::kHeaderBytes, plain}, {base, plain + sec::data::kOverhead}, now);
+    if (!n) return n.status();
+    out[k].to = d.to;
+    out[k].iov[0] = {base, *n};
+    out[k].iovCount = 1;
+    at += *n;
+  }
+  return {};
+}
+
+// Opens each datagram from the server into the endpoint's buffer and hands on the clear one.
+class SecureClientEndpoint::OpenSink final : public DatagramSink {
+ public:
+  OpenSink(SecureClientEndpoint& e, DatagramSink& next) : e_(e), next_(next) {}
+  void onDatagram(const Datagram& d) noexcept override {
+    auto bytes = asBytes(d.bytes);
+    if (!(d.from == e_.server_) || sec::peekType(bytes.data(), bytes.size()) != uint8_t(sec::MessageType::kData) ||
+        bytes.size() < sec::data::kOverhead || e_.opened_.size() < bytes.size()) {
+      ++e_.dropped_;  // a late handshake reply, clear text, or not from the server
+      return;
+    }
+    auto n = e_.channel_.open(bytes, e_.opened_);
+    if (!n) {
+      ++e_.dropped_;  // forged, replayed or stale: silently, as a lost datagram
+      return;
+    }
+    ++delivered;
+    next_.onDatagram({d.from, std::as_bytes(std::span(e_.opened_.data(), *n))});
+  }
+  size_t delivered = 0;
+
+ private:
+  SecureClientEndpoint& e_;
+  DatagramSink& next_;
+};
+
+Result<std::unique_ptr<SecureClientEndpoint>> SecureClientEndpoint::connect(std::unique_ptr<Endpoint> inner,
+                                                                           NetAddress server, sec::Initiator initiator,
+                                                                           const SecureHandshakeTiming& timing,
+                                                                           const sec::DataOptions& data) {
+  struct ReplySink final : DatagramSink {
+    NetAddress server;
+    std::vector<uint8_t> reply;   // the last handshake reply or cookie reply, if any
+    uint8_t type = 0;
+    void onDatagram(const Datagram& d) noexcept override {
+      auto b = asBytes(d.bytes);
+      uint8_t t = sec::peekType(b.data(), b.size());
+      if (!(d.from == server) || (t != uint8_t(sec::MessageType::kReply) && t != uint8_t(sec::MessageType::kCookieReply))) return;
+      try {
+        reply.assign(b.begin(), b.end());
+        type = t;
+      } catch (...) {
+      }
+    }
+  } sink;
+  sink.server = server;
+
+  const auto start = Clock::now();
+  const auto deadline = start + timing.timeout;
+  auto rto = std::chrono::duration_cast<Clock::duration>(timing.initialRto);
+  std::optional<sec::TransportKeys> keys;
+  bool cookieTaken = false;
+  bool sendNow = true;
+  while (!keys) {
+    auto now = Clock::now();
+    if (now >= deadline) {
+      return Status(Errc::kPeerDied,
+                    "no answer to the secure handshake from " + server.toString() + " within " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timing.timeout).count()) +
+                        " ms: the server key pinned for it (?key=) may be wrong, this client's key or pre-shared "
+                        "key may not be accepted there, or no secure lrpc server runs there (udp+clear:// for a "
+                        "clear-text one)");
+    }
+    if (sendNow) {
+      // Each try is a new hello (a new ephemeral key and a later timestamp): the server
+      // refuses a hello it has seen, so a retransmitted copy could never be answered.
+      auto hello = initiator.writeHello();
+      if (!hello) return hello.status();
+      OutDatagram d{server, {{hello->data(), hello->size()}}, 1};
+      if (Status s = inner->send({&d, 1}); !s.isOk() && s.code() != Errc::kPeerDied) return s;
+      sendNow = false;
+    }
+    auto until = std::min(deadline, Clock::now() + rto);
+    while (Clock::now() < until) {
+      sink.type = 0;
+      auto got = inner->receive(sink, timing.mode, until - Clock::now());
+      if (!got && got.status().code() != Errc::kPeerDied) return got.status();
+      if (!got) break;  // nobody on that port (yet): retry after the timeout
+      if (sink.type == uint8_t(sec::MessageType::kCookieReply)) {
+        // The server is under load: prove our address with its cookie, once per connect.
+        if (!cookieTaken && initiator.readCookieReply(sink.reply).isOk()) {
+          cookieTaken = true;
+          sendNow = true;
+          break;
+        }
+      } else if (sink.type == uint8_t(sec::MessageType::kReply)) {
+        auto k = initiator.readReply(sink.reply);
+        if (k) {  // else a forged or stale reply: keep waiting for the real one
+          keys = std::move(*k);
+          break;
+        }
+      }
+    }
+    if (!keys && !sendNow) {
+      sendNow = true;
+      rto = std::min<Clock::duration>(rto * 2, std::chrono::duration_cast<Clock::duration>(timing.maxRto));
+    }
+  }
+  auto channel = sec::DataChannel::create(*keys, data);
+  if (!channel) return channel.status();
+  std::unique_ptr<SecureClientEndpoint> e(new SecureClientEndpoint(std::move(inner), server, std::move(*channel)));
+  e->handshakeTime_ = Clock::now() - start;
+  try {
+    e->opened_.resize(kMaxDatagramLimit);
+  } catch (...) {
+    return Status(Errc::kResourceExhausted, "no memory for the receive buffer");
+  }
+  return e;
+}
+
+Status SecureClientEndpoint::send(std::span<const OutDatagram> batch) noexcept {
+  std::lock_guard lock(sendMu_);
+  if (Status s = sealBatch(channel_, batch, sealed_, out_); !s.isOk()) return s;
+  return inner_->send(out_);
+}
+
+Result<size_t> SecureClientEndpoint::receive(DatagramSink& sink, ReceiveMode mode,
+                                             std::chrono::nanoseconds timeout) noexcept {
+  OpenSink open(*this, sink);
+  auto got = inner_->receive(open, mode, timeout);
+  if (!got) return got.status();
+  return open.delivered;
+}
+
+}  // namespace lrpc::net

@@ -1,0 +1,92 @@
+// The server's side of secure sessions, as an Endpoint in front of the UDP endpoint. It
+// answers handshakes itself (so nothing reaches the UdpServer, and no session of its is
+// allocated, before a client has authenticated), opens every data datagram and hands the
+// clear lrpc datagram on, and seals every datagram the UdpServer sends to a client.
+//
+// Sessions, by receiver index:
+//   pending    a handshake completed (the hello was authentic, its key allowed, its timestamp
+//              fresh) but no datagram under the new keys has come yet: its own bounded pool
+//              (maxPending, oldest out first);
+//   confirmed  a datagram under the keys opened, so the client holds them and receives at
+//              its address. One per client address (a new confirmed session at an address
+//              replaces the old one: the same socket shook hands again); bounded by
+//              maxSessions, least recently active out first.
+// Neither is made or touched by a datagram that does not authenticate, so unauthenticated
+// traffic can never evict a session. Under load the responder asks for a cookie first and
+// rate-limits handshakes per source (transport/secure/handshake.h).
+//
+// Threading: receive() on one thread at a time (it alone changes the tables, under mu_);
+// send() on any thread (it reads the tables under mu_, then seals under the session's own lock).
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/endpoint.h"
+#include "transport/secure/data_channel.h"
+#include "transport/secure/handshake.h"
+#include "transport/security.h"
+
+namespace lrpc::net {
+
+class SecureServerEndpoint final : public Endpoint {
+ public:
+  using Stats = SecureServerStats;
+
+  static Result<std::unique_ptr<SecureServerEndpoint>> create(std::unique_ptr<Endpoint> inner, ServerKeys keys,
+                                                              const ServerSecurity& security);
+  ~SecureServerEndpoint() override;
+
+  const char* kind() const noexcept override { return inner_->kind(); }
+  NetAddress localAddress() const noexcept override { return inner_->localAddress(); }
+  Status send(std::span<const OutDatagram> batch) noexcept override;
+  Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
+
+  const secure::PublicKey& publicKey() const noexcept { return self_.publicKey(); }
+  Stats stats() const;
+
+ private:
+  class OpenSink;
+  struct Session {
+    explicit Session(secure::DataChannel c) : channel(std::move(c)) {}
+    secure::DataChannel channel;
+    uint32_t index = 0;
+    NetAddress peer;
+    bool confirmed = false;
+    uint64_t lastActive = 0;  // the receive tick of its last authentic datagram
+    std::mutex sendMu;        // seal() and the storage below
+    std::vector<uint8_t> sealed;
+    std::vector<OutDatagram> out;
+  };
+  SecureServerEndpoint(std::unique_ptr<Endpoint> inner, secure::KeyPair self, bool clearText, const ServerSecurity& s);
+
+  void onDatagram(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept;  // receiving thread
+  void onHello(const Datagram& d) noexcept;
+  void onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept;
+  void confirm(const std::shared_ptr<Session>& s) noexcept;  // with mu_ held
+  void erase(uint32_t index) noexcept;                        // with mu_ held
+
+  std::unique_ptr<Endpoint> inner_;
+  secure::KeyPair self_;
+  std::optional<secure::Responder> responder_;  // the receiving thread's
+  bool clearText_;
+  uint32_t maxPending_;
+  uint32_t maxSessions_;
+  secure::DataOptions data_;
+
+  mutable std::mutex mu_;  // the tables; written only by the receiving thread
+  std::unordered_map<uint32_t, std::shared_ptr<Session>> byIndex_;  // pending and confirmed
+  std::unordered_map<uint64_t, std::shared_ptr<Session>> byPeer_;   // confirmed, by address
+  std::deque<uint32_t> pendingOrder_;  // oldest first (entries of confirmed or erased ones are skipped)
+  size_t pending_ = 0;             // GUARDED_BY(mu_)
+  uint64_t tick_ = 0;              // the receiving thread's
+  std::vector<uint8_t> opened_;    // the receiving thread's: one clear datagram
+  std::atomic<uint64_t> handshakes_{0}, cookieReplies_{0}, refusedHellos_{0}, droppedData_{0}, confirmed_{0};
+};
+
+}  // namespace lrpc::net
