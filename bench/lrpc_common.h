@@ -104,16 +104,26 @@ int serveLocalUntilTerm(int readyFd, int argc, char** argv, typename Iface::Serv
 #if LRPC_BENCH_NET
 // Forks a network server (`spec.kind`) serving `name` (serveNetUntilTerm) in the server
 // namespace of `netns` (null: on 127.0.0.1 here), and connects `client` to it from the client
-// namespace, with a deadline on calls.
+// namespace, with a deadline on calls. `secure`: the server makes a key pair and takes any
+// client, the client pins the key it reports (udp://...?key=); else both say clear text
+// (udp+clear://). `uri` (if set) gets the address the client connected to.
 template <class Iface>
 Status startNet(ServerSpec spec, const std::string& name, net::ReceiveMode mode, const NetnsPair* netns,
-                std::unique_ptr<ServerProcess>& server, typename Iface::Client& client) {
+                std::unique_ptr<ServerProcess>& server, typename Iface::Client& client, bool secure = false,
+                std::string* uri = nullptr) {
   const std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
-  spec.args = {host + ":0", receiveModeArg(mode), name};  // the server reports the port it got
+  // The server reports the port it got (and, secure, its public key).
+  spec.args = {host + ":0", receiveModeArg(mode), name, secure ? "secure" : "clear"};
   if (netns) spec.netns = netns->serverNs();
   Result<std::unique_ptr<ServerProcess>> started = ServerProcess::start(spec);
   if (!started) return started.status();
   server = std::move(started.value());
+  const std::string& ready = server->readyInfo();
+  const size_t space = ready.find(' ');
+  const std::string target = secure ? "udp://" + host + ":" + ready.substr(0, space) + "/" + name +
+                                          (space == std::string::npos ? "" : "?key=" + ready.substr(space + 1))
+                                    : "udp+clear://" + host + ":" + ready + "/" + name;
+  if (uri) *uri = target;
   net::ClientOptions options;
   options.mode = mode;
   std::unique_ptr<NetnsScope> scope;
@@ -122,8 +132,7 @@ Status startNet(ServerSpec spec, const std::string& name, net::ReceiveMode mode,
     if (!entered) return entered.status();
     scope = std::move(entered.value());
   }
-  Result<typename Iface::Client> connected =
-      net::connect<Iface>("udp://" + host + ":" + server->readyInfo() + "/" + name, options);
+  Result<typename Iface::Client> connected = net::connect<Iface>(target, options);
   scope.reset();
   if (!connected) return connected.status();
   client = connected.value().withOptions(withDeadline());
@@ -131,14 +140,25 @@ Status startNet(ServerSpec spec, const std::string& name, net::ReceiveMode mode,
 }
 
 // The body of a forked network server: `impl` served as argv[2] on the UDP address argv[0] in
-// receive mode argv[1], ready (with its port) once it is, until SIGTERM.
+// receive mode argv[1], secure or in clear text as argv[3] says ("secure": a fresh key pair,
+// any client; "clear", or absent: clear text), ready (with its port, and its public key
+// after a space when secure) once it is, until SIGTERM.
 template <class Iface>
 int serveNetUntilTerm(int readyFd, int argc, char** argv, typename Iface::Server& impl) {
   if (argc < 3) return 2;
   const char* name = argv[2];
+  const bool secure = argc >= 4 && std::string_view(argv[3]) == "secure";
   sigset_t term = blockTerm();
   net::ServerOptions options;
   options.mode = receiveModeFromArg(argv[1]);
+  if (secure) {
+    Result<secure::KeyPair> key = secure::KeyPair::generate();
+    if (!key) return 3;
+    options.security.keyPair = *key;
+    options.security.anyClient = true;
+  } else {
+    options.security.clearText = true;
+  }
   net::UdpServer server(options);
   Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
   Status s = server.add<Iface>(name, impl);
@@ -150,7 +170,9 @@ int serveNetUntilTerm(int readyFd, int argc, char** argv, typename Iface::Server
     std::fprintf(stderr, "lrpc_bench server: %s\n", s.toString().c_str());
     return 3;
   }
-  signalReady(readyFd, std::to_string(port.value()));
+  std::string ready = std::to_string(port.value());
+  if (std::optional<secure::PublicKey> key = server.publicKey()) ready += " " + key->toText();
+  signalReady(readyFd, ready);
   waitForTerm(term);
   return 0;
 }

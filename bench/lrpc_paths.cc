@@ -143,18 +143,60 @@ class LrpcLocal final : public PaperClientSession {
 class LrpcNet final : public PaperClientSession {
  public:
   // netns null: loopback in the current namespace; else client and server namespaces.
-  static Result<std::unique_ptr<LrpcNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
+  // secure: authenticated and encrypted sessions (the server's fresh key pinned in the
+  // address); else the clear-text opt-in.
+  static Result<std::unique_ptr<LrpcNet>> start(net::ReceiveMode mode, const NetnsPair* netns, bool secure = false) {
     std::unique_ptr<LrpcNet> s(new LrpcNet());
     ServerSpec spec;
     spec.kind = "lrpc_net";
-    if (Status st = startNet<Paper>(spec, "paper", mode, netns, s->server_, s->client_); !st) return st;
+    if (Status st = startNet<Paper>(spec, "paper", mode, netns, s->server_, s->client_, secure, &s->uri_); !st) return st;
+    s->mode_ = mode;
+    s->netns_ = netns;
     return s;
+  }
+  // A new channel to the same server, from the client namespace: connect (the handshakes)
+  // and one Null call. For FirstCall/<path>.
+  bool connectAndCallOnce() {
+    std::unique_ptr<NetnsScope> scope;
+    if (netns_) {
+      Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns_->clientNs());
+      if (!entered) return false;
+      scope = std::move(entered.value());
+    }
+    net::ClientOptions options;
+    options.mode = mode_;
+    Result<Paper::Client> c = net::connect<Paper>(uri_, options);
+    return c.isOk() && c->null().isOk();
   }
 
 
  private:
   LrpcNet() = default;
+  std::string uri_;
+  net::ReceiveMode mode_ = net::ReceiveMode::kAdaptive;
+  const NetnsPair* netns_ = nullptr;
 };
+
+// FirstCall/<path>: a new client's time to its first result on a running server: opening the
+// endpoint, the handshakes (on a secure path the Noise one, then the session's), one Null
+// call; closing the client is not timed.
+template <class Make>
+void addFirstCall(BenchContext& ctx, const std::string& path, Make make) {
+  std::string name = "FirstCall/" + path;
+  benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, make](benchmark::State& state) {
+    Result<LrpcNet*> session = ctx.sessions.get<LrpcNet>(name, make);
+    if (!session) {
+      state.SkipWithError(session.status().toString().c_str());
+      return;
+    }
+    for (auto _ : state) {
+      if (!session.value()->connectAndCallOnce()) {
+        state.SkipWithError("connect or first call failed");
+        break;
+      }
+    }
+  })->UseRealTime()->Iterations(200);
+}
 #endif  // LRPC_BENCH_NET
 
 }  // namespace
@@ -196,7 +238,20 @@ void registerLrpcPaths(BenchContext& ctx) {
       return UdpFloor::start(mode, *netns.value());
     };
   };
+  // The secure default (authenticated, encrypted) next to the clear-text opt-in.
+  auto secureOnVeth = [&ctx](net::ReceiveMode mode) {
+    return [&ctx, mode]() -> Result<std::unique_ptr<LrpcNet>> {
+      Result<const NetnsPair*> netns = ctx.netns();
+      if (!netns) return netns.status();
+      return LrpcNet::start(mode, netns.value(), true);
+    };
+  };
   addPath<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
+  addPath<LrpcNet>(ctx, "net_veth_secure", secureOnVeth(net::ReceiveMode::kBusyPoll));
+  addPair<LrpcNet, LrpcNet>(ctx, "net_veth_secure", "net_veth", secureOnVeth(net::ReceiveMode::kBusyPoll),
+                            netOnVeth(net::ReceiveMode::kBusyPoll), Parking::kStopped);
+  addFirstCall(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
+  addFirstCall(ctx, "net_veth_secure", secureOnVeth(net::ReceiveMode::kBusyPoll));
   addPath<LrpcNet>(ctx, "net_veth_block", netOnVeth(net::ReceiveMode::kBlocking));
   addIdle<LrpcNet>(ctx, "net_loopback", [] { return LrpcNet::start(net::ReceiveMode::kAdaptive, nullptr); });
   addIdle<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));

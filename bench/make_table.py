@@ -16,7 +16,7 @@ CALLS = ["Null", "Add", "BigIn", "BigInOut"]
 
 SAME_HOST = ["direct", "lrpc", "lrpc_spin", "lrpc_block", "lrpc_block_samecore",
              "floor_spin", "floor_futex", "floor_futex_samecore", "msg_uds", "msg_uds_samecore", "capnp_rpc", "grpc_uds"]
-NETWORK = ["net_loopback", "net_veth", "net_veth_block", "floor_udp_busy", "floor_udp"]
+NETWORK = ["net_loopback", "net_veth", "net_veth_secure", "net_veth_block", "floor_udp_busy", "floor_udp"]
 
 # The paper's Table IV in µs: (LRPC/MP, LRPC, Taos).
 PAPER = {"Null": (125, 157, 464), "Add": (130, 164, 480), "BigIn": (173, 192, 539), "BigInOut": (219, 227, 636)}
@@ -30,6 +30,7 @@ RATIOS = [
     ("lrpc", "direct", "lrpc default vs an in-process call"),
     ("net_veth", "floor_udp_busy", "network path busy-polling vs the busy UDP floor"),
     ("net_veth_block", "floor_udp", "network path blocking vs the blocking UDP floor"),
+    ("net_veth_secure", "net_veth", "network path secure (authenticated, encrypted) vs clear text (goal <= 1.10)"),
     None,  # above: lrpc against its floors; below: the peers against lrpc and the floors
     ("msg_uds", "lrpc", "message-passing RPC (\"Taos\") vs lrpc"),
     ("msg_uds_samecore", "lrpc_block_samecore", "both on one CPU: the paper's Taos / LRPC (about 3x)"),
@@ -48,6 +49,7 @@ PAIRED = [
     ("paired_lrpc_block_floor_futex", "lrpc_block", "floor_futex"),
     ("paired_net_veth_block_floor_udp", "net_veth_block", "floor_udp"),
     ("paired_net_veth_floor_udp_busy", "net_veth", "floor_udp_busy"),
+    ("paired_net_veth_secure_net_veth", "net_veth_secure", "net_veth"),
 ]
 
 # A struct against flat parameters (bench/struct_args.h): StructArgs/<path> and FlatArgs/<path>
@@ -60,6 +62,9 @@ FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
 # CapMake/<path> returns a new object that the client then drops. (path, paired key)
 CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
 
+
+# FirstCall/<path> (bench/lrpc_paths.cc): a new client's connect and first call.
+FIRST_CALL = ["net_veth", "net_veth_secure"]
 
 # Idle/<path> (bench/idle.h): (path, how its server waits).
 IDLE = [
@@ -245,6 +250,22 @@ def main():
         out.append("|---|" + "---|" * len(paired_cols))
         for call in CALLS:
             out.append(f"| {call} | " + " | ".join(paired_cell(call, key) for key, _, _ in paired_cols) + " |")
+        out.append("")
+
+    first = [p for p in FIRST_CALL if ("FirstCall", p) in runs or ("FirstCall", p) in errors]
+    if first:
+        out.append("## Time to first call, µs\n")
+        out.append("A new client on a running server (bench/lrpc_paths.cc, FirstCall/<path>): opening its endpoint, "
+                   "the handshakes (on the secure path the Noise_IKpsk2 one, then the session's) and one Null "
+                   "call; 200 in a row per repetition. Cells: median [min-max] over the repetitions.\n")
+        out.append("| path | first call |")
+        out.append("|---|---|")
+        for p in first:
+            if ("FirstCall", p) not in runs:
+                out.append(f"| {p} | error: {errors[('FirstCall', p)]} |")
+                continue
+            med, lo, hi = times("FirstCall", p)
+            out.append(f"| {p} | {med / 1000:.0f} [{lo / 1000:.0f}-{hi / 1000:.0f}] |")
         out.append("")
 
     forms = [(p, key) for (p, key) in FORMS
