@@ -111,6 +111,7 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
     timing.initialRto = options.initialRto;
     timing.maxRto = options.maxRto;
     timing.mode = options.mode == ReceiveMode::kBusyPoll ? ReceiveMode::kBusyPoll : ReceiveMode::kBlocking;
+    timing.rehandshakeAfter = options.security.rehandshakeAfter;
     auto sec = SecureClientEndpoint::connect(std::move(endpoint), *server, std::move(*keys->initiator), timing,
                                              options.security.data);
     if (!sec) return sec.status();

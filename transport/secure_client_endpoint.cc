@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "transport/secure/messages.h"
@@ -27,7 +28,7 @@ std::array<uint8_t, 6> sourceBytes(NetAddress a) noexcept {
 }
 
 Status sealBatch(sec::DataChannel& channel, std::span<const OutDatagram> batch, std::vector<uint8_t>& storage,
-                 std::vector<OutDatagram>& out) noexcept {
+                 std::vector<OutDatagram>& out, Clock::time_point now) noexcept {
   size_t total = 0;
   for (const OutDatagram& d : batch) {
     for (uint32_t i = 0; i < d.iovCount; ++i) total += d.iov[i].iov_len;
@@ -39,7 +40,6 @@ Status sealBatch(sec::DataChannel& channel, std::span<const OutDatagram> batch, 
   } catch (...) {
     return Status(Errc::kResourceExhausted, "no memory to seal a batch");
   }
-  const auto now = Clock::now();
   size_t at = 0;
   for (size_t k = 0; k < batch.size(); ++k) {
     const OutDatagram& d = batch[k];
@@ -68,7 +68,12 @@ class SecureClientEndpoint::OpenSink final : public DatagramSink {
   OpenSink(SecureClientEndpoint& e, DatagramSink& next) : e_(e), next_(next) {}
   void onDatagram(const Datagram& d) noexcept override {
     auto bytes = asBytes(d.bytes);
-    if (!(d.from == e_.server_) || sec::peekType(bytes.data(), bytes.size()) != uint8_t(sec::MessageType::kData) ||
+    const uint8_t type = sec::peekType(bytes.data(), bytes.size());
+    if (d.from == e_.server_ && type == uint8_t(sec::MessageType::kReply)) {
+      e_.onReply(bytes);
+      return;
+    }
+    if (!(d.from == e_.server_) || type != uint8_t(sec::MessageType::kData) ||
         bytes.size() < sec::data::kOverhead || e_.opened_.size() < bytes.size()) {
       ++e_.dropped_;  // a late handshake reply, clear text, or not from the server
       return;
@@ -78,6 +83,7 @@ class SecureClientEndpoint::OpenSink final : public DatagramSink {
       ++e_.dropped_;  // forged, replayed or stale: silently, as a lost datagram
       return;
     }
+    e_.waiting_.store(false, std::memory_order_relaxed);
     ++delivered;
     next_.onDatagram({d.from, std::as_bytes(std::span(e_.opened_.data(), *n))});
   }
@@ -162,8 +168,11 @@ Result<std::unique_ptr<SecureClientEndpoint>> SecureClientEndpoint::connect(std:
   }
   auto channel = sec::DataChannel::create(*keys, data);
   if (!channel) return channel.status();
-  std::unique_ptr<SecureClientEndpoint> e(new SecureClientEndpoint(std::move(inner), server, std::move(*channel)));
+  std::unique_ptr<SecureClientEndpoint> e(
+      new SecureClientEndpoint(std::move(inner), server, std::move(initiator), std::move(*channel)));
   e->handshakeTime_ = Clock::now() - start;
+  e->timing_ = timing;
+  e->data_ = data;
   try {
     e->opened_.resize(kMaxDatagramLimit);
   } catch (...) {
@@ -174,8 +183,52 @@ Result<std::unique_ptr<SecureClientEndpoint>> SecureClientEndpoint::connect(std:
 
 Status SecureClientEndpoint::send(std::span<const OutDatagram> batch) noexcept {
   std::lock_guard lock(sendMu_);
-  if (Status s = sealBatch(channel_, batch, sealed_, out_); !s.isOk()) return s;
-  return inner_->send(out_);
+  const auto now = Clock::now();
+  if (Status s = sealBatch(channel_, batch, sealed_, out_, now); !s.isOk()) return s;
+  Status s = inner_->send(out_);
+  maybeRehandshake(now);
+  return s;
+}
+
+void SecureClientEndpoint::maybeRehandshake(Clock::time_point now) noexcept {
+  // A send after a long pause (longer than any retransmission gap) starts a new wait: the
+  // datagram before the pause may have been one that is never answered (an ack, a bye).
+  const auto pause = std::max(2 * timing_.rehandshakeAfter, 2 * timing_.maxRto);
+  const bool resumed = now - lastSend_ > pause;
+  lastSend_ = now;
+  if (!waiting_.exchange(true, std::memory_order_relaxed) || resumed) {
+    waitingSince_ = now;  // the first send since we last heard from the server
+    return;
+  }
+  if (now - waitingSince_ < timing_.rehandshakeAfter || now - lastHello_ < timing_.rehandshakeAfter) return;
+  // Silent for a while although we kept sending (the channel retransmits): perhaps the server
+  // restarted and drops what we seal. A new handshake; the old keys stay in use until it
+  // completes, so a server that was merely slow loses nothing.
+  lastHello_ = now;
+  std::lock_guard hello(helloMu_);
+  auto m = initiator_.writeHello();
+  if (!m) return;
+  helloOut_ = true;
+  OutDatagram d{server_, {{m->data(), m->size()}}, 1};
+  (void)inner_->send({&d, 1});
+}
+
+void SecureClientEndpoint::onReply(sec::Bytes reply) noexcept {
+  std::optional<sec::DataChannel> next;
+  {
+    std::lock_guard hello(helloMu_);
+    if (!helloOut_) return;  // a duplicate of the first handshake's reply
+    auto keys = initiator_.readReply(reply);
+    if (!keys) return;  // forged, or for an older hello
+    helloOut_ = false;
+    auto channel = sec::DataChannel::create(*keys, data_);
+    if (!channel) return;
+    next.emplace(std::move(*channel));
+  }
+  // This thread alone opens; senders wait for the new keys.
+  std::lock_guard lock(sendMu_);
+  channel_ = std::move(*next);
+  rehandshakes_.fetch_add(1, std::memory_order_relaxed);
 }
 
 Result<size_t> SecureClientEndpoint::receive(DatagramSink& sink, ReceiveMode mode,

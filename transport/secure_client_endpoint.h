@@ -7,6 +7,7 @@
 // A datagram that fails to open is dropped silently, as loss would be.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,10 @@ struct SecureHandshakeTiming {
   std::chrono::nanoseconds initialRto = std::chrono::milliseconds(10);
   std::chrono::nanoseconds maxRto = std::chrono::milliseconds(500);
   ReceiveMode mode = ReceiveMode::kBlocking;
+  // While datagrams go out and no authentic one comes back for this long, send a new hello
+  // (at most once per this period): a server that restarted has lost our keys and drops
+  // everything we seal, so only a new handshake lets the channel hear its kReset.
+  std::chrono::nanoseconds rehandshakeAfter = std::chrono::seconds(1);
 };
 
 class SecureClientEndpoint final : public Endpoint {
@@ -44,16 +49,35 @@ class SecureClientEndpoint final : public Endpoint {
   uint64_t dropped() const noexcept { return dropped_; }
   // How long the handshake took, from the first hello to the keys.
   std::chrono::nanoseconds handshakeTime() const noexcept { return handshakeTime_; }
+  // Handshakes completed after the first (the server had lost our keys, or a reply was lost).
+  uint64_t rehandshakes() const noexcept { return rehandshakes_.load(std::memory_order_relaxed); }
 
  private:
   class OpenSink;
-  SecureClientEndpoint(std::unique_ptr<Endpoint> inner, NetAddress server, secure::DataChannel channel)
-      : inner_(std::move(inner)), server_(server), channel_(std::move(channel)) {}
+  SecureClientEndpoint(std::unique_ptr<Endpoint> inner, NetAddress server, secure::Initiator initiator,
+                       secure::DataChannel channel)
+      : inner_(std::move(inner)), server_(server), initiator_(std::move(initiator)), channel_(std::move(channel)) {}
+  // With sendMu_ held, after a send: a new hello when the server has been silent too long.
+  void maybeRehandshake(std::chrono::steady_clock::time_point now) noexcept;
+  // The receiving thread: a handshake reply to our last new hello.
+  void onReply(secure::Bytes reply) noexcept;
 
   std::unique_ptr<Endpoint> inner_;
   NetAddress server_;
-  secure::DataChannel channel_;  // seal under sendMu_; open on the (one) receiving thread
+  SecureHandshakeTiming timing_;
+  std::mutex helloMu_;            // initiator_ (written to by send, read by receive)
+  secure::Initiator initiator_;   // GUARDED_BY(helloMu_)
+  bool helloOut_ = false;         // GUARDED_BY(helloMu_): a new hello awaits its reply
+  secure::DataChannel channel_;   // seal under sendMu_; open on the (one) receiving thread;
+                                  // replaced by the receiving thread with sendMu_ held
+  secure::DataOptions data_;
   std::mutex sendMu_;
+  // Set at a send with nothing authentic heard since the last; cleared by an authentic datagram.
+  std::atomic<bool> waiting_{false};
+  std::chrono::steady_clock::time_point waitingSince_{};  // GUARDED_BY(sendMu_)
+  std::chrono::steady_clock::time_point lastHello_{};     // GUARDED_BY(sendMu_)
+  std::chrono::steady_clock::time_point lastSend_{};      // GUARDED_BY(sendMu_)
+  std::atomic<uint64_t> rehandshakes_{0};
   std::vector<uint8_t> sealed_;      // GUARDED_BY(sendMu_): a batch's sealed datagrams
   std::vector<OutDatagram> out_;     // GUARDED_BY(sendMu_)
   std::vector<uint8_t> opened_;      // the receiving thread's: one clear datagram
@@ -67,6 +91,6 @@ std::array<uint8_t, 6> sourceBytes(NetAddress a) noexcept;
 // Seals each datagram of `batch` (gathered from its pieces) with `channel`, into `storage`,
 // and fills `out` with one piece each. Shared by the client and the server.
 Status sealBatch(secure::DataChannel& channel, std::span<const OutDatagram> batch, std::vector<uint8_t>& storage,
-                 std::vector<OutDatagram>& out) noexcept;
+                 std::vector<OutDatagram>& out, std::chrono::steady_clock::time_point now) noexcept;
 
 }  // namespace lrpc::net

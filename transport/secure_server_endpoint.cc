@@ -237,7 +237,7 @@ Status SecureServerEndpoint::send(std::span<const OutDatagram> batch) noexcept {
       continue;
     }
     std::lock_guard lock(s->sendMu);
-    Status st = sealBatch(s->channel, run, s->sealed, s->out);
+    Status st = sealBatch(s->channel, run, s->sealed, s->out, Clock::now());
     if (st.isOk()) st = inner_->send(s->out);
     if (!st.isOk()) result = st;
   }

@@ -76,6 +76,7 @@ Result<ClientKeys> loadClientKeys(const ClientSecurity& s, std::string_view addr
     // TODO(issue 25): refuse this (secure by default) once every caller says udp+clear://.
     return k;
   }
+  if (s.rehandshakeAfter.count() <= 0) return bad("ClientSecurity::rehandshakeAfter must be positive");
   std::optional<secure::KeyPair> self = s.keyPair;
   if (!s.keyFile.empty()) {
     if (self) return bad("ClientSecurity: keyFile or keyPair, not both");

@@ -11,6 +11,7 @@
 // scheme udp+clear:// (or `clearText`).
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ struct ClientSecurity {
   std::string pskFile;
   std::optional<secure::PresharedKey> psk;
   secure::DataOptions data;
+  // Calls going out and nothing authentic coming back for this long: a new handshake (a
+  // server that restarted lost our keys; its kReset then reaches the channel, which opens a
+  // new session as it does in clear text). At most once per this period.
+  std::chrono::nanoseconds rehandshakeAfter = std::chrono::seconds(1);
 };
 
 // A secure server's counters (UdpServer::secureStats()).

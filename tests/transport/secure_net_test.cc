@@ -378,6 +378,40 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
   });
 }
 
+// A server restarted with the same key has lost the client's keys, so it drops what the
+// client seals. The client notices the silence, shakes hands again, and then hears the new
+// server's kReset: the call in flight fails ("may have run"), later calls go out on a new
+// session, as in clear text (NetRobust.RestartedServerGetsANewSessionForNewCalls).
+TEST_F(SecureNet, RestartedServerGetsANewHandshakeAndSession) {
+  auto serve = [&](const std::string& bind) { return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()})); };
+  auto first = std::make_unique<testing::ForkedServer>(pair_.nsPath(true), pair_.ipA() + ":0", serve);
+  const uint16_t port = first->port();
+  ASSERT_NE(port, 0);
+  testing::runIn(pair_.nsPath(false), [&] {
+    ClientOptions co = secureClient(clientKey_);
+    co.security.rehandshakeAfter = std::chrono::milliseconds(300);
+    auto b = connect(uri(port, serverKey_.publicKey()), Svc::kDescriptor, co);
+    ASSERT_TRUE(b.isOk()) << b.status().toString();
+    ASSERT_TRUE(testing::callToken(**b, 1).isOk());
+    first->kill();
+    testing::ForkedServer second(pair_.nsPath(true), pair_.ipA() + ":" + std::to_string(port), serve);
+    ASSERT_EQ(second.port(), port);
+    auto lost = testing::callToken(**b, 2);
+    EXPECT_EQ(lost.status(), Errc::kPeerDied) << lost.status().toString();
+    EXPECT_NE(lost.status().detail().find("may have run"), std::string::npos) << lost.status().detail();
+    for (uint64_t t = 3; t < 10; ++t) {
+      auto r = testing::callToken(**b, t);
+      ASSERT_TRUE(r.isOk()) << r.status().toString();
+      EXPECT_EQ(*r, t * 3);
+    }
+    for (uint64_t t : {uint64_t{2}, uint64_t{3}, uint64_t{9}}) {
+      auto q = testing::queryToken(**b, t);
+      ASSERT_TRUE(q.isOk()) << q.status().toString();
+      EXPECT_EQ(*q, t == 2 ? 0u : 1u) << "token " << t;
+    }
+  });
+}
+
 TEST_F(SecureNet, ClearTextIsAnExplicitOptIn) {
   // A server with a key that also takes clear text: both kinds of client on one port.
   testing::ForkedServer both(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
