@@ -52,7 +52,7 @@ std::string interfaceFromRefusal(const std::string& text) {
   return end == std::string::npos ? rest : rest.substr(0, end);
 }
 
-bool isUdpUri(const std::string& target) { return target.rfind("udp://", 0) == 0; }
+bool isUdpUri(const std::string& target) { return target.rfind("udp://", 0) == 0 || target.rfind("udp+clear://", 0) == 0; }
 
 int pingUdp(const CommonOptions& common, const PingOptions& opts, const std::string& target) {
   Result<std::unique_ptr<UdpProbe>> probe = UdpProbe::open(target);

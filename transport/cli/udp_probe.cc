@@ -31,6 +31,11 @@ UdpProbe::~UdpProbe() { ::close(fd_); }
 Result<std::unique_ptr<UdpProbe>> UdpProbe::open(std::string_view uri) {
   Result<net::UdpUri> parts = net::parseUdpUri(uri);
   if (!parts.isOk()) return parts.status();
+  // The probe is a clear-text session hello: a secure server drops it unanswered, so a
+  // pinned key would only turn into a misleading timeout.
+  if (!parts->key.empty()) {
+    return Status(Errc::kUnsupported, "ping speaks clear text only; a secure server (?key=) does not answer it");
+  }
   Result<net::NetAddress> addr = net::parseAddress(parts->hostPort);
   if (!addr.isOk()) return addr.status();
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

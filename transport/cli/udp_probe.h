@@ -16,7 +16,8 @@ namespace lrpc::cli {
 
 class UdpProbe {
  public:
-  // Parses the URI and opens a UDP socket connected to the server.
+  // Parses the URI (udp:// or udp+clear://) and opens a UDP socket connected to the server.
+  // kUnsupported for an address with ?key=: the probe is clear text.
   static Result<std::unique_ptr<UdpProbe>> open(std::string_view uri);
   ~UdpProbe();
   UdpProbe(const UdpProbe&) = delete;
