@@ -113,7 +113,6 @@ Status validate(const ServerOptions& o) {
   return {};
 }
 
-
 Status UdpServer::add(std::string_view name, const InterfaceDescriptor& iface, void* server) {
   if (!threads_.empty()) return Status(Errc::kInvalidArgument, "add() after start()");
   // The same names as on the same host, so that one name can be exported on both paths.
