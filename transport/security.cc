@@ -11,9 +11,8 @@ Result<ServerKeys> loadServerKeys(const ServerSecurity& s) {
   k.clearText = s.clearText;
   const bool hasKey = !s.keyFile.empty() || s.keyPair.has_value();
   if (!hasKey) {
-    // A server with no key serves clear text only, and only when that is what it asked for.
-    // TODO(issue 25): refuse this once every caller says clearText; until then no key
-    // means clear text, as before the secure transport existed.
+    // A server with no key serves clear text, as before the secure transport existed. Not yet
+    // refused (secure by default): every caller would first have to say clearText.
     k.clearText = true;
     if (!s.allowedClientKeyFiles.empty() || !s.allowedClients.empty() || s.anyClient || !s.pskFile.empty() ||
         s.psk.has_value()) {
@@ -73,7 +72,8 @@ Result<ClientKeys> loadClientKeys(const ClientSecurity& s, std::string_view addr
     server = *fromAddress;
   }
   if (!server) {
-    // TODO(issue 25): refuse this (secure by default) once every caller says udp+clear://.
+    // No pinned key: clear text, as before. Not yet refused (secure by default): every caller
+    // would first have to say udp+clear://.
     return k;
   }
   if (s.rehandshakeAfter.count() <= 0) return bad("ClientSecurity::rehandshakeAfter must be positive");
