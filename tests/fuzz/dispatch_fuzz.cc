@@ -56,18 +56,15 @@ lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 3) return 0;
-  const bool clientMode = (data[0] & 0x80) != 0;
-  const uint32_t procedure = (data[0] & 0x7fu) % (Everything::kProcedureCount + 2);
-  const size_t fixedLen = std::min<size_t>(static_cast<size_t>(data[1] | (data[2] << 8)), size - 3);
-  // Exact-size private copies, so that the sanitizers see any read past either part.
-  std::vector<std::byte> fixed(fixedLen), tail(size - 3 - fixedLen);
-  if (!fixed.empty()) std::memcpy(fixed.data(), data + 3, fixed.size());
-  if (!tail.empty()) std::memcpy(tail.data(), data + 3 + fixedLen, tail.size());
+  lrpc::testing::FuzzFrame in;
+  if (!lrpc::testing::readFuzzInput(data, size, Everything::kProcedureCount, in)) return 0;
+  const bool clientMode = in.clientMode;
+  const uint32_t procedure = in.procedure;
+  const std::vector<std::byte>& fixed = in.fixed;
+  const std::vector<std::byte>& tail = in.tail;
 
   if (clientMode) {
-    std::vector<std::byte> reply(fixed);
-    reply.insert(reply.end(), tail.begin(), tail.end());
+    const std::vector<std::byte> reply = in.joined();
     (void)runClient(procedure, reply);
     return 0;
   }
