@@ -206,6 +206,26 @@ class ForkedServer {
   uint16_t port_ = 0;
 };
 
+// A test relay's two sockets: `front` bound to listenIp:0 (the address clients are given, whose
+// port is returned) and `back` connected to the server. The relay closes them.
+inline uint16_t openRelaySockets(const std::string& listenIp, const std::string& serverIp, uint16_t serverPort,
+                                 int* front, int* back) {
+  *front = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  *back = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  ::inet_pton(AF_INET, listenIp.c_str(), &a.sin_addr);
+  ::bind(*front, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(*front, reinterpret_cast<sockaddr*>(&a), &len);
+  sockaddr_in s{};
+  s.sin_family = AF_INET;
+  s.sin_port = htons(serverPort);
+  ::inet_pton(AF_INET, serverIp.c_str(), &s.sin_addr);
+  ::connect(*back, reinterpret_cast<sockaddr*>(&s), sizeof s);
+  return ntohs(a.sin_port);
+}
+
 // nftables cannot reorder, so this user-level relay does: the client talks to the relay,
 // the relay to the server, and in each direction it holds back a datagram now and then and
 // lets it go after the next one (or after 2 ms). Create it on a thread inside the namespace
@@ -215,20 +235,7 @@ class ReorderRelay {
   // Listens on `listenIp`:0 and forwards to `server`. `percent` of datagrams are held back.
   ReorderRelay(const std::string& listenIp, const std::string& serverIp, uint16_t serverPort, int percent)
       : percent_(percent) {
-    front_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    back_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    ::inet_pton(AF_INET, listenIp.c_str(), &a.sin_addr);
-    ::bind(front_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(front_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    sockaddr_in s{};
-    s.sin_family = AF_INET;
-    s.sin_port = htons(serverPort);
-    ::inet_pton(AF_INET, serverIp.c_str(), &s.sin_addr);
-    ::connect(back_, reinterpret_cast<sockaddr*>(&s), sizeof s);
+    port_ = openRelaySockets(listenIp, serverIp, serverPort, &front_, &back_);
     thread_ = std::thread([this] { run(); });
   }
   ~ReorderRelay() {

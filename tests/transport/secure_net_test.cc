@@ -191,20 +191,7 @@ TEST_F(SecureNet, UnknownClientKeyIsRefused) {
 class RecordingRelay {
  public:
   RecordingRelay(const std::string& listenIp, const std::string& serverIp, uint16_t serverPort) {
-    front_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    back_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    ::inet_pton(AF_INET, listenIp.c_str(), &a.sin_addr);
-    ::bind(front_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(front_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    sockaddr_in s{};
-    s.sin_family = AF_INET;
-    s.sin_port = htons(serverPort);
-    ::inet_pton(AF_INET, serverIp.c_str(), &s.sin_addr);
-    ::connect(back_, reinterpret_cast<sockaddr*>(&s), sizeof s);
+    port_ = testing::openRelaySockets(listenIp, serverIp, serverPort, &front_, &back_);
     thread_ = std::thread([this] { run(); });
   }
   ~RecordingRelay() {
