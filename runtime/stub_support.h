@@ -250,9 +250,10 @@ class CallChannel {
 
 class LocalBinding;  // runtime: a same-host binding's A-stacks and control channel
 
-// The binding object a client stub holds. `remote` is its first member on purpose: the first
-// instruction of every generated client method branches on it. Always owned by a shared_ptr:
-// a capability received through it keeps it alive (shared_from_this).
+// The binding object a client stub holds. `remote` is its first own member on purpose: the
+// first instruction of every generated client method branches on it (one load at a constant
+// offset, after the weak reference that enable_shared_from_this keeps). Always owned by a
+// shared_ptr: a capability received through it keeps it alive (shared_from_this).
 class Binding : public std::enable_shared_from_this<Binding> {
  public:
   Binding(const InterfaceDescriptor& desc, LocalBinding* localBinding, std::shared_ptr<void> owner) noexcept
