@@ -56,6 +56,7 @@ class AStackServerCall final : public ServerCall {
   }
 
   CapTable* capTable() noexcept override { return conn_->caps.get(); }
+  std::shared_ptr<Binding> peerCallbacks() noexcept override { return conn_->callbackBinding(); }
 
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");

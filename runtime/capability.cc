@@ -1,5 +1,7 @@
 #include "runtime/capability.h"
 
+#include "runtime/local_binding.h"
+
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -30,6 +32,7 @@ const CapTable::Slot* CapTable::slotOf(uint32_t id) const noexcept {
 
 Result<uint32_t> CapTable::add(HostedObject object) noexcept {
   MutexLock lock(mu_);
+  if (closed_) return Status(Errc::kPeerDied, "the peer that would hold the capability has gone");
   if (live_ >= limit_) {
     return Status(Errc::kResourceExhausted, "the peer holds as many capabilities as the server allows");
   }
@@ -81,6 +84,17 @@ Status CapTable::release(uint32_t id) noexcept {
   return {};
 }
 
+void CapTable::close() noexcept {
+  std::vector<Slot> dropped;  // destroyed after the lock is let go, as in release()
+  {
+    MutexLock lock(mu_);
+    closed_ = true;
+    dropped.swap(slots_);
+    free_.clear();
+    live_ = 0;
+  }
+}
+
 size_t CapTable::live() const noexcept {
   MutexLock lock(mu_);
   return live_;
@@ -96,8 +110,8 @@ namespace {
 class FrameServerCall final : public ServerCall {
  public:
   FrameServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& results,
-                  CapTable* table) noexcept
-      : ServerCall(args, tail, results.data()), table_(table) {}
+                  CapTable* table, ServerCall* outer) noexcept
+      : ServerCall(args, tail, results.data()), table_(table), outer_(outer) {}
 
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
@@ -108,11 +122,13 @@ class FrameServerCall final : public ServerCall {
   }
   bool argTailPrivate() const noexcept override { return true; }
   CapTable* capTable() noexcept override { return table_; }
+  std::shared_ptr<Binding> peerCallbacks() noexcept override { return outer_ ? outer_->peerCallbacks() : nullptr; }
 
   const MessageBuffer& tail() const noexcept { return tail_; }
 
  private:
   CapTable* table_;
+  ServerCall* outer_;  // the call that tunnelled this one, if any
   MessageBuffer tail_;
   bool reserved_ = false;
 };
@@ -128,9 +144,10 @@ class LocalObjectChannel final : public CallChannel {
     MessageBuffer copy;
     if (Status s = copy.resizeForOverwrite(request.size()); !s.isOk()) return s;
     request.copy(0, request.size(), copy.data());
-    return dispatchFrame(object_, procedure, copy.span(), reply, &table_);
+    return dispatchFrame(object_, procedure, copy.span(), reply, &table_, nullptr);
   }
   const HostedObject* hostedObject() const noexcept override { return &object_; }
+  CapTable* exportTable() noexcept override { return &table_; }
 
  private:
   HostedObject object_;
@@ -212,14 +229,14 @@ const Binding& connectionOf(const Binding& via) noexcept {
 }  // namespace
 
 Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
-                     MessageBuffer& reply, CapTable* table) noexcept {
+                     MessageBuffer& reply, CapTable* table, ServerCall* outer) noexcept {
   const InterfaceDescriptor& iface = *object.iface;
   if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "capability call: procedure out of range");
   const ProcedureDescriptor& d = iface.procedures[procedure];
   if (request.size() < d.argsSize) return Status(Errc::kBadFrame, "capability call: frame shorter than its fixed part");
   MessageBuffer results;
   if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
-  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table);
+  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table, outer);
   if (Status s = iface.dispatch(object.server.get(), procedure, call); !s.isOk()) return s;
   const size_t tail = call.tail().size();
   if (Status s = reply.resizeForOverwrite(d.resultsSize + tail); !s.isOk()) return s;
@@ -249,7 +266,7 @@ Status serveCapCall(ServerCall& call) noexcept {
   if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
   if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
   MessageBuffer reply;
-  if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table); !s.isOk()) return s;
+  if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table, &call); !s.isOk()) return s;
   Result<std::span<std::byte>> out = call.resultTail(reply.size());
   if (!out.isOk()) return out.status();
   if (reply.size() != 0) std::memcpy(out->data(), reply.data(), reply.size());
@@ -267,12 +284,17 @@ std::shared_ptr<Binding> serveInProcess(HostedObject object) {
 
 Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept {
   if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
+  const Binding& conn = connectionOf(via);
   if (cap->remote) {
-    if (const CapImport* imp = cap->channel->importedCap(); imp != nullptr && imp->root.get() == &connectionOf(via)) {
+    if (const CapImport* imp = cap->channel->importedCap(); imp != nullptr && imp->root.get() == &conn) {
       return imp->id;
     }
-    if (cap->channel->hostedObject() != nullptr) {
-      return Status(Errc::kUnsupported, "passing an object this process serves to a peer (a callback) is not built yet");
+    if (const HostedObject* hosted = cap->channel->hostedObject()) {
+      if (!conn.remote) return conn.local->exportCallback(*hosted, CapTable::kDefaultLimit);
+      if (conn.channel->hostedObject() == nullptr) {
+        return Status(Errc::kUnsupported, "passing an object this process serves (a callback) over the network is not built yet");
+      }
+      // An in-process object: ClientCaps puts it in that object's table for the call.
     }
   }
   return Status(Errc::kUnsupported,
@@ -282,11 +304,18 @@ Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& 
 
 Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, const InterfaceDescriptor& iface) noexcept {
   if (id == kNullCap) return std::shared_ptr<Binding>();
-  if ((id & kClientHostedCap) != 0) return Status(Errc::kBadFrame, "the server returned a capability id the client hosts");
-  std::shared_ptr<Binding> root = std::const_pointer_cast<Binding>(connectionOf(via).weak_from_this().lock());
-  if (!root) return Status(Errc::kInvalidArgument, "capability received through a binding not owned by a shared_ptr");
-  if (!root->iface->carriesCaps) return Status(Errc::kBadFrame, "capability received through a binding that carries none");
+  const Binding& conn = connectionOf(via);
   try {
+    if ((id & kClientHostedCap) != 0) {
+      // One of our own callbacks, passed back.
+      if (conn.remote) return Status(Errc::kBadFrame, "the server returned a capability id the client hosts");
+      Result<HostedObject> object = conn.local->findCallback(id, iface.id);
+      if (!object.isOk()) return object.status();
+      return serveInProcess(std::move(*object));
+    }
+    std::shared_ptr<Binding> root = std::const_pointer_cast<Binding>(conn.weak_from_this().lock());
+    if (!root) return Status(Errc::kInvalidArgument, "capability received through a binding not owned by a shared_ptr");
+    if (!root->iface->carriesCaps) return Status(Errc::kBadFrame, "capability received through a binding that carries none");
     auto channel = std::make_shared<CapChannel>(std::move(root), id);
     CallChannel* raw = channel.get();
     return std::make_shared<Binding>(iface, raw, std::move(channel));
@@ -295,16 +324,76 @@ Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, c
   }
 }
 
+ClientCaps::~ClientCaps() {
+  for (uint32_t id : added_) (void)inProcess_->release(id);
+}
+
+uint32_t ClientCaps::out(const std::shared_ptr<Binding>& cap) noexcept {
+  Result<uint32_t> id = toFrame(cap);
+  if (id.isOk()) return *id;
+  if (error.isOk()) error = id.status();
+  return kNullCap;
+}
+
+Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexcept {
+  const Binding& conn = connectionOf(via_);
+  const HostedObject* ours = cap && cap->remote ? cap->channel->hostedObject() : nullptr;
+  if (ours != nullptr && conn.remote && conn.channel->hostedObject() != nullptr) {
+    // A call on an object in this process: our object goes into its table for the call.
+    CapTable* table = conn.channel->exportTable();
+    try {
+      added_.reserve(added_.size() + 1);
+    } catch (const std::bad_alloc&) {
+      return Status(Errc::kResourceExhausted, "capability allocation failed");
+    }
+    Result<uint32_t> id = table->add(*ours);
+    if (!id.isOk()) return id;
+    inProcess_ = table;
+    added_.push_back(*id);
+    return id;
+  }
+  Result<uint32_t> id = capToFrame(via_, cap);
+  const HostedObject* hosted = id.isOk() && (*id & kClientHostedCap) != 0 ? cap->channel->hostedObject() : nullptr;
+  if (hosted != nullptr) {
+    try {
+      sent_.emplace_back(*id, *hosted);
+    } catch (const std::bad_alloc&) {
+      // Only a returned copy of this object would then be unknown: a kBadFrame, not a wrong call.
+    }
+  }
+  return id;
+}
+
+Result<std::shared_ptr<Binding>> ClientCaps::in(uint32_t id, const InterfaceDescriptor& iface) noexcept {
+  if ((id & kClientHostedCap) != 0) {
+    for (const auto& [sentId, object] : sent_) {
+      if (sentId != id) continue;
+      if (object.iface->id != iface.id) return Status(Errc::kBadFrame, "the server returned our object as another interface");
+      try {
+        return serveInProcess(object);
+      } catch (const std::bad_alloc&) {
+        return Status(Errc::kResourceExhausted, "capability allocation failed");
+      }
+    }
+  }
+  return capFromFrame(via_, id, iface);
+}
+
 Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const InterfaceDescriptor& iface) noexcept {
   if (id == kNullCap) return std::shared_ptr<Binding>();
-  if ((id & kClientHostedCap) != 0) {
-    return Status(Errc::kUnsupported, "capabilities hosted by the client (callbacks) are not carried yet");
-  }
-  CapTable* table = call.capTable();
-  if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
-  Result<HostedObject> object = table->find(id, iface.id);
-  if (!object.isOk()) return object.status();
   try {
+    if ((id & kClientHostedCap) != 0) {
+      // An object the client serves: calls on it go back over its callback binding.
+      std::shared_ptr<Binding> callbacks = call.peerCallbacks();
+      if (!callbacks) return Status(Errc::kBadFrame, "a callback id from a client that has passed no callbacks");
+      auto channel = std::make_shared<CapChannel>(std::move(callbacks), id & ~kClientHostedCap);
+      CallChannel* raw = channel.get();
+      return std::make_shared<Binding>(iface, raw, std::move(channel));
+    }
+    CapTable* table = call.capTable();
+    if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
+    Result<HostedObject> object = table->find(id, iface.id);
+    if (!object.isOk()) return object.status();
     return serveInProcess(std::move(*object));
   } catch (const std::bad_alloc&) {
     return Status(Errc::kResourceExhausted, "capability allocation failed");
@@ -315,6 +404,9 @@ Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap
   if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
   const HostedObject* hosted = cap->remote ? cap->channel->hostedObject() : nullptr;
   if (hosted == nullptr) {
+    // One of the client's own callbacks goes back as its id there.
+    const CapImport* imp = cap->remote ? cap->channel->importedCap() : nullptr;
+    if (imp != nullptr && imp->root != nullptr && imp->root == call.peerCallbacks()) return imp->id | kClientHostedCap;
     return Status(Errc::kUnsupported,
                   "returning a capability this process did not make with Client::serve (a proxy) is not built yet");
   }

@@ -4,8 +4,8 @@
 // A capability travels in a frame as a uint32 naming an entry of the export table that the
 // server side keeps per connection (a same-host binding, a network session): 0 is the null
 // capability; bits 0-19 hold the slot + 1 and bits 20-30 its generation, so an id kept after
-// its release no longer names anything; bit 31 marks one hosted by the client side, which this
-// version does not carry yet (callbacks: refused as kUnsupported, never mis-delivered).
+// its release no longer names anything; bit 31 marks one hosted by the client side of a
+// same-host binding (a callback: runtime/callbacks.h), an id in the client's own table.
 //
 // A call on a received capability travels through the connection's own binding, as a call of
 // the binding's last procedure (the tunnel the generator adds to every interface whose methods
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/mutex.h"
@@ -59,6 +60,8 @@ class CapTable {
   // Drops the table's reference (the object is destroyed if that was the last); kBadFrame
   // for an id that is not live.
   Status release(uint32_t id) noexcept;
+  // The peer has gone: drops every object, and later adds fail with kPeerDied.
+  void close() noexcept;
   size_t live() const noexcept;
 
  private:
@@ -74,6 +77,7 @@ class CapTable {
   std::vector<Slot> slots_ LRPC_GUARDED_BY(mu_);
   std::vector<uint32_t> free_ LRPC_GUARDED_BY(mu_);
   size_t live_ LRPC_GUARDED_BY(mu_) = 0;
+  bool closed_ LRPC_GUARDED_BY(mu_) = false;
   uint32_t limit_;
 };
 
@@ -117,18 +121,23 @@ std::shared_ptr<Binding> serveInProcess(HostedObject object);
 class ClientCaps final : public codec::CapCodec {
  public:
   explicit ClientCaps(const Binding& via) noexcept : via_(via) {}
-  uint32_t out(const std::shared_ptr<Binding>& cap) noexcept override {
-    Result<uint32_t> id = capToFrame(via_, cap);
-    if (id.isOk()) return *id;
-    if (error.isOk()) error = id.status();
-    return kNullCap;
-  }
-  Result<std::shared_ptr<Binding>> in(uint32_t id, const InterfaceDescriptor& iface) noexcept override {
-    return capFromFrame(via_, id, iface);
-  }
+  ~ClientCaps();
+  ClientCaps(const ClientCaps&) = delete;
+  ClientCaps& operator=(const ClientCaps&) = delete;
+  // The id to write for `cap` (a parameter of the call).
+  Result<uint32_t> toFrame(const std::shared_ptr<Binding>& cap) noexcept;
+  uint32_t out(const std::shared_ptr<Binding>& cap) noexcept override;
+  Result<std::shared_ptr<Binding>> in(uint32_t id, const InterfaceDescriptor& iface) noexcept override;
 
  private:
   const Binding& via_;
+  // Our own objects this call passed (callbacks): the server may return one after it has let
+  // go of it, so that only this call still knows the id.
+  std::vector<std::pair<uint32_t, HostedObject>> sent_;
+  // Ids this call added to an in-process object's table, dropped when the call is over (the
+  // object's dispatch made its own reference to each).
+  CapTable* inProcess_ = nullptr;
+  std::vector<uint32_t> added_;
 };
 
 class ServerCaps final : public codec::CapCodec {
@@ -150,8 +159,9 @@ class ServerCaps final : public codec::CapCodec {
 
 // Runs `procedure` of `object` over the frame `request` (fixed part then tail, private to
 // this process); on success `reply` holds the result frame. `table` is the connection's.
+// `outer` is the tunnel call that carried it (null in process): its peer's callbacks.
 Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
-                     MessageBuffer& reply, CapTable* table) noexcept;
+                     MessageBuffer& reply, CapTable* table, ServerCall* outer) noexcept;
 
 }  // namespace detail
 }  // namespace lrpc

@@ -15,6 +15,8 @@
 #include <cstring>
 
 #include "runtime/base/log.h"
+#include "runtime/callbacks.h"
+#include "runtime/import.h"
 #include "runtime/introspect.h"
 
 namespace lrpc {
@@ -49,7 +51,8 @@ Status Connection::handshake() {
   if (!uidAllowed(opts, cred.uid)) {
     return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
   }
-  if (hello.magic == detail::kQueryMagic && hello.version == detail::kProtocolVersion) {
+  // A callback host (runtime/callbacks.h) has no Exporter to report on.
+  if (hello.magic == detail::kQueryMagic && hello.version == detail::kProtocolVersion && exp->owner->self != nullptr) {
     query = true;  // run() serves it: no region, no binding
     return {};
   }
@@ -98,8 +101,51 @@ Status Connection::handshake() {
   return detail::sendMessage(sock.get(), &w, sizeof w, region->fd());
 }
 
+bool Connection::runsOn(std::thread::id id) const {
+  if (clerk.get_id() == id) return true;
+  MutexLock lock(threadsMu);
+  for (const auto& slot : slots) {
+    if (slot->thread.get_id() == id) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<Binding> Connection::callbackBinding() const {
+  MutexLock lock(callbacksMu);
+  return callbacks;
+}
+
+// The client hands us a socket to import its callback binding over (runtime/callbacks.h).
+bool Connection::importCallbacks(OwnedFd fd) {
+  Message reply{MsgType::kCallbacksReady, detail::kBindingWide, 0, 0, {}};
+  int type = 0;
+  socklen_t typeLen = sizeof type;
+  if (callbackBinding() != nullptr) {
+    reply.status = static_cast<uint8_t>(Errc::kAlreadyExists);
+  } else if (::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &type, &typeLen) != 0 || type != SOCK_SEQPACKET) {
+    reply.status = static_cast<uint8_t>(Errc::kBindingRejected);  // not what a callback host hands over
+  } else {
+    ImportOptions options;
+    options.mode = mode;
+    Result<std::shared_ptr<Binding>> b =
+        detail::importOverSocket(std::move(fd), exp->name + " (callbacks)", detail::kCallbackInterface, options);
+    if (b.isOk()) {
+      MutexLock lock(callbacksMu);
+      callbacks = std::move(*b);
+    } else {
+      detail::logf(LogTopic::kBinding, "\"%s\": client's callbacks refused: %s", exp->name.c_str(),
+                   b.status().toString().c_str());
+      reply.status = static_cast<uint8_t>(b.status().code());
+    }
+  }
+  return detail::sendMessage(sock.get(), &reply, sizeof reply).isOk();
+}
+
 // Handles one request; false ends the binding (the client broke the protocol).
 bool Connection::handle(const Message& m, OwnedFd fd) {
+  if (m.type == MsgType::kCallbacks && m.astack == detail::kBindingWide && fd.valid()) {
+    return importCallbacks(std::move(fd));
+  }
   if (fd.valid() || m.astack >= slots.size()) return false;
   ServerSlot* slot = slots[m.astack].get();
   Message reply{};
@@ -185,6 +231,13 @@ void Connection::run() {
   }
   // The client is gone (or we are shutting down): no thread may touch the region after this.
   stopThreads();
+  // Its objects go now, not when the acceptor reaps us: they may hold the client's callbacks,
+  // which we drop too (the client's callback host then sees us leave and drops ours).
+  if (caps) caps->close();
+  {
+    MutexLock lock(callbacksMu);
+    callbacks.reset();
+  }
   {
     MutexLock lock(threadsMu);
     slots.clear();

@@ -83,6 +83,10 @@ struct Connection {
   // The objects this binding's client may call by id (runtime/capability.h). Before `slots`:
   // members die in reverse order, and no server thread may outlive the objects it calls.
   std::unique_ptr<CapTable> caps;
+  // The client's callback binding (runtime/callbacks.h), once it has sent one: how calls on the
+  // objects it passed reach it. Set by the clerk, read by the server threads.
+  mutable Mutex callbacksMu;
+  std::shared_ptr<Binding> callbacks LRPC_GUARDED_BY(callbacksMu);
   std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
   mutable Mutex threadsMu;                         // orders starting threads against stats()
   std::atomic<bool> finished{false};
@@ -93,6 +97,10 @@ struct Connection {
   void run();
   Status handshake();
   bool handle(const Message& m, OwnedFd fd);
+  bool importCallbacks(OwnedFd fd);
+  std::shared_ptr<Binding> callbackBinding() const;
+  // Whether `id` is this binding's clerk or one of its server threads.
+  bool runsOn(std::thread::id id) const;
   // Runs calls on the slot's A-stack; `last` is the sequence seen before the client was told
   // the thread exists (so its first call is not mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);

@@ -21,8 +21,6 @@ namespace lrpc {
 Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const InterfaceDescriptor& iface,
                                                const ImportOptions& options) {
   if (Status s = detail::checkName(name); !s.isOk()) return s;
-  Result<RegionLayout> layout = RegionLayout::compute(iface);
-  if (!layout.isOk()) return layout.status();
   Result<std::string> dir = detail::namesDir(options.dir, false, options.trustUids);
   if (!dir.isOk()) {
     if (dir.status().code() == Errc::kNotFound) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\"");
@@ -52,6 +50,15 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
                                                std::to_string(cred.uid));
   }
 
+  return detail::importOverSocket(std::move(sock), name, iface, options);
+}
+
+namespace detail {
+
+Result<std::shared_ptr<Binding>> importOverSocket(OwnedFd sock, std::string_view name, const InterfaceDescriptor& iface,
+                                                  const ImportOptions& options) {
+  Result<RegionLayout> layout = RegionLayout::compute(iface);
+  if (!layout.isOk()) return layout.status();
   detail::Hello hello{};
   hello.magic = detail::kHelloMagic;
   hello.version = detail::kProtocolVersion;
@@ -98,4 +105,5 @@ Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const Inte
   return std::make_shared<Binding>(iface, raw, std::move(local));
 }
 
+}  // namespace detail
 }  // namespace lrpc

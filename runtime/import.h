@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/base/fd.h"
 #include "runtime/base/status.h"
 #include "runtime/stub_support.h"
 #include "runtime/transfer.h"
@@ -41,6 +42,14 @@ struct ImportOptions {
 // signature hash). The result's Binding is what a generated Foo::Client holds.
 Result<std::shared_ptr<Binding>> importBinding(std::string_view name, const InterfaceDescriptor& iface,
                                                const ImportOptions& options = {});
+
+namespace detail {
+// The binding handshake over a connected socket, whose peer's credentials the caller has
+// checked: importBinding after connect, and a clerk importing a client's callbacks
+// (runtime/callbacks.h). `name` is for messages only.
+Result<std::shared_ptr<Binding>> importOverSocket(OwnedFd sock, std::string_view name, const InterfaceDescriptor& iface,
+                                                  const ImportOptions& options);
+}  // namespace detail
 
 // The typed form: a generated Foo::Client bound to `name`.
 template <class Iface>

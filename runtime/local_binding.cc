@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/callbacks.h"
+#include "runtime/capability.h"
 #include "runtime/stub_support.h"
 
 namespace lrpc {
@@ -126,8 +128,8 @@ Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs
 }
 
 Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                                    OwnedFd* fd, int64_t deadlineNs) noexcept {
-  if (Status s = detail::sendMessage(socket_.get(), &request, sizeof request); !s.isOk()) {
+                                    OwnedFd* fd, int64_t deadlineNs, int attach) noexcept {
+  if (Status s = detail::sendMessage(socket_.get(), &request, sizeof request, attach); !s.isOk()) {
     if (s.code() == Errc::kPeerDied) markDead();
     return s;
   }
@@ -235,6 +237,45 @@ Status LocalBinding::callError(uint32_t index, uint8_t code, uint32_t detailByte
   // The detail text stands where the results would (see Connection::serveOne).
   const char* text = reinterpret_cast<const char*>(returnControl(index)) + kControlBytes;
   return Status(errc, std::string_view(text, len));
+}
+
+}  // namespace lrpc
+
+namespace lrpc {
+
+Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32_t limit) noexcept {
+  MutexLock lock(callbacksMu_);
+  if (!callbacks_) {
+    OwnedFd peerEnd;
+    Result<std::unique_ptr<detail::CallbackHost>> host = [&]() -> Result<std::unique_ptr<detail::CallbackHost>> {
+      try {
+        return detail::CallbackHost::start(limit, &peerEnd);
+      } catch (const std::exception& e) {  // thread or allocation failure
+        return Status(Errc::kResourceExhausted, std::string("callback host: ") + e.what());
+      }
+    }();
+    if (!host.isOk()) return host.status();
+    detail::Message req{detail::MsgType::kCallbacks, detail::kBindingWide, 0, 0, {}};
+    detail::Message reply{};
+    {
+      MutexLock sockLock(sockMu_);
+      if (Status s = exchangeLocked(req, detail::MsgType::kCallbacksReady, &reply, nullptr, 0, peerEnd.get());
+          !s.isOk()) {
+        return s;
+      }
+    }
+    if (reply.status != 0) return Status(errcFromWire(reply.status), "the server refused this client's callbacks");
+    callbacks_ = std::move(*host);
+  }
+  Result<uint32_t> id = callbacks_->table().add(object);
+  if (!id.isOk()) return id.status();
+  return *id | kClientHostedCap;
+}
+
+Result<HostedObject> LocalBinding::findCallback(uint32_t id, uint64_t ifaceId) const noexcept {
+  MutexLock lock(callbacksMu_);
+  if (!callbacks_) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
+  return callbacks_->table().find(id & ~kClientHostedCap, ifaceId);
 }
 
 }  // namespace lrpc

@@ -25,7 +25,11 @@
 
 namespace lrpc {
 
+struct HostedObject;  // runtime/capability.h
+
 namespace detail {
+
+class CallbackHost;  // runtime/callbacks.h
 
 // A client-private LIFO free list of one procedure's A-stacks, without locks, at one locked
 // instruction per call. Each A-stack has a word: 0 while a call owns it, else the stamp of its
@@ -139,6 +143,12 @@ class LocalBinding {
   Status callError(uint32_t index, uint8_t code, uint32_t detailBytes) noexcept;
   void markDead() noexcept { dead_.store(true, std::memory_order_relaxed); }
 
+  // Callbacks (runtime/callbacks.h). The id, in this process's callback table, of `object`
+  // passed to the server (the callback binding is set up on first use; at most `limit`
+  // objects at once); and the object such an id names when the server passes it back.
+  Result<uint32_t> exportCallback(const HostedObject& object, uint32_t limit) noexcept;
+  Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept;
+
   const InterfaceDescriptor& iface() const noexcept { return iface_; }
   const RegionLayout& layout() const noexcept { return layout_; }
   int socket() const noexcept { return socket_.get(); }
@@ -148,8 +158,9 @@ class LocalBinding {
   // other A-stacks that arrive meanwhile are kept in pending_.
   // deadlineNs (monotonic, 0 for none) bounds the wait for the reply below the clerk's own
   // limit: then kDeadlineExceeded, and the binding stays usable (a late reply waits in pending_).
+  // `attach` (>= 0) is an fd sent with the request.
   Status exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                        OwnedFd* fd, int64_t deadlineNs = 0) noexcept LRPC_REQUIRES(sockMu_);
+                        OwnedFd* fd, int64_t deadlineNs = 0, int attach = -1) noexcept LRPC_REQUIRES(sockMu_);
   void reclaimAbandoned() noexcept;
 
   // Hot fields first.
@@ -181,6 +192,11 @@ class LocalBinding {
   Mutex abandonedMu_;
   std::vector<Abandoned> abandoned_ LRPC_GUARDED_BY(abandonedMu_);
   std::atomic<bool> anyAbandoned_{false};
+
+  // Taken before sockMu_ when both are. Last member: it goes first, so the server's calls on
+  // our objects end before the rest of the binding does.
+  mutable Mutex callbacksMu_;
+  std::unique_ptr<detail::CallbackHost> callbacks_ LRPC_GUARDED_BY(callbacksMu_);
 };
 
 }  // namespace lrpc

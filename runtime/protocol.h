@@ -12,6 +12,10 @@
 //                                         <-- Reply{kResultSegment, astack, bytes} + memfd
 //                                               (pushed by a server thread before it returns
 //                                                a result tail larger than the A-stack)
+//   Request{kCallbacks, astack = all ones}  -->  + one end of a socketpair: the client serves
+//                                               objects of its own there (runtime/callbacks.h)
+//                                         <-- Reply{kCallbacksReady, status} once the clerk has
+//                                               imported the client's callback binding over it
 // Every field is checked by the receiver; a malformed message ends the binding.
 #pragma once
 
@@ -25,7 +29,7 @@
 namespace lrpc::detail {
 
 inline constexpr uint32_t kHelloMagic = 0x4c525048;  // "HPRL"
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr size_t kDetailBytes = 384;
 
 struct Hello {
@@ -53,7 +57,11 @@ enum class MsgType : uint32_t {
   kThreadStarted = 3,
   kArgSegment = 4,
   kResultSegment = 5,
+  kCallbacks = 6,
+  kCallbacksReady = 7,
 };
+// The `astack` of kCallbacks and its reply: they belong to the binding, not to an A-stack.
+inline constexpr uint32_t kBindingWide = UINT32_MAX;
 
 struct Message {
   MsgType type;

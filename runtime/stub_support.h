@@ -232,6 +232,8 @@ class CallChannel {
   virtual const HostedObject* hostedObject() const noexcept { return nullptr; }
   virtual const CapImport* importedCap() const noexcept { return nullptr; }
   virtual bool isNullCap() const noexcept { return false; }
+  // An in-process object's own table: where ids of capabilities passed to it are kept.
+  virtual CapTable* exportTable() noexcept { return nullptr; }
   // call(), for a procedure whose only variable-size result is a Data value, so that the
   // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
   // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. The caller then
@@ -475,6 +477,9 @@ class ServerCall {
   // The export table of the connection this call came on (runtime/capability.h), or null on a
   // path that carries no capabilities.
   virtual CapTable* capTable() noexcept { return nullptr; }
+  // The binding that reaches objects the connection's client serves (runtime/callbacks.h), or
+  // null when it has passed none.
+  virtual std::shared_ptr<Binding> peerCallbacks() noexcept { return nullptr; }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept

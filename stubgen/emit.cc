@@ -208,7 +208,7 @@ struct WriteSpec {
   bool moveTail = false;    // results: "call_.moveResultTail(dst, value)", which may take the value over
   std::string depth = "::lrpc::codec::kMaxDepth";  // levels a nested value may take (the reader's limit)
   // The id of a capability: this, then the Client's binding and ")" (runtime/capability.h).
-  std::string capId = "::lrpc::detail::capToFrame(call_.binding(), ";
+  std::string capId;
 };
 
 std::string elemSize(const Type& list) { return "sizeof(" + frameType(elemOf(list)) + ")"; }
@@ -221,6 +221,10 @@ std::string depthArg(const Method& m) {
 
 bool anyCoded(const std::vector<Field>& fields) {
   return std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.type.coded; });
+}
+
+bool anyInterface(const std::vector<Field>& fields) {
+  return std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.type.kind == Kind::kInterface; });
 }
 
 // Writes `fields`, whose values are `valueOf(field)`, into a frame: fixed values by memcpy at
@@ -509,7 +513,7 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
-    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m, true) + ") {\n";
+    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m, true) + ") const {\n";
     out += "    if (binding_->remote) [[unlikely]] {\n";
     out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
     out += "      return " + m.name + "Via(call_" + argNames(m) + ");\n";
@@ -536,11 +540,12 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += returnType(m) + " " + d.relName + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
          ") {\n";
   out += "  if (!call_.status().isOk()) return call_.status();\n";
-  if (anyCoded(m.params) || anyCoded(m.results)) {
-    out += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values\n";
+  if (anyCoded(m.params) || anyCoded(m.results) || anyInterface(m.params) || anyInterface(m.results)) {
+    out += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
   }
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
+  spec.capId = "caps_.toFrame(";
   if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
   emitWrite(m.params, m.argsSize, [](const Field& f) { return f.name; }, spec, 2, out);
   const auto isVar = [](const Field& f) { return isVariable(f.type); };
@@ -575,8 +580,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
       out += "  " + target + " = frame_." + f.name + " != 0;\n";
     } else if (f.type.kind == Kind::kInterface) {
       out += "  {\n";
-      out += "    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_." + f.name + ", " + f.type.cppName +
-             "::kDescriptor);\n";
+      out += "    auto cap_ = caps_.in(frame_." + f.name + ", " + f.type.cppName + "::kDescriptor);\n";
       out += "    if (!cap_.isOk()) return cap_.status();\n";
       out += "    " + target + " = " + f.type.cppName + "::Client(std::move(*cap_));\n";
       out += "  }\n";

@@ -21,16 +21,21 @@ using net::testing::ForkedServer;
 using net::testing::NetnsPair;
 using net::testing::runIn;
 
-void expectAllSteps(calc::Calculator::Client& calculator) {
+// `callbacks`: whether the path carries objects the client serves (not yet over UDP, where
+// the step must be refused by name).
+void expectAllSteps(calc::Calculator::Client& calculator, bool callbacks) {
   std::string said;
   EXPECT_TRUE(calc::runSteps(calculator, [&](const std::string& line) { said += line + "\n"; })) << said;
-  // The callback step is refused by name until callbacks are carried.
-  EXPECT_NE(said.find("a callback"), std::string::npos) << said;
+  if (callbacks) {
+    EXPECT_NE(said.find("pow served by the client = 1025\n"), std::string::npos) << said;
+  } else {
+    EXPECT_NE(said.find("(a callback) over the network is not built yet"), std::string::npos) << said;
+  }
 }
 
 TEST(Calculator, InProcess) {
   auto calculator = calc::Calculator::Client::serve(std::make_shared<calc::CalculatorImpl>());
-  expectAllSteps(calculator);
+  expectAllSteps(calculator, true);
 }
 
 TEST(Calculator, SameHost) {
@@ -52,7 +57,7 @@ TEST(Calculator, SameHost) {
   io.dir = dir.path();
   auto calculator = lrpc::import<calc::Calculator>("calculator", io);
   ASSERT_TRUE(calculator.isOk()) << calculator.status().toString();
-  expectAllSteps(*calculator);
+  expectAllSteps(*calculator, true);
 }
 
 uint16_t serveCalculator(const std::string& bind) {
@@ -73,7 +78,7 @@ TEST(Calculator, TwoNamespaces) {
   runIn(pair.nsPath(false), [&] {
     auto calculator = net::connect<calc::Calculator>(uri);
     ASSERT_TRUE(calculator.isOk()) << calculator.status().toString();
-    expectAllSteps(*calculator);
+    expectAllSteps(*calculator, false);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/capability.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "tests/caps/caps_impl.h"
@@ -38,8 +39,10 @@ class FactoryProcess {
           o.maxCapabilities = maxCapabilities;
           Exporter exporter(o);
           KeeperImpl keeper;
+          PublisherImpl publisher;
           const bool ok = exporter.add<caps::Factory>("factory", impl).isOk() &&
-                          exporter.add<caps::Keeper>("keeper", keeper).isOk();
+                          exporter.add<caps::Keeper>("keeper", keeper).isOk() &&
+                          exporter.add<caps::Publisher>("publisher", publisher).isOk();
           ready_.putByte(ok ? 'k' : 'x');
           if (!ok) return 1;
           for (;;) ::pause();
@@ -77,6 +80,60 @@ TEST_P(SameHost, CapabilitiesRoundTrip) {
   auto keeper = lrpc::import<caps::Keeper>("keeper", io);
   ASSERT_TRUE(keeper.isOk()) << keeper.status().toString();
   checkNestedCapabilities(*keeper);
+}
+
+Result<caps::Publisher::Client> importPublisher(const std::string& dir, TransferMode mode = TransferMode::kAdaptive) {
+  ImportOptions io;
+  io.dir = dir;
+  io.mode = mode;
+  return lrpc::import<caps::Publisher>("publisher", io);
+}
+
+// Waits (up to 5 s) for `live` to reach `want`: releases that follow a process's death arrive
+// when its peer notices.
+uint32_t settle(const std::atomic<uint32_t>& live, uint32_t want) {
+  for (int i = 0; i < 500 && live.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return live.load();
+}
+
+TEST_P(SameHost, CallbacksRoundTrip) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto publisher = importPublisher(dir.path(), GetParam());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  auto impl = std::make_shared<ListenerImpl>(live, 100);
+  auto listener = caps::Listener::Client::serve(impl);
+  // The server calls back while this thread waits for its reply: a re-entrant call completes.
+  auto pinged = publisher->ping(listener, 5);
+  ASSERT_TRUE(pinged.isOk()) << pinged.status().toString();
+  EXPECT_EQ(*pinged, 105);
+  EXPECT_EQ(impl->calls.load(), 1u);
+  // Passed back: the client gets its own object, and calls it in process.
+  auto same = publisher->back(listener);
+  ASSERT_TRUE(same.isOk()) << same.status().toString();
+  EXPECT_EQ(*same->notify(1), 101);
+  EXPECT_EQ(impl->calls.load(), 2u);
+  // A capability the server serves, passed to the client's object: it calls the server.
+  auto lent = publisher->lend(listener, 10);
+  ASSERT_TRUE(lent.isOk()) << lent.status().toString();
+  EXPECT_EQ(*lent, 11);
+  // Kept by the server, called later, and released when the server drops it.
+  auto other = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1000));
+  EXPECT_EQ(*publisher->subscribe(listener), 1u);
+  EXPECT_EQ(*publisher->subscribe(other), 2u);
+  auto published = publisher->publish(1);
+  ASSERT_TRUE(published.isOk()) << published.status().toString();
+  EXPECT_EQ(published->sum, 101 + 1001);
+  EXPECT_EQ(published->answered, 2u);
+  impl.reset();
+  listener = caps::Listener::Client();
+  same = Status(Errc::kCancelled);
+  other = caps::Listener::Client();
+  EXPECT_EQ(live->load(), 2u) << "the server still holds both";
+  ASSERT_TRUE(publisher->clear().isOk());
+  EXPECT_EQ(live->load(), 0u) << "released when the server dropped them";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
@@ -174,13 +231,129 @@ TEST(SameHostCaps, CallsFailCleanlyOnceTheServerDies) {
   counter = Status(Errc::kCancelled);  // the release finds the server gone: no hang, no crash
 }
 
+TEST(SameHostCallbacks, ManyThreadsCallBack) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto publisher = importPublisher(dir.path());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto listener = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, t * 1000));
+      for (int i = 0; i < 100; ++i) {
+        auto r = publisher->ping(listener, i);
+        if (!r.isOk() || *r != t * 1000 + i) ++failures;
+        // A fresh object each time too: exported, called, released.
+        auto once = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 7));
+        if (auto o = publisher->ping(once, 1); !o.isOk() || *o != 8) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(live->load(), 0u);
+}
+
+TEST(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  Pipe held;
+  Child client([&] {
+    auto publisher = importPublisher(dir.path());
+    if (!publisher.isOk()) return 1;
+    auto live = std::make_shared<std::atomic<uint32_t>>(0);
+    if (!publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 500))).isOk()) return 2;
+    held.putByte('k');
+    for (;;) ::pause();
+  });
+  char c = 0;
+  ASSERT_TRUE(held.get(&c, 1) && c == 'k');
+  auto publisher = importPublisher(dir.path());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
+  auto both = publisher->publish(1);
+  ASSERT_TRUE(both.isOk()) << both.status().toString();
+  EXPECT_EQ(both->sum, 501 + 2);
+  client.kill();
+  client.wait();
+  // The dead client's listener fails at once (kPeerDied: the server drops it); ours answers.
+  auto after = publisher->publish(1);
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  EXPECT_EQ(after->answered, 1u);
+  EXPECT_EQ(after->sum, 2);
+  ASSERT_TRUE(publisher->clear().isOk());
+  EXPECT_EQ(live->load(), 0u);
+}
+
+TEST(SameHostCallbacks, ClientDropsItsObjectsWhenTheServerDies) {
+  TempDir dir;
+  auto server = std::make_unique<FactoryProcess>(dir.path());
+  ASSERT_TRUE(server->up());
+  auto publisher = importPublisher(dir.path());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
+  EXPECT_EQ(live->load(), 1u);  // only the server holds it
+  server.reset();
+  EXPECT_EQ(settle(*live, 0), 0u) << "the dead server's reference kept our object alive";
+  auto late = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1));
+  EXPECT_EQ(publisher->subscribe(late).status().code(), Errc::kPeerDied);
+}
+
+TEST(SameHostCallbacks, UnbindingReleasesTheObjectsAndTheServersCallsFail) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  auto watcher = importPublisher(dir.path());
+  ASSERT_TRUE(watcher.isOk()) << watcher.status().toString();
+  {
+    auto publisher = importPublisher(dir.path());
+    ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+    ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
+  }  // the binding ends: our callback host with it
+  EXPECT_EQ(live->load(), 0u);
+  auto after = watcher->publish(1);
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  EXPECT_EQ(after->answered, 0u);
+}
+
+TEST(SameHostCallbacks, AForgedCallbackIdIsABadFrame) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto publisher = importPublisher(dir.path());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  // Before this client has passed any callback: the server has no callback binding to use.
+  auto forged = detail::capFromFrame(*publisher->binding(), 1, caps::Listener::kDescriptor);
+  ASSERT_TRUE(forged.isOk());
+  // capFromFrame made a capability the server hosts with id 1; present it as client-hosted.
+  const_cast<CapImport*>((*forged)->channel->importedCap())->id = kClientHostedCap | 1;
+  caps::Listener::Client listener(*forged);
+  EXPECT_EQ(publisher->ping(listener, 1).status().code(), Errc::kBadFrame);
+  // After it has: an id its table never gave out.
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  auto real = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1));
+  EXPECT_EQ(*publisher->ping(real, 1), 2);
+  const_cast<CapImport*>((*forged)->channel->importedCap())->id = kClientHostedCap | 0x7FFFF;
+  EXPECT_EQ(publisher->ping(listener, 1).status().code(), Errc::kBadFrame);
+  const_cast<CapImport*>((*forged)->channel->importedCap())->id = 1;  // so that its release is harmless
+}
+
 uint16_t serveFactory(const std::string& bind) {
   auto* impl = new FactoryImpl;  // live until the child exits
   net::ServerOptions o;
   o.maxCapabilities = 4;
   auto* server = new net::UdpServer(o);
   auto* keeper = new KeeperImpl;
-  if (!server->add<caps::Factory>("factory", *impl).isOk() || !server->add<caps::Keeper>("keeper", *keeper).isOk()) {
+  auto* publisher = new PublisherImpl;
+  if (!server->add<caps::Factory>("factory", *impl).isOk() || !server->add<caps::Keeper>("keeper", *keeper).isOk() ||
+      !server->add<caps::Publisher>("publisher", *publisher).isOk()) {
     return 0;
   }
   auto port = server->bind(bind);
@@ -211,6 +384,13 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     auto keeper = net::connect<caps::Keeper>(uri.substr(0, uri.rfind('/')) + "/keeper");
     ASSERT_TRUE(keeper.isOk()) << keeper.status().toString();
     checkNestedCapabilities(*keeper);
+    // Callbacks do not cross the network yet: refused by name, before anything is sent.
+    auto publisher = net::connect<caps::Publisher>(uri.substr(0, uri.rfind('/')) + "/publisher");
+    ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+    auto live = std::make_shared<std::atomic<uint32_t>>(0);
+    auto listener = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1));
+    auto r = publisher->ping(listener, 1);
+    EXPECT_EQ(r.status().code(), Errc::kUnsupported) << r.status().toString();
   });
 }
 

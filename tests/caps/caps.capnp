@@ -44,3 +44,26 @@ interface Keeper {
   # A struct of passed-back capabilities: counter + other + each of all.
   live @3 () -> (count :UInt32);
 }
+
+interface Listener {
+  # An object the client serves: the server calls it back (runtime/callbacks.h).
+  notify @0 (n :Int64) -> (reply :Int64);
+  take @1 (counter :Counter) -> (total :Int64);
+  # A counter the server serves, passed to the client's object: it adds 1, returns the total.
+}
+
+interface Publisher {
+  ping @0 (listener :Listener, n :Int64) -> (reply :Int64);
+  # Calls listener.notify(n) once and returns its reply: one callback round trip, made while
+  # the client's calling thread waits for this very call.
+  subscribe @1 (listener :Listener) -> (count :UInt32);
+  # Keeps the listener; how many are kept.
+  publish @2 (n :Int64) -> (sum :Int64, answered :UInt32);
+  # Calls notify(n) on every kept listener: the sum of the replies and how many answered.
+  # Listeners whose client has gone are dropped.
+  clear @3 () -> ();
+  back @4 (listener :Listener) -> (same :Listener);
+  # The listener, returned: the client gets its own object back.
+  lend @5 (listener :Listener, start :Int64) -> (total :Int64);
+  # Makes a Counter(start) and passes it to listener.take: a callback that passes a capability.
+}

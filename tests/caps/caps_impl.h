@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "caps.lrpc.h"
 
@@ -38,7 +40,7 @@ class FactoryImpl final : public caps::Factory::Server {
   Result<caps::Counter::Client> make(std::string_view label, int64_t start) override {
     return caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, std::string(label), start));
   }
-  Result<int64_t> read(const caps::Counter::Client& counter) override { return counter.withOptions({}).add(0); }
+  Result<int64_t> read(const caps::Counter::Client& counter) override { return counter.add(0); }
   Result<caps::Counter::Client> again(const caps::Counter::Client& counter) override { return counter; }
   Result<caps::Counter::Client> nothing() override { return caps::Counter::Client(); }
   Result<caps::Factory::PairResults> pair(int64_t a, int64_t b) override {
@@ -162,5 +164,76 @@ inline void checkCapabilities(caps::Factory::Client& factory) {
   same = Status(Errc::kCancelled);
   EXPECT_EQ(*factory.live(), 0u);
 }
+
+}  // namespace lrpc::testing
+
+namespace lrpc::testing {
+
+// A client's object for callbacks: notify answers n + offset.
+class ListenerImpl final : public caps::Listener::Server {
+ public:
+  ListenerImpl(std::shared_ptr<std::atomic<uint32_t>> live, int64_t offset) : live_(std::move(live)), offset_(offset) {
+    ++*live_;
+  }
+  ~ListenerImpl() override { --*live_; }
+  Result<int64_t> notify(int64_t n) override {
+    ++calls;
+    return wrapAdd(n, offset_);
+  }
+  Result<int64_t> take(const caps::Counter::Client& counter) override { return counter.add(1); }
+
+  std::atomic<uint32_t> calls{0};
+
+ private:
+  std::shared_ptr<std::atomic<uint32_t>> live_;
+  int64_t offset_;
+};
+
+class PublisherImpl final : public caps::Publisher::Server {
+ public:
+  Result<int64_t> ping(const caps::Listener::Client& listener, int64_t n) override { return listener.notify(n); }
+  Result<uint32_t> subscribe(const caps::Listener::Client& listener) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.push_back(listener);
+    return static_cast<uint32_t>(kept_.size());
+  }
+  Result<caps::Publisher::PublishResults> publish(int64_t n) override {
+    std::vector<caps::Listener::Client> kept;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kept = kept_;
+    }
+    caps::Publisher::PublishResults out{};
+    std::vector<caps::Listener::Client> alive;
+    for (auto& l : kept) {
+      Result<int64_t> r = l.notify(n);
+      if (r.isOk()) {
+        out.sum = wrapAdd(out.sum, *r);
+        ++out.answered;
+        alive.push_back(l);
+      } else if (r.status().code() != Errc::kPeerDied) {
+        return r.status();
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_ = std::move(alive);
+    return out;
+  }
+  Status clear() override {
+    std::vector<caps::Listener::Client> dropped;  // released outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(kept_);
+    return {};
+  }
+  Result<caps::Listener::Client> back(const caps::Listener::Client& listener) override { return listener; }
+  Result<int64_t> lend(const caps::Listener::Client& listener, int64_t start) override {
+    return listener.take(caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "lent", start)));
+  }
+
+ private:
+  std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
+  std::mutex mu_;
+  std::vector<caps::Listener::Client> kept_;
+};
 
 }  // namespace lrpc::testing

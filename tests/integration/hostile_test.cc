@@ -4,7 +4,9 @@
 // the A-stack during calls. The server must reject (kBadFrame, kBindingRejected) or complete
 // correctly, never crash, and keep serving honest clients.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/un.h>
 
 #include <atomic>
@@ -350,6 +352,60 @@ TEST_F(HostileTest, GarbageMessagesEndOnlyThatBinding) {
     detail::Message reply{};
     EXPECT_FALSE(detail::recvMessage(b->socket(), &reply, sizeof reply, nullptr, 5000).isOk());
   }
+  expectServerHealthy();
+}
+
+// Sends kCallbacks with `fd` attached and returns the clerk's answer (status 0xFF if none).
+uint8_t offerCallbacks(int sock, int fd) {
+  detail::Message m{detail::MsgType::kCallbacks, detail::kBindingWide, 0, 0, {}};
+  if (!detail::sendMessage(sock, &m, sizeof m, fd).isOk()) return 0xFF;
+  detail::Message reply{};
+  if (!detail::recvMessage(sock, &reply, sizeof reply, nullptr, 10'000).isOk()) return 0xFF;
+  return reply.type == detail::MsgType::kCallbacksReady ? reply.status : 0xFF;
+}
+
+// A client whose callback host (runtime/callbacks.h) is not one: the server's clerk imports
+// over what it is given with every check of an import, refuses, and the binding goes on.
+TEST_F(HostileTest, HostileCallbackHostsAreRefused) {
+  auto b = RawBinding::open(dir_.path(), "svc");
+  ASSERT_TRUE(b.has_value());
+  {  // Not a socket.
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    OwnedFd r(p[0]), w(p[1]);
+    const uint8_t status = offerCallbacks(b->socket(), r.get());
+    EXPECT_NE(status, 0);
+    EXPECT_NE(status, 0xFF);
+  }
+  {  // A socket whose other end is already closed.
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    OwnedFd theirs(sv[1]);
+    ::close(sv[0]);
+    const uint8_t status = offerCallbacks(b->socket(), theirs.get());
+    EXPECT_NE(status, 0);
+    EXPECT_NE(status, 0xFF);
+  }
+  {  // A host that answers the Hello with a region of another size.
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    OwnedFd ours(sv[0]), theirs(sv[1]);
+    std::thread host([&] {
+      detail::Hello hello{};
+      if (!detail::recvMessage(ours.get(), &hello, sizeof hello, nullptr, 5000).isOk()) return;
+      Result<SharedMemory> shm = SharedMemory::create("hostile-callbacks", 4096);
+      if (!shm.isOk()) return;
+      detail::Welcome w{};
+      w.regionBytes = 4096;
+      (void)detail::sendMessage(ours.get(), &w, sizeof w, shm->fd());
+      char c;
+      (void)::recv(ours.get(), &c, 1, 0);  // until the clerk lets go
+    });
+    EXPECT_EQ(offerCallbacks(b->socket(), theirs.get()), static_cast<uint8_t>(Errc::kBindingRejected));
+    theirs.reset();
+    host.join();
+  }
+  EXPECT_TRUE(b->start(b->firstAStack(0)));  // the binding itself is untouched
   expectServerHealthy();
 }
 

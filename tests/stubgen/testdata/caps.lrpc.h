@@ -281,7 +281,7 @@ class Item::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<uint32_t> get() {
+  ::lrpc::Result<uint32_t> get() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Item::kGet, options_);
       return getVia(call_);
@@ -291,7 +291,7 @@ class Item::Client {
   }
 
   // Several results holding its own interface.
-  ::lrpc::Result<::golden::caps::Item::SplitResults> split() {
+  ::lrpc::Result<::golden::caps::Item::SplitResults> split() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Item::kSplit, options_);
       return splitVia(call_);
@@ -351,7 +351,7 @@ class Shop::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::golden::caps::Item::Client> make(uint32_t value) {
+  ::lrpc::Result<::golden::caps::Item::Client> make(uint32_t value) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kMake, options_);
       return makeVia(call_, value);
@@ -360,7 +360,7 @@ class Shop::Client {
     return makeVia(call_, value);
   }
 
-  ::lrpc::Result<uint64_t> price(const ::golden::caps::Item::Client& item) {
+  ::lrpc::Result<uint64_t> price(const ::golden::caps::Item::Client& item) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kPrice, options_);
       return priceVia(call_, item);
@@ -369,7 +369,7 @@ class Shop::Client {
     return priceVia(call_, item);
   }
 
-  ::lrpc::Result<::golden::caps::Shop::TwoResults> two() {
+  ::lrpc::Result<::golden::caps::Shop::TwoResults> two() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kTwo, options_);
       return twoVia(call_);
@@ -378,7 +378,7 @@ class Shop::Client {
     return twoVia(call_);
   }
 
-  ::lrpc::Result<::golden::caps::Box> box(const ::golden::caps::Box& box) {
+  ::lrpc::Result<::golden::caps::Box> box(const ::golden::caps::Box& box) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
       return boxVia(call_, box);
@@ -387,7 +387,7 @@ class Shop::Client {
     return boxVia(call_, box);
   }
 
-  ::lrpc::Result<uint32_t> all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+  ::lrpc::Result<uint32_t> all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kAll, options_);
       return allVia(call_, items);
@@ -451,18 +451,19 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::SplitResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   ::golden::caps::Item::SplitResults out_{};
   {
-    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_.left, ::golden::caps::Item::kDescriptor);
+    auto cap_ = caps_.in(frame_.left, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
     out_.left = ::golden::caps::Item::Client(std::move(*cap_));
   }
   {
-    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_.right, ::golden::caps::Item::kDescriptor);
+    auto cap_ = caps_.in(frame_.right, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
     out_.right = ::golden::caps::Item::Client(std::move(*cap_));
   }
@@ -472,6 +473,7 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &value, sizeof value);
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
@@ -480,7 +482,7 @@ template <class Call>
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   ::golden::caps::Item::Client value_{};
   {
-    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_.item, ::golden::caps::Item::kDescriptor);
+    auto cap_ = caps_.in(frame_.item, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
     value_ = ::golden::caps::Item::Client(std::move(*cap_));
   }
@@ -490,8 +492,9 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   std::byte* fixed_ = call_.args();
-  const ::lrpc::Result<uint32_t> itemCap_ = ::lrpc::detail::capToFrame(call_.binding(), item.binding());
+  const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
   if (!itemCap_.isOk()) return itemCap_.status();
   std::memcpy(fixed_ + 0, &*itemCap_, sizeof(uint32_t));
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
@@ -506,18 +509,19 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::TwoResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   ::golden::caps::Shop::TwoResults out_{};
   {
-    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_.a, ::golden::caps::Item::kDescriptor);
+    auto cap_ = caps_.in(frame_.a, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
     out_.a = ::golden::caps::Item::Client(std::move(*cap_));
   }
   {
-    auto cap_ = ::lrpc::detail::capFromFrame(call_.binding(), frame_.b, ::golden::caps::Item::kDescriptor);
+    auto cap_ = caps_.in(frame_.b, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
     out_.b = ::golden::caps::Item::Client(std::move(*cap_));
   }
@@ -527,7 +531,7 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   const uint64_t boxBytes_ = ::lrpc::codec::size(box, ::lrpc::codec::kMaxDepth);
   if (boxBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.box: argument box nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -562,7 +566,7 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   const uint64_t itemsBytes_ = ::lrpc::codec::size(items, ::lrpc::codec::kMaxDepth);
   if (itemsBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.all: argument items nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");

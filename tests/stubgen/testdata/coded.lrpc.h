@@ -433,7 +433,7 @@ class Trees::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<uint32_t> put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+  ::lrpc::Result<uint32_t> put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kPut, options_);
       return putVia(call_, root, label);
@@ -442,7 +442,7 @@ class Trees::Client {
     return putVia(call_, root, label);
   }
 
-  ::lrpc::Result<::coded::Trees::AllResults> all() {
+  ::lrpc::Result<::coded::Trees::AllResults> all() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kAll, options_);
       return allVia(call_);
@@ -482,7 +482,7 @@ class Trees::Server {
 template <class Call>
 ::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
   if (rootBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -522,7 +522,7 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::AllResultsFrame frame_;

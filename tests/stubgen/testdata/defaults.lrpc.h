@@ -277,7 +277,7 @@ class Settings::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<uint32_t> apply(const ::defaults::Config& config, bool dryRun = false) {
+  ::lrpc::Result<uint32_t> apply(const ::defaults::Config& config, bool dryRun = false) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kApply, options_);
       return applyVia(call_, config, dryRun);
@@ -286,7 +286,7 @@ class Settings::Client {
     return applyVia(call_, config, dryRun);
   }
 
-  ::lrpc::Result<std::string> greet(std::string_view name = "world \"quoted\"", uint16_t times = 2u) {
+  ::lrpc::Result<std::string> greet(std::string_view name = "world \"quoted\"", uint16_t times = 2u) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kGreet, options_);
       return greetVia(call_, name, times);
@@ -296,7 +296,7 @@ class Settings::Client {
   }
 
   // Void in and out: called as tick(), returns lrpc::Status.
-  ::lrpc::Status tick() {
+  ::lrpc::Status tick() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kTick, options_);
       return tickVia(call_);
@@ -306,7 +306,7 @@ class Settings::Client {
   }
 
   // Only the trailing defaults (c) become C++ default arguments; a's needs b first.
-  ::lrpc::Result<int32_t> mix(int32_t a, int32_t b, ::defaults::Level c = ::defaults::Level::kLow) {
+  ::lrpc::Result<int32_t> mix(int32_t a, int32_t b, ::defaults::Level c = ::defaults::Level::kLow) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kMix, options_);
       return mixVia(call_, a, b, c);
@@ -316,7 +316,7 @@ class Settings::Client {
   }
 
   // A result's default never applies: results always travel.
-  ::lrpc::Result<int32_t> withResultDefault() {
+  ::lrpc::Result<int32_t> withResultDefault() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kWithResultDefault, options_);
       return withResultDefaultVia(call_);

@@ -192,7 +192,7 @@ class Sensor::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<std::string> name() {
+  ::lrpc::Result<std::string> name() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
       return nameVia(call_);
@@ -202,7 +202,7 @@ class Sensor::Client {
   }
 
   // The latest reading.
-  ::lrpc::Result<::golden::v1::Reading> read() {
+  ::lrpc::Result<::golden::v1::Reading> read() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kRead, options_);
       return readVia(call_);
@@ -211,7 +211,7 @@ class Sensor::Client {
     return readVia(call_);
   }
 
-  ::lrpc::Result<::golden::v1::Sensor::HistoryResults> history(uint16_t count) {
+  ::lrpc::Result<::golden::v1::Sensor::HistoryResults> history(uint16_t count) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
       return historyVia(call_, count);
@@ -220,7 +220,7 @@ class Sensor::Client {
     return historyVia(call_, count);
   }
 
-  ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) {
+  ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kLabel, options_);
       return labelVia(call_, text, tags);
@@ -229,7 +229,7 @@ class Sensor::Client {
     return labelVia(call_, text, tags);
   }
 
-  ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) {
+  ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kUpload, options_);
       return uploadVia(call_, blob, delete_);
@@ -239,7 +239,7 @@ class Sensor::Client {
   }
 
   // chunk is read where the client wrote it (no copy "E").
-  ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) {
+  ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kAppend, options_);
       return appendVia(call_, chunk);
@@ -249,7 +249,7 @@ class Sensor::Client {
   }
 
   // The only variable-size result is Data: its tail may arrive apart (resultTailApart).
-  ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) {
+  ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
       return dumpVia(call_, from);

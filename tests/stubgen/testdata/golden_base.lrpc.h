@@ -87,7 +87,7 @@ class Named::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<std::string> name() {
+  ::lrpc::Result<std::string> name() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::Named::kName, options_);
       return nameVia(call_);

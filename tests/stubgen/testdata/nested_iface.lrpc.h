@@ -396,7 +396,7 @@ class Catalog::Browser::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::nested::Catalog::Browser::ListResults> list(std::string_view prefix) {
+  ::lrpc::Result<::nested::Catalog::Browser::ListResults> list(std::string_view prefix) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
       return listVia(call_, prefix);
@@ -447,7 +447,7 @@ class Store::Reader::Cursor::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> next() {
+  ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> next() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::Cursor::kNext, options_);
       return nextVia(call_);
@@ -498,7 +498,7 @@ class Store::Reader::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) {
+  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
       return getVia(call_, key);
@@ -549,7 +549,7 @@ class Store::Writer::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) {
+  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
       return getVia(call_, key);
@@ -558,7 +558,7 @@ class Store::Writer::Client {
     return getVia(call_, key);
   }
 
-  ::lrpc::Status put(const ::nested::Store::Key& key, std::string_view value) {
+  ::lrpc::Status put(const ::nested::Store::Key& key, std::string_view value) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Writer::kPut, options_);
       return putVia(call_, key, value);
@@ -613,7 +613,7 @@ class Store::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<uint64_t> size() {
+  ::lrpc::Result<uint64_t> size() const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Store::kSize, options_);
       return sizeVia(call_);
@@ -664,7 +664,7 @@ class Audit::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<bool> check(const ::nested::Store::Reader::Cursor::Pos& pos) {
+  ::lrpc::Result<bool> check(const ::nested::Store::Reader::Cursor::Pos& pos) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Audit::kCheck, options_);
       return checkVia(call_, pos);
@@ -715,7 +715,7 @@ class Tagger::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::nested::Tagger::TagResults> tag(const ::nested::Marker& m, const ::nested::Span& s) {
+  ::lrpc::Result<::nested::Tagger::TagResults> tag(const ::nested::Marker& m, const ::nested::Span& s) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::nested::Tagger::kTag, options_);
       return tagVia(call_, m, s);
@@ -893,7 +893,7 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // capabilities inside the values
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   const uint64_t mBytes_ = ::lrpc::codec::size(m, ::lrpc::codec::kMaxDepth);
   if (mBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: argument m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");

@@ -176,7 +176,7 @@ class Base::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) {
+  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::Base::kPair, options_);
       return pairVia(call_, p);
@@ -227,7 +227,7 @@ class Derived::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) {
+  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::Derived::kPair, options_);
       return pairVia(call_, p);
@@ -236,7 +236,7 @@ class Derived::Client {
     return pairVia(call_, p);
   }
 
-  ::lrpc::Result<::Derived::OwnResults> own(::Base::Kind k, const ::Later& p) {
+  ::lrpc::Result<::Derived::OwnResults> own(::Base::Kind k, const ::Later& p) const {
     if (binding_->remote) [[unlikely]] {
       ::lrpc::RemoteCall call_(*binding_, ::Derived::kOwn, options_);
       return ownVia(call_, k, p);
