@@ -16,4 +16,7 @@ interface Root {
   # The object CapNull/<path> calls; one per session.
   make @2 () -> (obj :Obj);
   # A fresh object per call, released when the client drops it (CapMake/<path>).
+  callback @3 (obj :Obj) -> ();
+  # Calls obj.null() once and returns: a callback round trip to an object the client serves
+  # (Callback/<path>; same host only).
 }

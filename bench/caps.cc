@@ -28,15 +28,16 @@ class RootImpl final : public Root::Server {
   Status null() override { return {}; }
   Result<Obj::Client> obj() override { return obj_; }
   Result<Obj::Client> make() override { return Obj::Client::serve(std::make_shared<ObjImpl>()); }
+  Status callback(const Obj::Client& obj) override { return obj.null(); }
 
  private:
   Obj::Client obj_ = Obj::Client::serve(std::make_shared<ObjImpl>());
 };
 
-enum class Kind { kCapNull, kRootNull, kCapMake };
+enum class Kind { kCapNull, kRootNull, kCapMake, kCallback };
 
 constexpr const char* kindName(Kind k) {
-  return k == Kind::kCapNull ? "CapNull" : k == Kind::kRootNull ? "RootNull" : "CapMake";
+  return k == Kind::kCapNull ? "CapNull" : k == Kind::kRootNull ? "RootNull" : k == Kind::kCapMake ? "CapMake" : "Callback";
 }
 
 class CapsSession : public Session {
@@ -54,34 +55,42 @@ class CapsSession : public Session {
     Result<Obj::Client> o = root_.make();
     return o.isOk();  // dropped here: the release is part of the cost
   }
+  // The server calls our object back; it releases it when the call ends (part of the cost).
+  bool callback() { return root_.callback(mine_).isOk(); }
   const ServerProcess* server() const override { return server_.get(); }
 
  protected:
   ~CapsSession() override {
     obj_ = Obj::Client();
+    mine_ = Obj::Client();
     root_ = Root::Client();  // unbind before the server goes away
     server_.reset();
   }
   std::unique_ptr<ServerProcess> server_;
   Root::Client root_;
   Obj::Client obj_;
+  Obj::Client mine_ = Obj::Client::serve(std::make_shared<ObjImpl>());
 };
 
 template <class S, class Loop>
 auto withKind(S& client, Kind kind, Loop&& loop) {
   if (kind == Kind::kCapNull) return loop([&] { return client.capNull(); });
   if (kind == Kind::kRootNull) return loop([&] { return client.rootNull(); });
+  if (kind == Kind::kCallback) return loop([&] { return client.callback(); });
   return loop([&] { return client.capMake(); });
 }
 
+// `callbacks`: the path carries objects the client serves (same host only, for now).
 template <class S, class Make>
-void addKinds(BenchContext& ctx, const std::string& path, Make make) {
+void addKinds(BenchContext& ctx, const std::string& path, bool callbacks, Make make) {
   std::string key = "caps/" + path;
-  auto session = [&ctx, key, make](benchmark::State& state) -> S* {
-    Result<S*> s = ctx.sessions.get<S>(key, [make]() -> Result<std::unique_ptr<S>> {
+  auto session = [&ctx, key, make, callbacks](benchmark::State& state) -> S* {
+    Result<S*> s = ctx.sessions.get<S>(key, [make, callbacks]() -> Result<std::unique_ptr<S>> {
       Result<std::unique_ptr<S>> made = make();
       if (!made) return made.status();
       if (Status st = made.value()->fetchObj(); !st) return st;
+      // The first callback sets up the callback binding: outside the timed loops.
+      if (callbacks && !made.value()->callback()) return Status(Errc::kServerFault, "the first callback failed");
       return made;
     });
     if (!s) {
@@ -90,7 +99,8 @@ void addKinds(BenchContext& ctx, const std::string& path, Make make) {
     }
     return s.value();
   };
-  for (Kind kind : {Kind::kCapNull, Kind::kRootNull, Kind::kCapMake}) {
+  for (Kind kind : {Kind::kCapNull, Kind::kRootNull, Kind::kCapMake, Kind::kCallback}) {
+    if (kind == Kind::kCallback && !callbacks) continue;
     std::string name = std::string(kindName(kind)) + "/" + path;
     benchmark::RegisterBenchmark(name.c_str(), [session, kind](benchmark::State& state) {
       S* client = session(state);
@@ -112,6 +122,16 @@ void addKinds(BenchContext& ctx, const std::string& path, Make make) {
       return withKind(*client, kind, [](auto once) { return timedBurst(once, paired::kWarmUp, paired::kBurstCalls); });
     };
     paired::rounds(state, [&] { return burst(Kind::kCapNull); }, [&] { return burst(Kind::kRootNull); });
+  })->UseManualTime();
+  if (!callbacks) return;
+  std::string callbackPair = "Callback/paired_" + path + "_root";
+  benchmark::RegisterBenchmark(callbackPair.c_str(), [session](benchmark::State& state) {
+    S* client = session(state);
+    if (client == nullptr) return;
+    auto burst = [&](Kind kind) {
+      return withKind(*client, kind, [](auto once) { return timedBurst(once, paired::kWarmUp, paired::kBurstCalls); });
+    };
+    paired::rounds(state, [&] { return burst(Kind::kCallback); }, [&] { return burst(Kind::kRootNull); });
   })->UseManualTime();
 }
 
@@ -158,10 +178,10 @@ class CapsNet final : public CapsSession {
 
 void registerCaps(BenchContext& ctx) {
 #if LRPC_BENCH_LOCAL
-  addKinds<CapsLocal>(ctx, "lrpc", [] { return CapsLocal::start(TransferMode::kAdaptive); });
+  addKinds<CapsLocal>(ctx, "lrpc", true, [] { return CapsLocal::start(TransferMode::kAdaptive); });
 #endif
 #if LRPC_BENCH_NET
-  addKinds<CapsNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<CapsNet>> {
+  addKinds<CapsNet>(ctx, "net_veth", false, [&ctx]() -> Result<std::unique_ptr<CapsNet>> {
     Result<const NetnsPair*> netns = ctx.netns();
     if (!netns) return netns.status();
     return CapsNet::start(net::ReceiveMode::kBusyPoll, *netns.value());

@@ -4,7 +4,9 @@
 // same empty call on the imported binding itself, CapNull/paired_<path>_root alternates bursts
 // of the two on one session (counters as in bench/paired.h: `ratio` cap / root), and
 // CapMake/<path> makes a call that returns a new object and drops it (the drop is one more
-// call, the release). Over `lrpc` (same host, adaptive) and `net_veth` (busy-poll between the
+// call, the release). Callback/<path> passes an object the client serves and the server calls
+// it once before it returns (with Callback/paired_<path>_root against RootNull: same host only,
+// as callbacks are). Over `lrpc` (same host, adaptive) and `net_veth` (busy-poll between the
 // namespaces). Compiled only with the layers they need, like lrpc_paths.h.
 
 #include "bench/registry.h"
