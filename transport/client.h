@@ -151,7 +151,7 @@ class UdpChannel final : public CallChannel {
 Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDescriptor& iface,
                                          const ClientOptions& options = {});
 
-// Typed form: lrpc::net::connect<paper::Paper>("udp://10.0.0.1:7000/paper").
+// Typed form: lrpc::net::connect<paper::Paper>("udp://10.0.0.1:7000/paper?key=...").
 template <class Service>
 Result<typename Service::Client> connect(std::string_view uri, const ClientOptions& options = {}) {
   auto binding = connect(uri, Service::kDescriptor, options);

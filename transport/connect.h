@@ -1,7 +1,7 @@
 // One entry point for both paths. A client names what it wants:
 //
 //   auto paper = lrpc::connect<lrpc::paper::Paper>("paper");                        // same host
-//   auto paper = lrpc::connect<lrpc::paper::Paper>("udp://10.0.0.2:7000/paper");   // remote
+//   auto paper = lrpc::connect<lrpc::paper::Paper>("udp://10.0.0.2:7000/paper?key=...");   // remote (secure)
 //
 // and gets the same generated Foo::Client either way; the binding's remote bit (the first
 // thing every generated method tests) picks the A-stack path or the network path. A server
@@ -24,7 +24,7 @@ struct ConnectOptions {
   net::ClientOptions remote;  // for "udp://host:port/name"
 };
 
-// "udp://..." goes over the network transport; anything else is a same-host name.
+// "udp://..." and "udp+clear://..." go over the network transport; anything else is a same-host name.
 Result<std::shared_ptr<Binding>> connectBinding(std::string_view target, const InterfaceDescriptor& iface,
                                                 const ConnectOptions& options = {});
 

@@ -11,12 +11,14 @@ Result<ServerKeys> loadServerKeys(const ServerSecurity& s) {
   k.clearText = s.clearText;
   const bool hasKey = !s.keyFile.empty() || s.keyPair.has_value();
   if (!hasKey) {
-    // A server with no key serves clear text, as before the secure transport existed. Not yet
-    // refused (secure by default): every caller would first have to say clearText.
-    k.clearText = true;
     if (!s.allowedClientKeyFiles.empty() || !s.allowedClients.empty() || s.anyClient || !s.pskFile.empty() ||
         s.psk.has_value()) {
       return bad("ServerOptions::security lists clients but has no key: set keyFile (lrpc keygen) or keyPair");
+    }
+    // Secure by default: clear text only when asked for.
+    if (!s.clearText) {
+      return bad("ServerOptions::security has no key: set keyFile (lrpc keygen) or keyPair for authenticated, "
+                 "encrypted sessions, or clearText = true to serve clear text on a network you own");
     }
     return k;
   }
@@ -72,9 +74,9 @@ Result<ClientKeys> loadClientKeys(const ClientSecurity& s, std::string_view addr
     server = *fromAddress;
   }
   if (!server) {
-    // No pinned key: clear text, as before. Not yet refused (secure by default): every caller
-    // would first have to say udp+clear://.
-    return k;
+    // Secure by default: a udp:// address without the server's key cannot authenticate it.
+    return bad("no server key to pin: add ?key=<the server's public key> to the udp:// address (or set "
+               "ClientSecurity::serverKey), or say udp+clear:// for clear text on a network you own");
   }
   if (s.rehandshakeAfter.count() <= 0) return bad("ClientSecurity::rehandshakeAfter must be positive");
   std::optional<secure::KeyPair> self = s.keyPair;

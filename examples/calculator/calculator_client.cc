@@ -1,5 +1,5 @@
 // Uses calculator_server: on this host, or over UDP with an address.
-//   calculator_client [udp://HOST:PORT/calculator]
+//   calculator_client [udp://HOST:PORT/calculator?key=KEY]   (the address calculator_server printed)
 // Each step prints what it computed; the exit code is 0 when every result is right.
 #include <cstdio>
 #include <string>

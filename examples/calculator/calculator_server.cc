@@ -1,12 +1,15 @@
 // Serves the calculator as "calculator" on this host and, given an address, over UDP too:
 //   calculator_server [HOST:PORT]
-// until Ctrl-C. Run calculator_client in another terminal (or another namespace).
+// until Ctrl-C. Run calculator_client in another terminal (or another namespace). Over UDP it
+// is authenticated and encrypted: a key pair made at start, any client, and the address to
+// give calculator_client (with the public key to pin) printed.
 #include <signal.h>
 
 #include <cstdio>
 
 #include "calculator_impl.h"
 #include "transport/connect.h"
+#include "transport/secure/keys.h"
 
 int main(int argc, char** argv) {
   sigset_t stop;  // blocked before any thread starts; sigwait() below takes them
@@ -16,7 +19,15 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   calc::CalculatorImpl calculator;
-  lrpc::net::NetExporter exporter;
+  lrpc::Result<lrpc::secure::KeyPair> key = lrpc::secure::KeyPair::generate();
+  if (!key.isOk()) {
+    std::fprintf(stderr, "calculator_server: %s\n", key.status().toString().c_str());
+    return 1;
+  }
+  lrpc::net::NetExporter::Options options;
+  options.remote.security.keyPair = *key;
+  options.remote.security.anyClient = true;  // clients still authenticate this server
+  lrpc::net::NetExporter exporter(options);
   if (lrpc::Status s = exporter.add<calc::Calculator>("calculator", calculator); !s.isOk()) {
     std::fprintf(stderr, "calculator_server: %s\n", s.toString().c_str());
     return 1;
@@ -28,7 +39,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "\ncalculator_server: %s\n", port.status().toString().c_str());
       return 1;
     }
-    std::printf(" and on UDP port %u", static_cast<unsigned>(*port));
+    std::printf(" and on UDP: calculator_client udp://HOST:%u/calculator?key=%s", static_cast<unsigned>(*port),
+                key->publicKey().toText().c_str());
   }
   std::printf("; Ctrl-C stops\n");
   std::fflush(stdout);

@@ -51,6 +51,7 @@ struct Case {
 uint16_t serveEvery(const std::string& bind, bool fewBuffers) {
   auto* impl = new EveryTypeImpl<Everything::Server>;
   ServerOptions so;
+  so.security.clearText = true;
   if (fewBuffers) {
     so.receiveBuffers = 16;
     so.fragmentWindow = 16;
@@ -78,7 +79,7 @@ TEST_P(BulkNet, SixtyFourMiBEchoContentChecked) {
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
                                [few](const std::string& b) { return serveEvery(b, few); });
   ASSERT_NE(server.port(), 0);
-  std::string target = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
+  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
   std::vector<uint8_t> big = pattern(kBig, 21);
   testing::runIn(pair.nsPath(false), [&] {
     ConnectOptions co;
@@ -124,7 +125,7 @@ TEST_F(BulkNetBuffers, KeptBuffersCarryNothingOver) {
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
                                [](const std::string& b) { return serveEvery(b, false); });
   ASSERT_NE(server.port(), 0);
-  std::string target = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
+  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
   testing::runIn(pair.nsPath(false), [&] {
     Result<Everything::Client> client = lrpc::connect<Everything>(target);
     ASSERT_TRUE(client.isOk()) << client.status().toString();
@@ -160,7 +161,7 @@ TEST_F(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
                                [](const std::string& b) { return serveEvery(b, false); });
   ASSERT_NE(server.port(), 0);
-  std::string target = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
+  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
   testing::runIn(pair.nsPath(false), [&] {
     ConnectOptions co;
     co.remote.maxRetries = 40;

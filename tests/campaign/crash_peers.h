@@ -168,7 +168,9 @@ class UdpPeerServer {
   UdpPeerServer() {
     child_ = std::make_unique<Child>([&] {
       net::testing::Svc::Impl impl;
-      net::UdpServer server;
+      net::ServerOptions so;
+      so.security.clearText = true;
+      net::UdpServer server(so);
       uint16_t port = 0;
       if (server.add("svc", net::testing::Svc::kDescriptor, &impl).isOk()) {
         auto p = server.bind("127.0.0.1:0");
@@ -190,7 +192,7 @@ class UdpPeerServer {
     if (!ready_.get(&port_, sizeof port_)) port_ = 0;
   }
   uint16_t port() const { return port_; }
-  std::string uri() const { return "udp://127.0.0.1:" + std::to_string(port_) + "/svc"; }
+  std::string uri() const { return "udp+clear://127.0.0.1:" + std::to_string(port_) + "/svc"; }
   pid_t pid() const { return child_->pid(); }
   void signal(int sig) {
     ::kill(child_->pid(), sig);

@@ -93,12 +93,13 @@ TEST(LimitsNet, ExhaustUdpSessionsEvictsTheOldest) {
   net::testing::Svc::Impl impl;
   net::ServerOptions so;
   so.maxSessions = 4;
+  so.security.clearText = true;
   net::UdpServer server(so);
   ASSERT_TRUE(server.add("svc", net::testing::Svc::kDescriptor, &impl).isOk());
   auto port = server.bind("127.0.0.1:0");
   ASSERT_TRUE(port.isOk());
   ASSERT_TRUE(server.start().isOk());
-  std::string uri = "udp://127.0.0.1:" + std::to_string(*port) + "/svc";
+  std::string uri = "udp+clear://127.0.0.1:" + std::to_string(*port) + "/svc";
   std::vector<std::shared_ptr<Binding>> bindings;
   for (int i = 0; i < 6; ++i) {
     auto b = net::connect(uri, net::testing::Svc::kDescriptor);

@@ -30,7 +30,9 @@ struct Case {
 
 uint16_t serveSvc(const std::string& bind) {
   auto* impl = new Svc::Impl;  // lives until the child's _exit
-  auto* server = new net::UdpServer();
+  net::ServerOptions so;
+  so.security.clearText = true;
+  auto* server = new net::UdpServer(so);
   if (!server->add("svc", Svc::kDescriptor, impl).isOk()) return 0;
   auto port = server->bind(bind);
   if (!port.isOk() || !server->start().isOk()) return 0;
@@ -62,14 +64,14 @@ TEST_P(NetFault, EveryCallExactlyOnceOrAClearError) {
   }
   net::testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", serveSvc);
   ASSERT_NE(server.port(), 0);
-  std::string direct = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/svc";
+  std::string direct = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/svc";
 
   constexpr uint64_t kCalls = 150;
   int ok = 0, failed = 0;
   uint64_t injected = 0, reordered = 0;
   net::testing::runIn(pair.nsPath(false), [&] {
     FaultProxy proxy(pair.ipA(), server.port(), c.proxy);
-    std::string via = "udp://127.0.0.1:" + std::to_string(proxy.port()) + "/svc";
+    std::string via = "udp+clear://127.0.0.1:" + std::to_string(proxy.port()) + "/svc";
     auto b = net::connect(via, Svc::kDescriptor, patient());
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     for (uint64_t t = 1; t <= kCalls; ++t) {

@@ -47,6 +47,7 @@ class SoakServer {
         [&] {
           net::NetExporter::Options o;
           o.local.dir = dir;
+          o.remote.security.clearText = true;
           net::NetExporter exporter(o);
           paper::PaperImpl paperImpl;
           TestService::Server svc;
@@ -159,7 +160,7 @@ void work(int kind, const ConnectOptions& co, const std::string& udp, std::chron
 // Runs kProcesses client processes of kThreads threads for `seconds`; sums what they report.
 ClientCounts runClients(const std::string& dir, uint16_t port, double seconds) {
   constexpr int kProcesses = 3, kThreads = 3;
-  std::string udp = "udp://127.0.0.1:" + std::to_string(port) + "/paper";
+  std::string udp = "udp+clear://127.0.0.1:" + std::to_string(port) + "/paper";
   std::vector<std::unique_ptr<Pipe>> reports;
   std::vector<std::unique_ptr<Child>> clients;
   for (int p = 0; p < kProcesses; ++p) {

@@ -62,7 +62,9 @@ TEST(Calculator, SameHost) {
 
 uint16_t serveCalculator(const std::string& bind) {
   auto* impl = new calc::CalculatorImpl;  // live until the child exits
-  auto* server = new net::UdpServer(net::ServerOptions{});
+  net::ServerOptions so;
+  so.security.clearText = true;
+  auto* server = new net::UdpServer(so);
   if (!server->add<calc::Calculator>("calculator", *impl).isOk()) return 0;
   auto port = server->bind(bind);
   if (!port.isOk() || !server->start().isOk()) return 0;
@@ -74,7 +76,7 @@ TEST(Calculator, TwoNamespaces) {
   ASSERT_TRUE(pair.create().isOk()) << "network namespaces are needed for this test";
   ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", serveCalculator);
   ASSERT_NE(server.port(), 0) << "server did not start";
-  const std::string uri = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/calculator";
+  const std::string uri = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/calculator";
   runIn(pair.nsPath(false), [&] {
     auto calculator = net::connect<calc::Calculator>(uri);
     ASSERT_TRUE(calculator.isOk()) << calculator.status().toString();

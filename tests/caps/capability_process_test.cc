@@ -349,6 +349,7 @@ uint16_t serveFactory(const std::string& bind) {
   auto* impl = new FactoryImpl;  // live until the child exits
   net::ServerOptions o;
   o.maxCapabilities = 4;
+  o.security.clearText = true;
   auto* server = new net::UdpServer(o);
   auto* keeper = new KeeperImpl;
   auto* publisher = new PublisherImpl;
@@ -366,7 +367,7 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
   ASSERT_TRUE(pair.create().isOk()) << "network namespaces are needed for this test";
   ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", serveFactory);
   ASSERT_NE(server.port(), 0) << "server did not start";
-  const std::string uri = "udp://" + pair.ipA() + ":" + std::to_string(server.port()) + "/factory";
+  const std::string uri = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/factory";
   runIn(pair.nsPath(false), [&] {
     auto factory = net::connect<caps::Factory>(uri);
     ASSERT_TRUE(factory.isOk()) << factory.status().toString();

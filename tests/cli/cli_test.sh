@@ -65,7 +65,7 @@ expect "ping leaves calls served alone" '^calls served: +3$' "$work/stat2.out"
 expect "queries are not bindings" '^bindings: +1 live, 1 accepted, 0 rejected$' "$work/stat2.out"
 
 # ping over UDP, to the same server's network export.
-"$LRPC" ping -c 5 -i 0 -q "udp://127.0.0.1:$port/paper" >"$work/udp.out" 2>&1 || { cat "$work/udp.out" >&2; fail "udp ping exited non-zero"; }
+"$LRPC" ping -c 5 -i 0 -q "udp+clear://127.0.0.1:$port/paper" >"$work/udp.out" 2>&1 || { cat "$work/udp.out" >&2; fail "udp ping exited non-zero"; }
 expect "udp ping names the interface" "^PING 127\\.0\\.0\\.1:$port: \"paper\" serves paper\\.capnp:Paper" "$work/udp.out"
 expect "udp ping summary" '^5 sent, 5 answered, 0 errors$' "$work/udp.out"
 expect "udp ping percentiles" '^rtt min/avg/max = ' "$work/udp.out"
@@ -92,7 +92,7 @@ expect "ls --all names the other user's server" \
 expect "ping of a wrong name says so" '^lrpc ping: not found: no server exports "nosuch"' "$work/err.out"
 "$LRPC" stat nosuch >"$work/err.out" 2>&1 && fail "stat of a wrong name succeeded"
 expect "stat of a wrong name says so" '^lrpc stat: not found: no server exports "nosuch"' "$work/err.out"
-"$LRPC" ping -c 2 -i 0 "udp://127.0.0.1:$port/nosuch" >"$work/err.out" 2>&1 && fail "udp ping of a wrong name succeeded"
+"$LRPC" ping -c 2 -i 0 "udp+clear://127.0.0.1:$port/nosuch" >"$work/err.out" 2>&1 && fail "udp ping of a wrong name succeeded"
 expect "udp ping of a wrong name says so" "^lrpc ping: not found: .*nosuch" "$work/err.out"
 "$LRPC" ping 'bad/name' >"$work/err.out" 2>&1 && fail "ping of an invalid name succeeded"
 expect "ping of an invalid name says so" '^lrpc ping: invalid argument: bad character in name' "$work/err.out"
@@ -128,7 +128,7 @@ expect "ping of a dead server says so" '^lrpc ping: not found: the server of "pa
 expect "stat of a dead server says so" '^lrpc stat: not found: the server of "paper" is dead' "$work/err.out"
 "$LRPC" ls >"$work/ls.out" 2>&1 || fail "ls exited non-zero with a dead name"
 expect "ls marks the dead name" '^paper +- +- +- +\(not found: the server of "paper" is dead' "$work/ls.out"
-"$LRPC" ping -c 2 -i 0 -W 0.3 "udp://127.0.0.1:$port/paper" >"$work/err.out" 2>&1 && fail "udp ping of a dead server succeeded"
+"$LRPC" ping -c 2 -i 0 -W 0.3 "udp+clear://127.0.0.1:$port/paper" >"$work/err.out" 2>&1 && fail "udp ping of a dead server succeeded"
 expect "udp ping of a dead server says so" '(nothing listens on|no answer from) 127\.0\.0\.1' "$work/err.out"
 
 echo "PASS: lrpc ls, ping (same host in 3 modes, udp), stat; wrong names; dead server"

@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cli_test_server: %s\n", s.toString().c_str());
     return 1;
   }
-  lrpc::net::UdpServer udp;
+  lrpc::net::ServerOptions udpOptions;
+  udpOptions.security.clearText = true;  // what `lrpc ping udp+clear://` probes
+  lrpc::net::UdpServer udp(udpOptions);
   if (lrpc::Status s = udp.add<lrpc::paper::Paper>(argv[1], impl); !s.isOk()) {
     std::fprintf(stderr, "cli_test_server: %s\n", s.toString().c_str());
     return 1;

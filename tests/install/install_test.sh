@@ -77,7 +77,7 @@ for _ in $(seq 100); do
 done
 port=$(awk '/^ready/ {print $2}' "$work/server.out")
 [ -n "$port" ] || fail "server not ready"
-for target in greeter "udp://127.0.0.1:$port/greeter"; do
+for target in greeter "udp+clear://127.0.0.1:$port/greeter"; do
   out=$("$work/build/greeter_client" "$target") || fail "client ($target): $out"
   [ "$out" = $'hello, out-of-tree\n42' ] || fail "client ($target) printed: $out"
   echo "client $target: ok"

@@ -1,5 +1,5 @@
 // The unified entry point: one server process exports Paper on the same host and on the
-// network at once; a client gets the same Paper::Client from "paper" and "udp://.../paper".
+// network at once; a client gets the same Paper::Client from "paper" and "udp+clear://.../paper".
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -27,6 +27,7 @@ TEST(Connect, SameClientTypeLocalAndRemote) {
   net::testing::ForkedServer server("", "127.0.0.1:0", [dir](const std::string& bind) -> uint16_t {
     net::NetExporter::Options o;
     o.local.dir = dir;
+    o.remote.security.clearText = true;
     auto* exporter = new net::NetExporter(o);  // lives until the child exits
     auto* impl = new PaperImpl;
     if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
@@ -38,7 +39,7 @@ TEST(Connect, SameClientTypeLocalAndRemote) {
   co.local.dir = dir;
   auto local = connect<paper::Paper>("paper", co);
   ASSERT_TRUE(local.isOk()) << local.status().toString();
-  auto remote = connect<paper::Paper>("udp://127.0.0.1:" + std::to_string(server.port()) + "/paper", co);
+  auto remote = connect<paper::Paper>("udp+clear://127.0.0.1:" + std::to_string(server.port()) + "/paper", co);
   ASSERT_TRUE(remote.isOk()) << remote.status().toString();
   EXPECT_FALSE(local->binding()->remote);
   EXPECT_TRUE(remote->binding()->remote);
@@ -63,6 +64,7 @@ TEST(Connect, BadNamesGetTheSameErrorOnBothPaths) {
   net::testing::ForkedServer server("", "127.0.0.1:0", [dir](const std::string& bind) -> uint16_t {
     net::NetExporter::Options o;
     o.local.dir = dir;
+    o.remote.security.clearText = true;
     auto* exporter = new net::NetExporter(o);  // lives until the child exits
     auto* impl = new PaperImpl;
     if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
@@ -72,7 +74,7 @@ TEST(Connect, BadNamesGetTheSameErrorOnBothPaths) {
   ASSERT_NE(server.port(), 0);
   ConnectOptions co;
   co.local.dir = dir;
-  const std::string remote = "udp://127.0.0.1:" + std::to_string(server.port()) + "/";
+  const std::string remote = "udp+clear://127.0.0.1:" + std::to_string(server.port()) + "/";
   struct Case {
     std::string name;
     Errc code;

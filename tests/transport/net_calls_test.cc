@@ -51,6 +51,7 @@ uint16_t serveAll(const std::string& bind, bool emulated) {
   auto* svc = new Svc::Impl;
   ServerOptions so;
   so.emulatedEndpoint = emulated;
+  so.security.clearText = true;
   auto* server = new UdpServer(so);
   if (!server->add<paper::Paper>("paper", *paperImpl).isOk() ||
       !server->add<Everything>("everything", *every).isOk() || !server->add("svc", Svc::kDescriptor, svc).isOk()) {
@@ -222,7 +223,7 @@ class NetCalls : public ::testing::TestWithParam<Where> {
     server_ = std::make_unique<testing::ForkedServer>(ns, host + ":0",
                                                       [emulated](const std::string& b) { return serveAll(b, emulated); });
     ASSERT_NE(server_->port(), 0) << "server did not start";
-    base_ = "udp://" + host + ":" + std::to_string(server_->port());
+    base_ = "udp+clear://" + host + ":" + std::to_string(server_->port());
   }
   void TearDown() override {
     server_.reset();
@@ -299,7 +300,7 @@ TEST_P(NetFaults, EveryCallCompletesExactlyOnce) {
   }
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [](const std::string& b) { return serveAll(b, false); });
   ASSERT_NE(server.port(), 0);
-  std::string base = "udp://" + pair.ipA() + ":" + std::to_string(server.port());
+  std::string base = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port());
   testing::runIn(pair.nsPath(false), [&] {
     checkExactlyOnce(base, false, 100);
     checkPaper(base, false);
@@ -323,7 +324,7 @@ TEST(NetReorder, EveryCallCompletesExactlyOnce) {
   ASSERT_NE(server.port(), 0);
   testing::runIn(pair.nsPath(false), [&] {
     testing::ReorderRelay relay(pair.ipB(), pair.ipA(), server.port(), 25);
-    std::string base = "udp://" + pair.ipB() + ":" + std::to_string(relay.port());
+    std::string base = "udp+clear://" + pair.ipB() + ":" + std::to_string(relay.port());
     checkExactlyOnce(base, false, 100);
     checkPaper(base, false);
     EXPECT_GT(relay.reordered(), 0u);

@@ -20,7 +20,9 @@ using Clock = std::chrono::steady_clock;
 
 uint16_t serveSvc(const std::string& bind) {
   auto* impl = new Svc::Impl;  // lives until the child's _exit
-  auto* server = new UdpServer();
+  ServerOptions so;
+  so.security.clearText = true;
+  auto* server = new UdpServer(so);
   if (!server->add("svc", Svc::kDescriptor, impl).isOk()) return 0;
   auto port = server->bind(bind);
   if (!port.isOk() || !server->start().isOk()) return 0;

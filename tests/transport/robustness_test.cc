@@ -46,6 +46,7 @@ TEST(Options, EachBadServerOptionIsRefusedByName) {
   };
   for (const auto& c : cases) {
     ServerOptions so;
+    so.security.clearText = true;  // only the option under test is wrong
     c.set(so);
     // Through bind() (a socket) and through start() (an endpoint attached by hand).
     UdpServer bound(so);
@@ -95,7 +96,7 @@ TEST(Options, EachBadClientOptionIsRefusedByName) {
   for (const auto& c : cases) {
     ClientOptions co;
     c.set(co);
-    auto viaUri = connect("udp://127.0.0.1:7000/svc", Svc::kDescriptor, co);
+    auto viaUri = connect("udp+clear://127.0.0.1:7000/svc", Svc::kDescriptor, co);
     EXPECT_EQ(viaUri.status(), Errc::kInvalidArgument) << c.option;
     EXPECT_NE(viaUri.status().detail().find(std::string("ClientOptions::") + c.option), std::string::npos)
         << viaUri.status().detail();
@@ -220,13 +221,14 @@ void waitForWelcome(uint16_t port) {
 TEST(HelloFlood, EstablishedSessionSurvivesAndHalfOpenStaysBounded) {
   ServerOptions so;
   so.maxHalfOpen = 256;
+  so.security.clearText = true;
   UdpServer server(so);
   Svc::Impl impl;
   ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
   auto port = server.bind("127.0.0.1:0");
   ASSERT_TRUE(port.isOk()) << port.status().toString();
   ASSERT_TRUE(server.start().isOk());
-  std::string uri = "udp://127.0.0.1:" + std::to_string(*port) + "/svc";
+  std::string uri = "udp+clear://127.0.0.1:" + std::to_string(*port) + "/svc";
   auto ep = openUdpEndpoint([&] {
     EndpointOptions eo;
     eo.peer = *parseAddress("127.0.0.1:" + std::to_string(*port));
@@ -264,13 +266,14 @@ TEST(HelloFlood, HalfOpenNeverEvictsEstablished) {
   ServerOptions so;
   so.maxSessions = 2;
   so.maxHalfOpen = 4;
+  so.security.clearText = true;
   UdpServer server(so);
   Svc::Impl impl;
   ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
   auto port = server.bind("127.0.0.1:0");
   ASSERT_TRUE(port.isOk());
   ASSERT_TRUE(server.start().isOk());
-  std::string uri = "udp://127.0.0.1:" + std::to_string(*port) + "/svc";
+  std::string uri = "udp+clear://127.0.0.1:" + std::to_string(*port) + "/svc";
   auto a = connect(uri, Svc::kDescriptor);
   auto c = connect(uri, Svc::kDescriptor);
   ASSERT_TRUE(a.isOk() && c.isOk());
@@ -290,7 +293,9 @@ TEST(HelloFlood, HalfOpenNeverEvictsEstablished) {
 
 // A peer that skips the client's name check gets the same answer from the server.
 TEST(Names, ServerRefusesABadNameAsTheSameHostDoes) {
-  UdpServer server;
+  ServerOptions so;
+  so.security.clearText = true;
+  UdpServer server(so);
   Svc::Impl impl;
   ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
   EXPECT_EQ(server.add("bad*name", Svc::kDescriptor, &impl), Errc::kInvalidArgument);

@@ -57,6 +57,7 @@ class Udp : public ::testing::TestWithParam<Param> {
     ServerOptions so;
     so.emulatedEndpoint = GetParam().emulated;
     so.mode = GetParam().mode;
+    so.security.clearText = true;
     server_ = std::make_unique<UdpServer>(so);
     ASSERT_TRUE(server_->add("svc", Svc::kDescriptor, &impl_).isOk());
     auto port = server_->bind("127.0.0.1:0");
@@ -71,7 +72,7 @@ class Udp : public ::testing::TestWithParam<Param> {
     co.initialRto = std::chrono::milliseconds(20);
     return co;
   }
-  std::string uri() const { return "udp://127.0.0.1:" + std::to_string(port_) + "/svc"; }
+  std::string uri() const { return "udp+clear://127.0.0.1:" + std::to_string(port_) + "/svc"; }
 
   Svc::Impl impl_;
   std::unique_ptr<UdpServer> server_;
@@ -117,10 +118,25 @@ TEST_P(Udp, ErrorsAndNames) {
   ASSERT_TRUE(b.isOk());
   RemoteCall c(**b, Svc::kFail, {});
   EXPECT_EQ(c.invoke(), Errc::kApplication);
-  auto missing = connect("udp://127.0.0.1:" + std::to_string(port_) + "/nope", Svc::kDescriptor, clientOptions());
+  auto missing = connect("udp+clear://127.0.0.1:" + std::to_string(port_) + "/nope", Svc::kDescriptor, clientOptions());
   EXPECT_EQ(missing.status(), Errc::kNotFound);
-  EXPECT_EQ(connect("udp://127.0.0.1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
+  EXPECT_EQ(connect("udp+clear://127.0.0.1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
   EXPECT_EQ(connect("tcp://127.0.0.1:1/svc", Svc::kDescriptor).status(), Errc::kInvalidArgument);
+}
+
+// Secure is the default: neither side falls back to clear text without saying so.
+TEST(SecureByDefault, NoKeyIsAnErrorThatNamesTheWaysOut) {
+  auto client = connect("udp://127.0.0.1:1/svc", Svc::kDescriptor);
+  EXPECT_EQ(client.status(), Errc::kInvalidArgument);
+  EXPECT_NE(client.status().detail().find("?key="), std::string::npos) << client.status().detail();
+  EXPECT_NE(client.status().detail().find("udp+clear://"), std::string::npos) << client.status().detail();
+  Svc::Impl impl;
+  UdpServer server;
+  ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
+  auto port = server.bind("127.0.0.1:0");
+  EXPECT_EQ(port.status(), Errc::kInvalidArgument);
+  EXPECT_NE(port.status().detail().find("clearText"), std::string::npos) << port.status().detail();
+  EXPECT_NE(port.status().detail().find("keyFile"), std::string::npos) << port.status().detail();
 }
 
 // Garbage, truncated, oversized and replayed datagrams from a raw socket: the server
@@ -195,6 +211,7 @@ TEST(UdpLarge, SixtyFourMebibytesBothWays) {
     Svc::Impl impl;
     ServerOptions so;
     so.emulatedEndpoint = emulated;
+    so.security.clearText = true;
     UdpServer server(so);
     ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
     auto port = server.bind("127.0.0.1:0");
@@ -206,7 +223,7 @@ TEST(UdpLarge, SixtyFourMebibytesBothWays) {
     // under a sanitizer, while no reply can come: give the retry budget room for that.
     co.maxRetries = 40;
     co.maxRto = std::chrono::seconds(1);
-    auto b = connect("udp://127.0.0.1:" + std::to_string(*port) + "/svc", Svc::kDescriptor, co);
+    auto b = connect("udp+clear://127.0.0.1:" + std::to_string(*port) + "/svc", Svc::kDescriptor, co);
     ASSERT_TRUE(b.isOk());
     auto data = testing::pattern(size_t{64} << 20, 3);
     auto r = testing::callEcho(**b, data, 0x42);
@@ -219,12 +236,14 @@ TEST(UdpLarge, SixtyFourMebibytesBothWays) {
 // of an earlier, longer request show through).
 TEST(UdpLarge, ChangingSizesReuseTheRequestBuffer) {
   Svc::Impl impl;
-  UdpServer server;
+  ServerOptions so;
+  so.security.clearText = true;
+  UdpServer server(so);
   ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
   auto port = server.bind("127.0.0.1:0");
   ASSERT_TRUE(port.isOk());
   ASSERT_TRUE(server.start().isOk());
-  auto b = connect("udp://127.0.0.1:" + std::to_string(*port) + "/svc", Svc::kDescriptor);
+  auto b = connect("udp+clear://127.0.0.1:" + std::to_string(*port) + "/svc", Svc::kDescriptor);
   ASSERT_TRUE(b.isOk());
   uint32_t seed = 10;
   for (size_t size : {size_t{3} << 20, size_t{1} << 20, (size_t{2} << 20) + 7, size_t{100}, size_t{1} << 20}) {
@@ -486,6 +505,7 @@ TEST(UdpCrash, ServerKilledMidCall) {
       Svc::Impl impl;
       ServerOptions so;
       so.emulatedEndpoint = emulated;
+      so.security.clearText = true;
       UdpServer server(so);
       (void)server.add("svc", Svc::kDescriptor, &impl);
       auto port = server.bind("127.0.0.1:0");
@@ -503,7 +523,7 @@ TEST(UdpCrash, ServerKilledMidCall) {
     co.emulatedEndpoint = emulated;
     co.initialRto = std::chrono::milliseconds(5);
     co.maxRetries = 8;
-    auto b = connect("udp://127.0.0.1:" + std::to_string(port) + "/svc", Svc::kDescriptor, co);
+    auto b = connect("udp+clear://127.0.0.1:" + std::to_string(port) + "/svc", Svc::kDescriptor, co);
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
     std::thread killer([pid] {

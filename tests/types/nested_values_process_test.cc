@@ -62,7 +62,9 @@ uint16_t serveTypes(const std::string& bind) {
   auto* contactsImpl = new ContactsImpl;  // live until the child exits
   auto* jsonImpl = new JsonImpl;
   auto* genericImpl = new GenericImpl;
-  auto* server = new net::UdpServer(net::ServerOptions{});
+  net::ServerOptions so;
+  so.security.clearText = true;  // these tests are about values, not keys
+  auto* server = new net::UdpServer(so);
   if (!server->add<contacts::Contacts>("contacts", *contactsImpl).isOk() ||
       !server->add<jsonv::Json>("json", *jsonImpl).isOk() || !server->add<gen::Generic>("generic", *genericImpl).isOk()) {
     return 0;
@@ -77,7 +79,7 @@ TEST(TwoNamespaces, NestedValuesRoundTrip) {
   ASSERT_TRUE(pair.create().isOk()) << "network namespaces are needed for this test";
   ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", serveTypes);
   ASSERT_NE(server.port(), 0) << "server did not start";
-  const std::string base = "udp://" + pair.ipA() + ":" + std::to_string(server.port());
+  const std::string base = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port());
   runIn(pair.nsPath(false), [&] {
     auto contactsClient = net::connect<contacts::Contacts>(base + "/contacts");
     ASSERT_TRUE(contactsClient.isOk()) << contactsClient.status().toString();

@@ -25,7 +25,7 @@ struct PingOptions {
 // every uid: /run/user/*/lrpc and /tmp/lrpc-*), not only ours.
 int listCommand(const CommonOptions& common, bool all);
 int statCommand(const CommonOptions& common, const std::string& name);
-// `target` is a same-host name or udp://host:port/name.
+// `target` is a same-host name or udp+clear://host:port/name (udp:// too: the probe is clear text).
 int pingCommand(const CommonOptions& common, const PingOptions& ping, const std::string& target);
 // Writes a new X25519 key pair as <prefix>.key (0600) and <prefix>.pub, printing the public key
 // in the text form addresses use; never overwrites.

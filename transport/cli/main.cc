@@ -1,6 +1,6 @@
 // lrpc: the operator's tool.
 //   lrpc ls [--all]                          the exported names, their interfaces and servers
-//   lrpc ping [-c N] [-i SEC] [-q] [--mode M] <name | udp://host:port/name>
+//   lrpc ping [-c N] [-i SEC] [-q] [--mode M] <name | udp+clear://host:port/name>
 //   lrpc stat <name>                         a server's bindings, A-stacks, calls and errors
 //   lrpc keygen <prefix> | --psk <file>      a key pair (or a pre-shared key) for secure udp://
 // Common options: --dir DIR (names directory), -W/--timeout SEC (per answer, default 1).
@@ -20,8 +20,8 @@ constexpr char kUsage[] =
     "  ls [-a|--all]             list the exported names with their interfaces and server processes\n"
     "                            (--all: every user's default names directory that we can read)\n"
     "  ping <name>               Null round trips through the server's runtime (a built-in A-stack)\n"
-    "  ping udp://host:port/name session-handshake round trips to a clear-text network server\n"
-    "                            (udp+clear:// too; a secure server, ?key=, does not answer the probe)\n"
+    "  ping udp+clear://host:port/name  session-handshake round trips to a server that takes\n"
+    "                            clear text (a secure-only server answers no unauthenticated probe)\n"
     "  stat <name>               the server's bindings, A-stacks in use, calls served and errors\n"
     "  keygen <prefix>           write a new key pair: <prefix>.key (secret, 0600) and <prefix>.pub\n"
     "  keygen --psk <file>       write a new pre-shared key (secret, 0600)\n"

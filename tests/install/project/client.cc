@@ -1,6 +1,6 @@
 // Calls greeter_server the same way over both paths, with one stub type:
 //   greeter_client NAME             same host (shared-memory A-stacks)
-//   greeter_client udp://H:P/NAME   the network transport
+//   greeter_client udp+clear://H:P/NAME   the network transport (clear text; udp://...?key= for secure)
 // Prints the answers; exits 1 on any error or wrong answer.
 #include <cstdio>
 #include <string>
@@ -21,12 +21,12 @@ int fail(const lrpc::Status& s) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: greeter_client NAME | udp://host:port/NAME\n");
+    std::fprintf(stderr, "usage: greeter_client NAME | udp+clear://host:port/NAME | udp://host:port/NAME?key=K\n");
     return 2;
   }
   std::string_view target = argv[1];
   lrpc::Result<greeter::Greeter::Client> client =
-      target.starts_with("udp://") ? lrpc::net::connect<greeter::Greeter>(target) : lrpc::import<greeter::Greeter>(target);
+      target.starts_with("udp://") || target.starts_with("udp+clear://") ? lrpc::net::connect<greeter::Greeter>(target) : lrpc::import<greeter::Greeter>(target);
   if (!client.isOk()) return fail(client.status());
 
   lrpc::Result<std::string> hello = client->greet("out-of-tree");

@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "greeter_server: %s\n", s.toString().c_str());
     return 1;
   }
-  lrpc::net::UdpServer udp;
+  lrpc::net::ServerOptions udpOptions;
+  udpOptions.security.clearText = true;  // loopback only: clear text, the explicit opt-in
+  lrpc::net::UdpServer udp(udpOptions);
   if (lrpc::Status s = udp.add<greeter::Greeter>(argv[1], impl); !s.isOk()) {
     std::fprintf(stderr, "greeter_server: %s\n", s.toString().c_str());
     return 1;
