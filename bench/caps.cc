@@ -114,25 +114,20 @@ void addKinds(BenchContext& ctx, const std::string& path, bool callbacks, Make m
       if (!ok) state.SkipWithError("call failed");
     })->UseRealTime();
   }
-  std::string pairName = "CapNull/paired_" + path + "_root";
-  benchmark::RegisterBenchmark(pairName.c_str(), [session](benchmark::State& state) {
-    S* client = session(state);
-    if (client == nullptr) return;
-    auto burst = [&](Kind kind) {
-      return withKind(*client, kind, [](auto once) { return timedBurst(once, paired::kWarmUp, paired::kBurstCalls); });
-    };
-    paired::rounds(state, [&] { return burst(Kind::kCapNull); }, [&] { return burst(Kind::kRootNull); });
-  })->UseManualTime();
-  if (!callbacks) return;
-  std::string callbackPair = "Callback/paired_" + path + "_root";
-  benchmark::RegisterBenchmark(callbackPair.c_str(), [session](benchmark::State& state) {
-    S* client = session(state);
-    if (client == nullptr) return;
-    auto burst = [&](Kind kind) {
-      return withKind(*client, kind, [](auto once) { return timedBurst(once, paired::kWarmUp, paired::kBurstCalls); });
-    };
-    paired::rounds(state, [&] { return burst(Kind::kCallback); }, [&] { return burst(Kind::kRootNull); });
-  })->UseManualTime();
+  // `kind` against RootNull in alternating bursts on one session (bench/paired.h).
+  auto pairWithRoot = [session, &path](Kind kind) {
+    std::string name = std::string(kindName(kind)) + "/paired_" + path + "_root";
+    benchmark::RegisterBenchmark(name.c_str(), [session, kind](benchmark::State& state) {
+      S* client = session(state);
+      if (client == nullptr) return;
+      auto burst = [&](Kind k) {
+        return withKind(*client, k, [](auto once) { return timedBurst(once, paired::kWarmUp, paired::kBurstCalls); });
+      };
+      paired::rounds(state, [&] { return burst(kind); }, [&] { return burst(Kind::kRootNull); });
+    })->UseManualTime();
+  };
+  pairWithRoot(Kind::kCapNull);
+  if (callbacks) pairWithRoot(Kind::kCallback);
 }
 
 #if LRPC_BENCH_LOCAL

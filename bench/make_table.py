@@ -59,7 +59,9 @@ FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
 
 # Calls on capabilities (bench/caps.h): CapNull/<path> on an object the server returned,
 # RootNull/<path> on the imported binding, CapNull/<key> alternates them (a_ns: cap, b_ns: root),
-# CapMake/<path> returns a new object that the client then drops. (path, paired key)
+# CapMake/<path> returns a new object that the client then drops, Callback/<path> passes an
+# object the client serves, which the server calls once (Callback/<key>: against RootNull; same
+# host only, a dash elsewhere). (path, paired key)
 CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
 
 
@@ -293,12 +295,14 @@ def main():
                    "through the binding's tunnel procedure, runtime/capability.h), RootNull the same empty call on "
                    "the imported binding; the paired cell alternates bursts of the two on one session: cap / root "
                    "[min-max] (cap ns / root ns). CapMake is a call that returns a new object, plus the release "
-                   "the client sends when it drops it (bench/caps.capnp).\n")
-        out.append("| path | CapNull | RootNull | paired cap / root | CapMake (make + release) |")
-        out.append("|---|---|---|---|---|")
+                   "the client sends when it drops it. Callback passes an object the client serves; the server "
+                   "calls it once (a call in the reverse direction) and drops it (the release, another one) before "
+                   "it returns; its paired cell is callback / root (bench/caps.capnp; same host only).\n")
+        out.append("| path | CapNull | RootNull | paired cap / root | CapMake (make + release) | Callback | paired callback / root |")
+        out.append("|---|---|---|---|---|---|---|")
         for p, key in caps:
             out.append(f"| {p} | {cell('CapNull', p)} | {cell('RootNull', p)} | {paired_cell('CapNull', key)} "
-                       f"| {cell('CapMake', p)} |")
+                       f"| {cell('CapMake', p)} | {cell('Callback', p)} | {paired_cell('Callback', key)} |")
         out.append("")
 
     paired_keys = {key for key, _, _ in PAIRED}
