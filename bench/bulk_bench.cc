@@ -25,6 +25,8 @@
 //                     which is how the network path sends a window of fragments
 //   net_sink          Curves.sink(Data) over the UDP transport between the namespaces
 //   net_source        Curves.source(n) -> Data over it: the same bytes as results
+//   net_secure_sink   net_sink over an authenticated, encrypted session (the udp:// default)
+//   net_secure_source net_source over one (paired with the clear-text calls at 1 MiB)
 //
 // Each cell is bytes moved / wall time over enough calls to fill a time budget. The ratios at
 // 1 MiB are also measured paired, in alternating rounds (pairedAtMiB): the same-host calls
@@ -33,7 +35,7 @@
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
 //
-//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,udp,headers,local,net]
+//   lrpc_bulk_bench [--budget-ms N] [--max-mib N] [--only memcpy,tcp,gso,udp,headers,local,net,secure]
 //                   [--net-mode poll|block|adaptive]
 //
 // Run as "lrpc_bulk_bench --server KIND READY_FD ARGS..." it is one of its own servers (the
@@ -56,6 +58,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/harness.h"
@@ -66,6 +69,7 @@
 #include "runtime/shared_buffer.h"
 #include "transport/client.h"
 #include "transport/gso.h"
+#include "transport/secure/keys.h"
 #include "transport/server.h"
 #include "transport/wire.h"
 
@@ -612,7 +616,18 @@ int serveNet(int readyFd, int argc, char** argv) {
   Result<net::ReceiveMode> mode = net::parseReceiveMode(argv[1]);
   if (!mode) return 2;
   options.mode = *mode;
-  options.security.clearText = true;  // the clear-text curve; issue 25's secure bulk run is not built yet
+  // "secure": a key pair made here, any client (the client pins the key we report).
+  const bool secure = argc >= 3 && std::string_view(argv[2]) == "secure";
+  std::string key;
+  if (secure) {
+    Result<secure::KeyPair> pair = secure::KeyPair::generate();
+    if (!pair) return 3;
+    key = pair->publicKey().toText();
+    options.security.keyPair = *pair;
+    options.security.anyClient = true;
+  } else {
+    options.security.clearText = true;
+  }
   CurvesImpl impl;
   net::UdpServer server(options);
   Result<uint16_t> port = Status(Errc::kInvalidArgument, "not bound");
@@ -625,7 +640,7 @@ int serveNet(int readyFd, int argc, char** argv) {
     std::fprintf(stderr, "lrpc_bulk_bench server: %s\n", s.toString().c_str());
     return 3;
   }
-  signalReady(readyFd, std::to_string(port.value()));
+  signalReady(readyFd, std::to_string(port.value()) + (secure ? " " + key : ""));
   waitForTerm(term);
   return 0;
 }
@@ -669,34 +684,92 @@ void pairNet(const NetnsPair& ns, const ServerProcess& netServer, Curves::Client
   park(false);
 }
 
-std::vector<Curve> netCurves(const Config& cfg, const NetnsPair& ns, std::vector<PairedRatio>* paired) {
-  auto failed = [](const Status& s) { return std::vector<Curve>{{"net_sink", s.toString(), {}}}; };
+// A network server of its own ("secure": authenticated and encrypted, else clear text) and a
+// client connected to it from the client namespace.
+struct NetSide {
+  std::unique_ptr<ServerProcess> server;
+  Curves::Client client;
+};
+Result<NetSide> startNetSide(const Config& cfg, const NetnsPair& ns, bool secure) {
   ServerSpec spec;
   spec.kind = "bulk_net";
-  spec.args = {std::string(NetnsPair::kServerAddr) + ":0", cfg.netMode};
+  spec.args = {std::string(NetnsPair::kServerAddr) + ":0", cfg.netMode, secure ? "secure" : "clear"};
   spec.netns = ns.serverNs();
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-  if (!server) return failed(server.status());
+  if (!server) return server.status();
   Result<net::ReceiveMode> mode = net::parseReceiveMode(cfg.netMode);
-  if (!mode) return failed(mode.status());
+  if (!mode) return mode.status();
   net::ClientOptions options;
   options.mode = *mode;
+  const std::string& ready = (*server)->readyInfo();
+  const size_t space = ready.find(' ');
+  const std::string host = std::string(NetnsPair::kServerAddr) + ":" + ready.substr(0, space);
+  const std::string uri = secure && space != std::string::npos
+                              ? "udp://" + host + "/bulk?key=" + ready.substr(space + 1)
+                              : "udp+clear://" + host + "/bulk";
   Result<Curves::Client> client = Status(Errc::kInvalidArgument);
   {
     Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
-    if (!in) return failed(in.status());
-    client = net::connect<Curves>(
-        "udp+clear://" + std::string(NetnsPair::kServerAddr) + ":" + (*server)->readyInfo() + "/bulk", options);
+    if (!in) return in.status();
+    client = net::connect<Curves>(uri, options);
   }
-  if (!client) return failed(client.status());
-  Curves::Client c = client->withOptions(bulkDeadline());
+  if (!client) return client.status();
+  return NetSide{std::move(*server), client->withOptions(bulkDeadline())};
+}
+
+// net_secure_sink and net_secure_source at 1 MiB, paired with the clear-text calls (each
+// server busy-polls on CPU 1: the one not in use is stopped for the other's bursts).
+void pairSecure(NetSide& clear, NetSide& secure, std::vector<PairedRatio>* paired) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  std::vector<uint8_t> data(kMiB, 0x5a);
+  const ServerProcess* running = nullptr;
+  auto use = [&](NetSide& side) {
+    if (running == side.server.get()) return;
+    NetSide& other = &side == &clear ? secure : clear;
+    ::kill(other.server->pid(), SIGSTOP);
+    ::kill(side.server->pid(), SIGCONT);
+    running = side.server.get();
+  };
+  auto sink = [&](NetSide& side) {
+    use(side);
+    return side.client.sink(data).isOk();
+  };
+  auto source = [&](NetSide& side) {
+    use(side);
+    Result<std::vector<uint8_t>> r = side.client.source(static_cast<uint32_t>(kMiB));
+    return r.isOk() && r->size() == kMiB;
+  };
+  paired->push_back(pairedAtMiB("net_secure_sink", "net_sink", [&] { return sink(secure); }, [&] { return sink(clear); }));
+  paired->push_back(
+      pairedAtMiB("net_secure_source", "net_source", [&] { return source(secure); }, [&] { return source(clear); }));
+  ::kill(clear.server->pid(), SIGCONT);
+  ::kill(secure.server->pid(), SIGCONT);
+}
+
+std::vector<Curve> netCurves(const Config& cfg, const NetnsPair& ns, std::vector<PairedRatio>* paired) {
+  auto failed = [](const char* name, const Status& s) { return Curve{name, s.toString(), {}}; };
+  Result<NetSide> clear = startNetSide(cfg, ns, false);
+  if (!clear) return {failed("net_sink", clear.status())};
   std::vector<Curve> out;
-  out.push_back(runCurve("net_sink", cfg, c, Op::kSink));
-  out.push_back(runCurve("net_source", cfg, c, Op::kSource));
+  out.push_back(runCurve("net_sink", cfg, clear->client, Op::kSink));
+  out.push_back(runCurve("net_source", cfg, clear->client, Op::kSource));
   if (cfg.maxBytes >= (size_t{1} << 20)) {
-    pairNet(ns, **server, c, Stream::kGso, paired);
-    pairNet(ns, **server, c, Stream::kGsoHeaders, paired);
+    pairNet(ns, *clear->server, clear->client, Stream::kGso, paired);
+    pairNet(ns, *clear->server, clear->client, Stream::kGsoHeaders, paired);
   }
+  if (!cfg.wants("secure")) return out;
+  // The secure curves run with the clear server stopped: both busy-poll on CPU 1.
+  ::kill(clear->server->pid(), SIGSTOP);
+  Result<NetSide> secure = startNetSide(cfg, ns, true);
+  if (!secure) {
+    ::kill(clear->server->pid(), SIGCONT);
+    out.push_back(failed("net_secure_sink", secure.status()));
+    return out;
+  }
+  out.push_back(runCurve("net_secure_sink", cfg, secure->client, Op::kSink));
+  out.push_back(runCurve("net_secure_source", cfg, secure->client, Op::kSource));
+  ::kill(clear->server->pid(), SIGCONT);
+  if (cfg.maxBytes >= (size_t{1} << 20)) pairSecure(*clear, *secure, paired);
   return out;
 }
 
@@ -763,7 +836,8 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
                   Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},
                   Ratio{"net_source", "udp_stream"}, Ratio{"net_sink", "udp_gso_headers"},
-                  Ratio{"net_source", "udp_gso_headers"}, Ratio{"udp_gso_headers", "udp_gso_stream"}}) {
+                  Ratio{"net_source", "udp_gso_headers"}, Ratio{"udp_gso_headers", "udp_gso_stream"},
+                  Ratio{"net_secure_sink", "net_sink"}, Ratio{"net_secure_source", "net_source"}}) {
     double a = at(r.what, mib), b = at(r.floor, mib);
     if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);
   }
@@ -785,7 +859,8 @@ int clientMain(const Config& cfg) {
   if (cfg.wants("local")) {
     for (Curve& c : localCurves(cfg, &paired)) curves.push_back(std::move(c));
   }
-  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("udp") || cfg.wants("headers") || cfg.wants("net")) {
+  if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("udp") || cfg.wants("headers") || cfg.wants("net") ||
+      cfg.wants("secure")) {
     Result<std::unique_ptr<NetnsPair>> ns = NetnsPair::create();
     if (!ns) {
       curves.push_back({"network", ns.status().toString(), {}});
@@ -794,7 +869,7 @@ int clientMain(const Config& cfg) {
       if (cfg.wants("gso")) curves.push_back(udpStream(cfg, **ns, Stream::kGso));
       if (cfg.wants("udp")) curves.push_back(udpStream(cfg, **ns, Stream::kPlain));
       if (cfg.wants("headers")) curves.push_back(udpStream(cfg, **ns, Stream::kGsoHeaders));
-      if (cfg.wants("net")) {
+      if (cfg.wants("net") || cfg.wants("secure")) {
         for (Curve& c : netCurves(cfg, **ns, &paired)) curves.push_back(std::move(c));
       }
     }
