@@ -14,6 +14,7 @@
 #include "bench/idle.h"
 #include "bench/lrpc_common.h"
 #include "bench/paired.h"
+#include "bench/tail.h"
 
 #if LRPC_BENCH_DIRECT
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
@@ -214,6 +215,8 @@ void registerLrpcPaths(BenchContext& ctx) {
   addThroughput<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kAnyCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kAnyCpu); });
   addThroughput<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kAnyCpu); });
+  addTail<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); });
+  addTail<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
   addPair<LrpcLocal, ShmFloor>(
       ctx, "lrpc", "floor_spin", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); },
       [] { return ShmFloor::start(WaitMode::kSpin); });
@@ -248,6 +251,8 @@ void registerLrpcPaths(BenchContext& ctx) {
   };
   addPath<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
   addPath<LrpcNet>(ctx, "net_veth_secure", secureOnVeth(net::ReceiveMode::kBusyPoll));
+  addTail<LrpcNet>(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
+  addTail<LrpcNet>(ctx, "net_veth_secure", secureOnVeth(net::ReceiveMode::kBusyPoll));
   addPair<LrpcNet, LrpcNet>(ctx, "net_veth_secure", "net_veth", secureOnVeth(net::ReceiveMode::kBusyPoll),
                             netOnVeth(net::ReceiveMode::kBusyPoll), Parking::kStopped);
   addFirstCall(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));

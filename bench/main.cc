@@ -22,6 +22,7 @@
 #include "bench/peers.h"
 #include "bench/registry.h"
 #include "bench/struct_args.h"
+#include "bench/tail.h"
 
 namespace lrpc::bench {
 namespace {
@@ -29,6 +30,7 @@ namespace {
 void registerAll(BenchContext& ctx) {
   registerLrpcPaths(ctx);  // direct, lrpc*, net_*: those this build has
   addPath<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
+  addTail<ShmFloor>(ctx, "floor_spin", [] { return ShmFloor::start(WaitMode::kSpin); });
   addPath<ShmFloor>(ctx, "floor_futex", [] { return ShmFloor::start(WaitMode::kBlock); });
   addPath<ShmFloor>(ctx, "floor_futex_samecore", [] { return ShmFloor::start(WaitMode::kBlock, kClientCpu); });
   addPath<MsgUds>(ctx, "msg_uds", [] { return MsgUds::start(kServerCpu); });
@@ -40,14 +42,16 @@ void registerAll(BenchContext& ctx) {
     if (!net) return net.status();
     return UdpFloor::start(WaitMode::kBlock, *net.value());
   });
-  addPath<UdpFloor>(ctx, "floor_udp_busy", [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
+  auto udpBusy = [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
     Result<const NetnsPair*> net = ctx.netns();
     if (!net) return net.status();
     return UdpFloor::start(WaitMode::kSpin, *net.value());
-  });
+  };
+  addPath<UdpFloor>(ctx, "floor_udp_busy", udpBusy);
+  addTail<UdpFloor>(ctx, "floor_udp_busy", udpBusy);
   registerCurves(ctx);  // Echo/*, Sink/*: the curves, as far as this build has lrpc
   registerStructArgs(ctx);  // StructArgs/*, FlatArgs/*: a struct against flat parameters
-  registerCaps(ctx);        // CapNull/*, RootNull/*, CapMake/*: calls on capabilities
+  registerCaps(ctx);        // CapNull/*, RootNull/*, CapMake/*, Callback/*: calls on capabilities
 }
 
 // The server side of every path, in the exec'd child.

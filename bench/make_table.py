@@ -65,6 +65,10 @@ FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
 CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
 
 
+# Tail/<path> (bench/tail.h): single Null calls timed one by one, same host then network.
+TAIL = ["floor_spin", "lrpc", "lrpc_spin", "floor_udp_busy", "net_veth", "net_veth_secure"]
+
+
 # FirstCall/<path> (bench/lrpc_paths.cc): a new client's connect and first call.
 FIRST_CALL = ["net_veth", "net_veth_secure"]
 
@@ -303,6 +307,25 @@ def main():
         for p, key in caps:
             out.append(f"| {p} | {cell('CapNull', p)} | {cell('RootNull', p)} | {paired_cell('CapNull', key)} "
                        f"| {cell('CapMake', p)} | {cell('Callback', p)} | {paired_cell('Callback', key)} |")
+        out.append("")
+
+    tails = [p for p in TAIL if ("Tail", p) in runs or ("Tail", p) in errors]
+    if tails:
+        out.append("## Tail latency of single Null calls, ns\n")
+        out.append("Each repetition times 100,000 Null calls one by one (each sample includes one clock "
+                   "reading); cells are the median over the repetitions of each percentile [min-max] "
+                   "(bench/tail.h).\n")
+        out.append("| path | p50 | p99 | p99.9 | max |")
+        out.append("|---|---|---|---|---|")
+        for p in tails:
+            if ("Tail", p) not in runs:
+                out.append(f"| {p} | error: {errors[('Tail', p)].replace('|', '/')} | | | |")
+                continue
+            cells = []
+            for name in ("p50_ns", "p99_ns", "p999_ns", "max_ns"):
+                c = counter("Tail", p, name)
+                cells.append("-" if not c else (fmt(c[0]) if c[1] == c[2] else f"{fmt(c[0])} [{fmt(c[1])}-{fmt(c[2])}]"))
+            out.append(f"| {p} | " + " | ".join(cells) + " |")
         out.append("")
 
     paired_keys = {key for key, _, _ in PAIRED}
