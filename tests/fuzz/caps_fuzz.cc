@@ -92,15 +92,11 @@ lrpc::Status runServer(typename Iface::Server& impl, lrpc::CapTable& table, uint
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lrpc::testing::FuzzFrame in;
   if (!lrpc::testing::readFuzzInput(data, size, kProcedures, in)) return 0;
-  const bool clientMode = in.clientMode;
-  const uint32_t procedure = in.procedure;
-  const std::vector<std::byte>& fixed = in.fixed;
-  const std::vector<std::byte>& tail = in.tail;
-  if (procedure >= kProcedures) return 0;
+  if (in.procedure >= kProcedures) return 0;
 
-  if (clientMode) {
+  if (in.clientMode) {
     const std::vector<std::byte> reply = in.joined();
-    runClient(procedure, reply);
+    runClient(in.procedure, reply);
     return 0;
   }
   // A connection that already handed out a Counter (id 1) and a Factory-made pair (ids 2, 3),
@@ -116,10 +112,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)table.add({&caps::Counter::kDescriptor, std::shared_ptr<void>(counter, self)});
     }
     (void)table.release(2);
-    if (procedure < kFactory) {
-      (void)runServer<caps::Factory>(factory, table, procedure, fixed, tail);
+    if (in.procedure < kFactory) {
+      (void)runServer<caps::Factory>(factory, table, in.procedure, in.fixed, in.tail);
     } else {
-      (void)runServer<caps::Keeper>(keeper, table, procedure - kFactory, fixed, tail);
+      (void)runServer<caps::Keeper>(keeper, table, in.procedure - kFactory, in.fixed, in.tail);
     }
   }
   // Every object went with its table: none leaked, whatever the frame made the server do.

@@ -58,27 +58,23 @@ lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lrpc::testing::FuzzFrame in;
   if (!lrpc::testing::readFuzzInput(data, size, Everything::kProcedureCount, in)) return 0;
-  const bool clientMode = in.clientMode;
-  const uint32_t procedure = in.procedure;
-  const std::vector<std::byte>& fixed = in.fixed;
-  const std::vector<std::byte>& tail = in.tail;
 
-  if (clientMode) {
+  if (in.clientMode) {
     const std::vector<std::byte> reply = in.joined();
-    (void)runClient(procedure, reply);
+    (void)runClient(in.procedure, reply);
     return 0;
   }
   lrpc::testing::EveryTypeImpl<Everything::Server> impl;
   const uint32_t resultsSize =
-      procedure < Everything::kProcedureCount ? Everything::kProcedures[procedure].resultsSize : 0;
-  lrpc::testing::BufferServerCall call(fixed, tail, resultsSize);
-  lrpc::Status s = Everything::Server::dispatch(static_cast<Everything::Server*>(&impl), procedure, call);
+      in.procedure < Everything::kProcedureCount ? Everything::kProcedures[in.procedure].resultsSize : 0;
+  lrpc::testing::BufferServerCall call(in.fixed, in.tail, resultsSize);
+  lrpc::Status s = Everything::Server::dispatch(static_cast<Everything::Server*>(&impl), in.procedure, call);
   if (s.isOk()) {
     if (call.results.size() != resultsSize) __builtin_trap();  // dispatch must not resize the results
     // What the generated server writes, the generated client must accept.
     std::vector<std::byte> reply(call.results);
     reply.insert(reply.end(), call.tail.begin(), call.tail.end());
-    if (!runClient(procedure, reply).isOk()) __builtin_trap();
+    if (!runClient(in.procedure, reply).isOk()) __builtin_trap();
   }
   return 0;
 }

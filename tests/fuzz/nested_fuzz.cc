@@ -73,30 +73,26 @@ lrpc::Status runServer(typename Iface::Server& impl, uint32_t procedure, std::sp
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lrpc::testing::FuzzFrame in;
   if (!lrpc::testing::readFuzzInput(data, size, kProcedures, in)) return 0;
-  const bool clientMode = in.clientMode;
-  const uint32_t procedure = in.procedure;
-  const std::vector<std::byte>& fixed = in.fixed;
-  const std::vector<std::byte>& tail = in.tail;
-  if (procedure >= kProcedures) return 0;
+  if (in.procedure >= kProcedures) return 0;
 
-  if (clientMode) {
+  if (in.clientMode) {
     const std::vector<std::byte> reply = in.joined();
-    (void)runClient(procedure, reply);
+    (void)runClient(in.procedure, reply);
     return 0;
   }
   std::vector<std::byte> reply;
   lrpc::Status s;
-  if (procedure < kJson) {
+  if (in.procedure < kJson) {
     lrpc::testing::JsonImpl impl;
-    s = runServer<jsonv::Json>(impl, procedure, fixed, tail, reply);
+    s = runServer<jsonv::Json>(impl, in.procedure, in.fixed, in.tail, reply);
   } else {
     lrpc::testing::ContactsImpl impl;
     contacts::Person p;
     p.name = "a";
     (void)impl.add(p);  // so that get and findAll return a person
-    s = runServer<contacts::Contacts>(impl, procedure - kJson, fixed, tail, reply);
+    s = runServer<contacts::Contacts>(impl, in.procedure - kJson, in.fixed, in.tail, reply);
   }
   // What the generated server writes, the generated client must accept.
-  if (s.isOk() && !runClient(procedure, reply).isOk()) __builtin_trap();
+  if (s.isOk() && !runClient(in.procedure, reply).isOk()) __builtin_trap();
   return 0;
 }
