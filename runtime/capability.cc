@@ -217,6 +217,13 @@ class CapChannel final : public CallChannel {
   CapImport import_;
 };
 
+// The Client's binding for capability `id` of the peer that `root` reaches. May throw bad_alloc.
+std::shared_ptr<Binding> bindingOfImport(std::shared_ptr<Binding> root, uint32_t id, const InterfaceDescriptor& iface) {
+  auto channel = std::make_shared<CapChannel>(std::move(root), id);
+  CallChannel* raw = channel.get();
+  return std::make_shared<Binding>(iface, raw, std::move(channel));
+}
+
 // The binding whose connection a call through `via` uses: `via` itself, or, for a received
 // capability, the binding it was received through.
 const Binding& connectionOf(const Binding& via) noexcept {
@@ -316,9 +323,7 @@ Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, c
     std::shared_ptr<Binding> root = std::const_pointer_cast<Binding>(conn.weak_from_this().lock());
     if (!root) return Status(Errc::kInvalidArgument, "capability received through a binding not owned by a shared_ptr");
     if (!root->iface->carriesCaps) return Status(Errc::kBadFrame, "capability received through a binding that carries none");
-    auto channel = std::make_shared<CapChannel>(std::move(root), id);
-    CallChannel* raw = channel.get();
-    return std::make_shared<Binding>(iface, raw, std::move(channel));
+    return bindingOfImport(std::move(root), id, iface);
   } catch (const std::bad_alloc&) {
     return Status(Errc::kResourceExhausted, "capability allocation failed");
   }
@@ -386,9 +391,7 @@ Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const Int
       // An object the client serves: calls on it go back over its callback binding.
       std::shared_ptr<Binding> callbacks = call.peerCallbacks();
       if (!callbacks) return Status(Errc::kBadFrame, "a callback id from a client that has passed no callbacks");
-      auto channel = std::make_shared<CapChannel>(std::move(callbacks), id & ~kClientHostedCap);
-      CallChannel* raw = channel.get();
-      return std::make_shared<Binding>(iface, raw, std::move(channel));
+      return bindingOfImport(std::move(callbacks), id & ~kClientHostedCap, iface);
     }
     CapTable* table = call.capTable();
     if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
