@@ -165,3 +165,6 @@ Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<c
 
 }  // namespace detail
 }  // namespace lrpc
+
+// After ClientCaps, whichever of this header and stub_support.h comes first.
+#include "runtime/async_call.h"

@@ -69,12 +69,14 @@ LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout
 
 LocalBinding::~LocalBinding() = default;
 
-Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout) noexcept {
+Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout,
+                                           detail::Reclaim reclaim) noexcept {
   bool callDeadline = callTimeout.count() > 0 && callTimeout < astackWait_;
   int64_t deadline = detail::monotonicNs() + (callDeadline ? callTimeout : astackWait_).count();
   for (uint32_t round = 0;; ++round) {
     // A hint only (the list itself is under abandonedMu_): skip the lock when nothing waits.
     if (anyAbandoned_.load(std::memory_order_acquire)) reclaimAbandoned();
+    if (reclaim.fn != nullptr) reclaim.fn(reclaim.context);
     uint32_t index = procs_[p].pool.pop();
     if (index != detail::AStackPool::kEmpty) return index;
     if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
@@ -119,6 +121,41 @@ Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs
     case detail::WaitResult::kTimedOut:
       abandon(index, seq);
       return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
+    case detail::WaitResult::kPeerDied:
+    case detail::WaitResult::kStopped:
+      break;
+  }
+  markDead();
+  return Status(Errc::kPeerDied, "server process went away during the call");
+}
+
+Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t untilNs, int64_t deadlineNs,
+                                      uint32_t looks) noexcept {
+  if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
+  const int64_t now = untilNs != 0 || deadlineNs != 0 ? detail::monotonicNs() : 0;
+  if (deadlineNs != 0 && now >= deadlineNs) {
+    abandon(index, seq);
+    return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
+  }
+  if (untilNs == 0 || now >= untilNs) {
+    // A look that never waits still learns of a dead server, at a system call per many looks.
+    if (looks % detail::kCheckEvery == 0 && detail::peerGone(socket_.get())) {
+      markDead();
+      return Status(Errc::kPeerDied, "server process went away during the call");
+    }
+    return false;
+  }
+  const int64_t until = deadlineNs != 0 && deadlineNs < untilNs ? deadlineNs : untilNs;
+  ReturnControl* ret = returnControl(index);
+  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, socket_.get(), until)) {
+    case detail::WaitResult::kReady:
+      return true;
+    case detail::WaitResult::kTimedOut:
+      if (deadlineNs != 0 && detail::monotonicNs() >= deadlineNs) {
+        abandon(index, seq);
+        return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
+      }
+      return false;
     case detail::WaitResult::kPeerDied:
     case detail::WaitResult::kStopped:
       break;

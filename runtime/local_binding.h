@@ -19,6 +19,7 @@
 #include "runtime/base/fd.h"
 #include "runtime/base/mutex.h"
 #include "runtime/protocol.h"
+#include "runtime/reclaim.h"
 #include "runtime/shm.h"
 #include "runtime/base/status.h"
 #include "runtime/transfer.h"
@@ -125,13 +126,19 @@ class LocalBinding {
   // ---- slow paths, out of line ----
   // Waits for a free A-stack of procedure p: up to the import's astackWait (then
   // kResourceExhausted), or the call's timeout if that is shorter (then kDeadlineExceeded).
-  Result<uint32_t> acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout) noexcept;
+  // `reclaim` runs between tries (an asynchronous call's queue gives A-stacks back).
+  Result<uint32_t> acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout, detail::Reclaim reclaim = {}) noexcept;
   // Asks the clerk for the A-stack's server thread (first use). A call's timeout bounds the
   // wait for the clerk too (kDeadlineExceeded): a slow server is not a dead one.
   Status startAStack(uint32_t index, std::chrono::nanoseconds callTimeout = {}) noexcept;
   // Waits for the return of call `seq` on A-stack `index` beyond the inline spin.
   Status waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs,
                     uint32_t adaptiveSpins = detail::kAdaptiveSpins) noexcept;
+  // An asynchronous call's look at its return (LocalCall::await): true once call `seq` on
+  // A-stack `index` has returned, waiting for it until `untilNs` at most (0: no wait).
+  // kDeadlineExceeded once `deadlineNs` (0: none) has passed, the A-stack then abandoned;
+  // kPeerDied when the server is gone (checked on every wait, and every so many `looks`).
+  Result<bool> pollReturn(uint32_t index, uint32_t seq, int64_t untilNs, int64_t deadlineNs, uint32_t looks) noexcept;
   // The call on `index` gave up (deadline): keep the A-stack out of the pool until the server
   // has returned `seq` on it, so that the late reply never meets the next call.
   void abandon(uint32_t index, uint32_t seq) noexcept;

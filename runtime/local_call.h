@@ -26,7 +26,8 @@ class LocalCall {
   static constexpr size_t kStreamBytes = 256 * 1024;
   static constexpr size_t kStreamChunk = 64 * 1024;
 
-  LocalCall(const Binding& binding, uint32_t procedure, const CallOptions& options) noexcept
+  LocalCall(const Binding& binding, uint32_t procedure, const CallOptions& options,
+            detail::Reclaim reclaim = {}) noexcept
       : binding_(binding), lb_(binding.local), procedure_(procedure), timeout_(options.timeout) {
     if (lb_ == nullptr) [[unlikely]] {
       status_ = Status(Errc::kBindingRejected, "not a same-host binding");
@@ -43,7 +44,7 @@ class LocalCall {
     proc_ = &lb_->procedure(procedure);
     uint32_t index = proc_->pool.pop();
     if (index == detail::AStackPool::kEmpty) [[unlikely]] {
-      Result<uint32_t> r = lb_->acquireSlow(procedure, timeout_);
+      Result<uint32_t> r = lb_->acquireSlow(procedure, timeout_, reclaim);
       if (!r.isOk()) {
         status_ = r.status();
         return;
@@ -131,16 +132,7 @@ class LocalCall {
 
   Status invoke() noexcept {
     if (!status_.isOk()) return status_;
-    invoked_ = true;
-    uint32_t seq;
-    if (streaming_) [[unlikely]] {
-      seq = streamSeq_;
-      // Release: the whole tail, including values written without copyTail, is final now.
-      ctl_->argReady.store(argTail_, std::memory_order_release);
-    } else {
-      seq = publish(argFlags_);
-      detail::demoteAfterFirstLine(ctl_, kControlBytes + proc_->layout.argTailOff + (argFlags_ == 0 ? argTail_ : 0));
-    }
+    const uint32_t seq = launch();
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {
       // Acquire: pairs with the server's release in ring(); the results are visible after it.
@@ -162,6 +154,57 @@ class LocalCall {
         return s;
       }
     }
+    return readReturn();
+  }
+
+  // The asynchronous form of invoke() (runtime/async_call.h): start() publishes the call,
+  // await() completes it. In between the A-stack stays this call's, so a thread may have as
+  // many calls in flight per procedure as it has A-stacks.
+  struct Async {};
+  LocalCall(const Binding& binding, uint32_t procedure, const CallOptions& options, Async,
+            detail::Reclaim reclaim) noexcept
+      : LocalCall(binding, procedure, options, reclaim) {
+    // Counted from the start, not after an inline spin: an asynchronous call has none.
+    if (status_.isOk() && timeout_.count() > 0) deadline_ = detail::monotonicNs() + timeout_.count();
+  }
+  Status start() noexcept {
+    if (!status_.isOk()) return status_;
+    seq_ = launch();
+    return {};
+  }
+  // Empty while the server runs the call (waiting for it until `untilNs` at most, 0: only a
+  // look); then its outcome, as invoke() returns it. The call's deadline applies.
+  std::optional<Status> await(int64_t untilNs) noexcept {
+    // Acquire: pairs with the server's release in ring(); the results are visible after it.
+    if (detail::seqIs(ret_->returnWord.load(std::memory_order_acquire), seq_)) return readReturn();
+    Result<bool> r = lb_->pollReturn(index_, seq_, untilNs, deadline_, ++looks_);
+    if (!r.isOk()) {
+      keep_ = true;  // abandoned (deadline) or dead: the A-stack stays out of the pool
+      return r.status();
+    }
+    if (!*r) return std::nullopt;
+    return readReturn();
+  }
+  // Gives the call up: the caller is released at once, and the A-stack comes back to the pool
+  // only once the server has returned the call (as for a deadline).
+  void cancel() noexcept {
+    if (!invoked_ || keep_) return;
+    keep_ = true;
+    lb_->abandon(index_, seq_);
+  }
+
+  const std::byte* results() const noexcept { return frame_ + proc_->layout.resultsOff; }
+  std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
+  // The tail lies in the A-stack or its out-of-band segment, which the server may still write:
+  // it is never apart, and a value is always copied out.
+  void resultTailApart() noexcept {}
+  void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+    detail::copyBytes(tail, ref, out);
+  }
+
+ private:
+  // The returned call's status and result tail, from the return block.
+  Status readReturn() noexcept {
     // The server can rewrite its return block at any time: each field is read once, and only
     // the copies are checked and used.
     const uint8_t code = detail::loadOnce(ret_->status);
@@ -178,16 +221,19 @@ class LocalCall {
     return {};
   }
 
-  const std::byte* results() const noexcept { return frame_ + proc_->layout.resultsOff; }
-  std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
-  // The tail lies in the A-stack or its out-of-band segment, which the server may still write:
-  // it is never apart, and a value is always copied out.
-  void resultTailApart() noexcept {}
-  void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
-    detail::copyBytes(tail, ref, out);
+  // Hands the call whose arguments are written to the server; returns its sequence number.
+  uint32_t launch() noexcept {
+    invoked_ = true;
+    if (streaming_) [[unlikely]] {
+      // Release: the whole tail, including values written without copyTail, is final now.
+      ctl_->argReady.store(argTail_, std::memory_order_release);
+      return streamSeq_;
+    }
+    const uint32_t seq = publish(argFlags_);
+    detail::demoteAfterFirstLine(ctl_, kControlBytes + proc_->layout.argTailOff + (argFlags_ == 0 ? argTail_ : 0));
+    return seq;
   }
 
- private:
   // Writes the call block and rings the call doorbell; returns the call's sequence number.
   uint32_t publish(uint8_t flags) noexcept {
     ctl_->key = lb_->key();
@@ -222,6 +268,9 @@ class LocalCall {
   bool streaming_ = false;
   bool invoked_ = false;
   uint32_t streamSeq_ = 0;
+  uint32_t seq_ = 0;         // start(): the call's sequence number
+  uint32_t looks_ = 0;       // await()s that found no return yet
+  int64_t deadline_ = 0;     // Async: monotonic ns, 0 for none
   const std::byte* tailBase_ = nullptr;
   std::chrono::nanoseconds timeout_;
   std::span<const std::byte> resultTail_;

@@ -51,3 +51,33 @@ Status handlerThrew(const char* method) noexcept {
 }
 
 }  // namespace lrpc::detail
+
+namespace lrpc {
+
+namespace {
+// A call that completed before it was handed back (CallChannel::startAsync's default).
+class CompletedCall final : public ChannelCall {
+ public:
+  explicit CompletedCall(Status status) noexcept : status_(std::move(status)) {}
+  std::optional<Status> await(int64_t) noexcept override {
+    if (taken_) return Status(Errc::kInvalidArgument, "call already completed");
+    taken_ = true;
+    return std::move(status_);
+  }
+  void cancel() noexcept override {}
+
+ private:
+  Status status_;
+  bool taken_ = false;
+};
+}  // namespace
+
+Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
+                                                             const OutMessage& request, MessageBuffer& reply,
+                                                             const CallOptions& options) noexcept {
+  std::unique_ptr<ChannelCall> done(new (std::nothrow) CompletedCall(call(iface, procedure, request, reply, options)));
+  if (!done) return Status(Errc::kResourceExhausted, "out of memory for an asynchronous call");
+  return done;
+}
+
+}  // namespace lrpc

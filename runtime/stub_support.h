@@ -26,6 +26,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +34,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/codec.h"
+#include "runtime/reclaim.h"
 
 // Generated headers check this against the value they were generated for.
 #define LRPC_STUB_ABI_VERSION 1
@@ -210,6 +212,19 @@ class OutMessage {
   std::span<const std::byte> borrowed_;
 };
 
+// One call started on a channel without waiting for its reply (CallChannel::startAsync). The
+// request and reply buffers it was given stay where they are until it has completed; destroying
+// it before then cancels it.
+class ChannelCall {
+ public:
+  virtual ~ChannelCall() = default;
+  // Makes progress without blocking past `untilNs` (monotonic; 0: only look). Empty while the
+  // call runs; then the call's Status, once (the call's own deadline applies inside).
+  virtual std::optional<Status> await(int64_t untilNs) noexcept = 0;
+  // Completes the call now with kCancelled (its reply, if one comes, is dropped).
+  virtual void cancel() noexcept = 0;
+};
+
 // A message-passing path for calls: the network transport, or an in-process channel in
 // tests. `request` is the argument frame (fixed part then tail); on success `reply` holds the
 // result frame (fixed part then tail). Errors, including a handler's, come back as the Status.
@@ -226,6 +241,12 @@ class CallChannel {
     (void)bytes;
   }
   virtual void recycle(MessageBuffer& buffer) noexcept { (void)buffer; }
+  // call(), without waiting: the request goes out and the returned ChannelCall completes it
+  // into `reply`. `request` and `reply` must stay valid and unchanged until then. By default the
+  // call runs to completion here, and the ChannelCall is complete when it is returned.
+  virtual Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
+                                                          const OutMessage& request, MessageBuffer& reply,
+                                                          const CallOptions& options) noexcept;
   // What a Client on this channel is when it is written into a frame as a capability
   // (runtime/capability.h): an object this process serves, one received from a peer, or the
   // null capability (an unbound Client's stand-in).
@@ -325,6 +346,7 @@ class RemoteCall {
 
   // Hands its buffers back to the channel for the next large call (CallChannel::recycle).
   ~RemoteCall() {
+    started_.reset();  // cancels a call still in flight, which uses the buffers below
     if (binding_.channel == nullptr) return;
     binding_.channel->recycle(request_);
     binding_.channel->recycle(reply_);
@@ -352,7 +374,7 @@ class RemoteCall {
   // leaves. One per call: a datagram (at most 64 KiB) then spans at most two pieces.
   static constexpr size_t kBorrowBytes = size_t{64} << 10;
   void copyTail(std::byte* dst, const void* src, size_t n) noexcept {
-    if (n >= kBorrowBytes && borrowed_.empty()) {
+    if (n >= kBorrowBytes && borrowed_.empty() && !async_) {
       borrowAt_ = static_cast<size_t>(dst - request_.data());
       borrowed_ = {static_cast<const std::byte*>(src), n};
       return;
@@ -370,6 +392,32 @@ class RemoteCall {
     if (apart_ && reply_.size() != desc_->resultsSize) return Status(Errc::kBadFrame, "reply tail in two places");
     return s;
   }
+  // The asynchronous form of invoke() (runtime/async_call.h): start() sends the call and
+  // await() completes it. Such a call borrows nothing (copyTail copies every value), so the
+  // caller's values are free once start() has returned.
+  struct Async {};
+  RemoteCall(const Binding& binding, uint32_t procedure, const CallOptions& options, Async, detail::Reclaim) noexcept
+      : RemoteCall(binding, procedure, options) {
+    async_ = true;
+  }
+  Status start() noexcept {
+    Result<std::unique_ptr<ChannelCall>> r =
+        binding_.channel->startAsync(*binding_.iface, procedure_, OutMessage(request_.span()), reply_, options_);
+    if (!r.isOk()) return r.status();
+    started_ = std::move(*r);
+    return {};
+  }
+  // Empty while the call runs; then its outcome, as invoke() returns it.
+  std::optional<Status> await(int64_t untilNs) noexcept {
+    std::optional<Status> s = started_->await(untilNs);
+    if (!s || !s->isOk()) return s;
+    if (reply_.size() < desc_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
+    return s;
+  }
+  void cancel() noexcept {
+    if (started_) started_->cancel();
+  }
+
   const std::byte* results() const noexcept { return reply_.data(); }
   std::span<const std::byte> resultTail() const noexcept {
     if (apart_) return std::as_bytes(std::span<const uint8_t>(tailApart_));
@@ -399,7 +447,9 @@ class RemoteCall {
   std::span<const std::byte> borrowed_;  // the caller's value (copyTail)
   bool wantApart_ = false;
   bool apart_ = false;               // the result tail is tailApart_, not the rest of reply_
+  bool async_ = false;               // started by start(), not invoke()
   std::vector<uint8_t> tailApart_;  // (CallChannel::callApart)
+  std::unique_ptr<ChannelCall> started_;  // start(): the call on the channel
 };
 static_assert(Call<RemoteCall>);
 

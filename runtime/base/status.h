@@ -33,7 +33,7 @@ enum class Errc : uint8_t {
   kPermissionDenied = 11,  // peer uid not allowed
   kIoError = 12,           // a system call failed; detail has errno text
   kApplication = 13,       // a handler returned an error of its own
-  kCancelled = 14,         // the binding or runtime is shutting down
+  kCancelled = 14,         // the caller cancelled the call, or the binding or runtime is shutting down
   kLastErrc = kCancelled,
 };
 

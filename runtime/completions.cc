@@ -1,0 +1,247 @@
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "runtime/pending.h"
+#include "runtime/transfer.h"
+
+namespace lrpc::detail {
+
+namespace {
+// A thread that waits for a queue's calls blocks on one of them at most this long before it
+// looks at the others again: a later call that completes first waits at most this long to be
+// noticed (calls on one queue usually complete in the order they started).
+constexpr int64_t kDriveSliceNs = 1'000'000;
+}  // namespace
+
+CompletionState::~CompletionState() { stop(); }
+
+void CompletionState::stop() noexcept {
+  {
+    MutexLock lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (waiter_.joinable()) waiter_.join();
+  // Calls handed over with then() go with the queue (their destructors cancel them), outside
+  // the lock: nothing can run their continuations any more.
+  std::list<Entry> dropped;
+  {
+    MutexLock lock(mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      auto next = std::next(it);
+      if (it->owned && !it->driving) dropped.splice(dropped.end(), entries_, it);
+      it = next;
+    }
+  }
+}
+
+void CompletionState::enlist(AsyncOp* op) {
+  {
+    MutexLock lock(mu_);
+    entries_.push_back(Entry{nullptr, op, {}, {}, false});
+  }
+  changed_.notify_all();
+}
+
+std::list<CompletionState::Entry>::iterator CompletionState::settled(AsyncOp* op) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+  for (;;) {
+    auto it = entries_.begin();
+    while (it != entries_.end() && it->op != op) ++it;
+    if (it == entries_.end() || !it->driving) return it;
+    changed_.wait(mu_);
+  }
+}
+
+void CompletionState::adopt(std::unique_ptr<AsyncOp> op, std::function<void()> done) {
+  {
+    MutexLock lock(mu_);
+    auto it = settled(op.get());
+    if (it == entries_.end()) it = entries_.insert(entries_.end(), Entry{nullptr, op.get(), {}, {}, false});
+    it->owned = std::move(op);
+    it->done = std::move(done);
+  }
+  changed_.notify_all();
+}
+
+void CompletionState::watch(AsyncOp* op, std::coroutine_handle<> waiter) {
+  {
+    MutexLock lock(mu_);
+    auto it = settled(op);
+    if (it == entries_.end()) it = entries_.insert(entries_.end(), Entry{nullptr, op, {}, {}, false});
+    it->waiter = waiter;
+  }
+  changed_.notify_all();
+}
+
+void CompletionState::forget(AsyncOp* op) noexcept {
+  MutexLock lock(mu_);
+  auto it = settled(op);
+  // None: poll() took it to resume the coroutine, which is now taking its result.
+  if (it != entries_.end()) entries_.erase(it);
+}
+
+bool CompletionState::drive(Entry& e, int64_t untilNs) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+  // Off the lock: the wait may be long, and other threads poll, add and remove meanwhile.
+  // The entry stays put: nobody removes or drives an entry marked as driven.
+  e.driving = true;
+  mu_.unlock();
+  const bool done = e.op->advance(untilNs);
+  mu_.lock();
+  e.driving = false;
+  changed_.notify_all();
+  return done;
+}
+
+bool CompletionState::advance(AsyncOp* op, int64_t untilNs) noexcept {
+  MutexLock lock(mu_);
+  auto it = settled(op);
+  if (it == entries_.end() || it->op->complete()) return op->complete();
+  return drive(*it, untilNs);
+}
+
+void CompletionState::cancel(AsyncOp* op) noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+  MutexLock lock(mu_);
+  auto it = settled(op);
+  if (it == entries_.end()) return;
+  it->driving = true;
+  mu_.unlock();
+  op->cancel();
+  mu_.lock();
+  it->driving = false;
+  changed_.notify_all();
+}
+
+void CompletionState::lookAll() {
+  for (Entry& e : entries_) {
+    if (!e.driving && !e.op->complete()) (void)e.op->advance(0);
+  }
+}
+
+void CompletionState::reclaim() noexcept {
+  MutexLock lock(mu_);
+  lookAll();
+}
+
+std::list<CompletionState::Entry> CompletionState::takeCompleted() {
+  std::list<Entry> done;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    auto next = std::next(it);
+    if (!it->driving && it->continues() && it->op->complete()) done.splice(done.end(), entries_, it);
+    it = next;
+  }
+  return done;
+}
+
+size_t CompletionState::poll() {
+  std::list<Entry> ready;
+  {
+    MutexLock lock(mu_);
+    if (signalled_) {
+      uint64_t count;
+      (void)!::read(event_.get(), &count, sizeof count);  // empties it: poll() runs what is done
+      signalled_ = false;
+    }
+    lookAll();
+    ready = takeCompleted();
+  }
+  size_t ran = 0;
+  while (!ready.empty()) {
+    // Out of the list before it runs: a resumed coroutine's forget() then finds nothing.
+    std::list<Entry> one;
+    one.splice(one.end(), ready, ready.begin());
+    ++ran;
+    try {
+      if (one.front().waiter) {
+        one.front().waiter.resume();
+      } else {
+        one.front().done();
+      }
+    } catch (...) {
+      // The continuations not run yet stay queued for the next poll().
+      MutexLock lock(mu_);
+      entries_.splice(entries_.begin(), ready);
+      throw;
+    }
+  }
+  return ran;
+}
+
+bool CompletionState::driveOne(int64_t untilNs) {
+  auto it = entries_.begin();
+  while (it != entries_.end() && (it->driving || it->op->complete())) ++it;
+  if (it == entries_.end()) return false;
+  (void)drive(*it, untilNs);
+  return true;
+}
+
+size_t CompletionState::run(std::chrono::nanoseconds timeout) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+  const int64_t until = monotonicNs() + (timeout.count() > 0 ? timeout.count() : 0);
+  for (;;) {
+    if (size_t ran = poll(); ran != 0) return ran;
+    MutexLock lock(mu_);
+    const int64_t now = monotonicNs();
+    if (entries_.empty() || now >= until) return 0;
+    const int64_t slice = until - now < kDriveSliceNs ? until : now + kDriveSliceNs;
+    if (!driveOne(slice)) {
+      // Every open call is driven by another thread (or has completed, waiting for its
+      // taker): wait for a change.
+      changed_.wait_for(mu_, std::chrono::nanoseconds(slice - now));
+    }
+  }
+}
+
+size_t CompletionState::size() const noexcept {
+  MutexLock lock(mu_);
+  return entries_.size();
+}
+
+void CompletionState::signal() noexcept {
+  if (signalled_ || !event_.valid()) return;
+  const uint64_t one = 1;
+  (void)!::write(event_.get(), &one, sizeof one);
+  signalled_ = true;
+}
+
+Result<int> CompletionState::fd() noexcept {
+  MutexLock lock(mu_);
+  if (event_.valid()) return event_.get();
+  if (stop_) return Status(Errc::kCancelled, "the completion queue is stopped");
+  OwnedFd event(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!event.valid()) return Status(Errc::kIoError, std::string("eventfd: ") + std::strerror(errno));
+  event_ = std::move(event);
+  try {
+    waiter_ = std::thread([this] { waiterLoop(); });
+  } catch (...) {
+    event_ = OwnedFd();
+    return Status(Errc::kResourceExhausted, "cannot start the completion queue's thread");
+  }
+  return event_.get();
+}
+
+void CompletionState::waiterLoop() noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+  mu_.lock();
+  while (!stop_) {
+    lookAll();
+    bool open = false;
+    for (Entry& e : entries_) {
+      if (e.driving) continue;
+      if (!e.op->complete()) {
+        open = true;
+      } else if (e.continues()) {
+        signal();
+      }
+    }
+    if (!open) {
+      changed_.wait(mu_);  // until a call is added or let go by another thread, or stop
+      continue;
+    }
+    (void)driveOne(monotonicNs() + kDriveSliceNs);
+  }
+  mu_.unlock();
+}
+
+}  // namespace lrpc::detail
