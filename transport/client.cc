@@ -34,6 +34,9 @@ struct UdpChannel::Pending {
   Clock::duration rto{};
   uint32_t retries = 0;
   bool heard = false;  // new fragments or acks since onTimers last ran: restart the timer there
+  // An asynchronous call (startAsync): its slot is let go as soon as it finishes, as no
+  // caller's stack waits to do that.
+  bool detached = false;
 };
 
 class UdpChannel::Sink final : public DatagramSink {
@@ -291,6 +294,28 @@ Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedur
 }
 
 Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept {
+  if (Status s = begin(procedure, p, request, options); !s.isOk()) return s;
+  // Wait for the reply: poll the endpoint ourselves when nobody else does.
+  std::unique_lock lock(mu_);
+  while (!p.done) {
+    if (pollMu_.try_lock()) {
+      lock.unlock();
+      lead(p);
+      pollMu_.unlock();
+      lock.lock();
+      // Leadership is free: wake a waiting caller so that someone keeps polling.
+      cv_.notify_all();
+    } else {
+      cv_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  }
+  slots_[p.seq % window_] = nullptr;
+  --occupied_;
+  cv_.notify_all();
+  return std::move(p.status);
+}
+
+Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept {
   if (procedure > UINT16_MAX) return Status(Errc::kInvalidArgument, "procedure index too large");
   if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "request larger than 4 GiB");
   p.procedure = static_cast<uint16_t>(procedure);
@@ -309,7 +334,17 @@ Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request
       }
       if (!lost_ && slots_[nextSeq_ % window_] == nullptr) break;
       if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = Clock::now() + timeout;
-      cv_.wait_for(lock, std::chrono::milliseconds(50));
+      if (pollMu_.try_lock()) {
+        // Nobody polls: the calls holding the window may all be this thread's asynchronous
+        // ones, which complete only when someone does.
+        lock.unlock();
+        lead(p, std::chrono::milliseconds(5));
+        pollMu_.unlock();
+        lock.lock();
+        cv_.notify_all();
+      } else {
+        cv_.wait_for(lock, std::chrono::milliseconds(50));
+      }
       if (Clock::now() >= p.deadline) {
         return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
       }
@@ -332,27 +367,79 @@ Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request
     if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = now + timeout;
     p.nextRetransmit = now + p.rto;
   }
-  // Wait for the reply: poll the endpoint ourselves when nobody else does.
-  std::unique_lock lock(mu_);
-  while (!p.done) {
-    if (pollMu_.try_lock()) {
-      lock.unlock();
-      lead(p);
-      pollMu_.unlock();
-      lock.lock();
-      // Leadership is free: wake a waiting caller so that someone keeps polling.
-      cv_.notify_all();
-    } else {
-      cv_.wait_for(lock, std::chrono::milliseconds(5));
-    }
-  }
-  slots_[p.seq % window_] = nullptr;
-  --occupied_;
-  cv_.notify_all();
-  return std::move(p.status);
+  return {};
 }
 
-void UdpChannel::lead(Pending& self) {
+// An asynchronous call: its Pending lives here instead of on a caller's stack.
+class UdpChannel::Started final : public ChannelCall {
+ public:
+  explicit Started(UdpChannel& channel) noexcept : channel_(channel) {}
+  ~Started() override { cancel(); }
+  std::optional<Status> await(int64_t untilNs) noexcept override {
+    if (over_) return std::nullopt;
+    std::optional<Status> s = channel_.progress(p, untilNs);
+    over_ = s.has_value();
+    return s;
+  }
+  void cancel() noexcept override {
+    if (over_) return;
+    over_ = true;
+    channel_.abandon(p);
+  }
+
+  Pending p;
+
+ private:
+  UdpChannel& channel_;
+  bool over_ = false;  // finished and its slot let go
+};
+
+Result<std::unique_ptr<ChannelCall>> UdpChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
+                                                            const OutMessage& request, MessageBuffer& reply,
+                                                            const CallOptions& options) noexcept {
+  (void)iface;
+  std::unique_ptr<Started> started(new (std::nothrow) Started(*this));
+  if (!started) return Status(Errc::kResourceExhausted, "out of memory for an asynchronous call");
+  started->p.reply = &reply;
+  started->p.detached = true;
+  if (Status s = begin(procedure, started->p, request, options); !s.isOk()) {
+    started->cancel();  // never in a slot: nothing to let go
+    return s;
+  }
+  return std::unique_ptr<ChannelCall>(std::move(started));
+}
+
+std::optional<Status> UdpChannel::progress(Pending& p, int64_t untilNs) noexcept {
+  std::unique_lock lock(mu_);
+  for (bool looked = false;;) {
+    if (p.done) return std::move(p.status);  // its slot went when it finished
+    if (looked) return std::nullopt;
+    // untilNs is CLOCK_MONOTONIC (lrpc's monotonicNs), which steady_clock reads on Linux.
+    const auto now = Clock::now();
+    const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    looked = untilNs == 0 || nowNs >= untilNs;  // one more look, then give back
+    const auto left = std::chrono::nanoseconds(looked ? 0 : untilNs - nowNs);
+    if (pollMu_.try_lock()) {
+      lock.unlock();
+      lead(p, left);
+      pollMu_.unlock();
+      lock.lock();
+      cv_.notify_all();
+    } else if (!looked) {
+      cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(5)));
+    }
+  }
+}
+
+void UdpChannel::abandon(Pending& p) noexcept {
+  std::lock_guard lock(mu_);
+  if (p.done || slots_[p.seq % window_] != &p) return;  // finished, or never sent
+  // A reply that still comes finds no call with its sequence number: dropped (and, if it is
+  // a fragmented one, told to stop).
+  finish(p, Status(Errc::kCancelled, "the caller cancelled the call"));
+}
+
+void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait) {
   Sink sink(*this);
   Clock::time_point wake;
   {
@@ -365,7 +452,8 @@ void UdpChannel::lead(Pending& self) {
   }
   auto now = Clock::now();
   // Bounded so that calls started by other threads meanwhile get their timers run.
-  auto timeout = std::clamp<Clock::duration>(wake - now, Clock::duration::zero(), std::chrono::milliseconds(20));
+  auto timeout = std::clamp<Clock::duration>(wake - now, Clock::duration::zero(),
+                                             std::chrono::duration_cast<Clock::duration>(maxWait));
   auto got = endpoint_->receive(sink, options_.mode, timeout);
   std::lock_guard lock(mu_);
   if (!got) {
@@ -391,6 +479,10 @@ void UdpChannel::finish(Pending& p, Status s) noexcept {
   --live_;
   p.status = std::move(s);
   p.reassembly.clear();
+  if (p.detached) {
+    slots_[p.seq % window_] = nullptr;
+    --occupied_;
+  }
   cv_.notify_all();
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,12 @@ class UdpChannel final : public CallChannel {
                    MessageBuffer& reply, size_t fixedBytes, std::vector<uint8_t>& tail, bool* apart,
                    const CallOptions& options) noexcept override;
   static constexpr size_t kApartBytes = RemoteCall::kBorrowBytes;
+  // Sends the call and returns at once (the window permitting: beyond it the caller polls
+  // the endpoint until a slot is free, or the call's deadline). Whoever awaits a call polls
+  // the endpoint for every call of the channel.
+  Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
+                                                  const OutMessage& request, MessageBuffer& reply,
+                                                  const CallOptions& options) noexcept override;
   void lend(MessageBuffer& buffer, size_t bytes) noexcept override;
   void recycle(MessageBuffer& buffer) noexcept override;
 
@@ -102,12 +109,19 @@ class UdpChannel final : public CallChannel {
 
  private:
   class Sink;
+  class Started;  // startAsync's ChannelCall
   UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options);
   Status handshake(std::string_view name, const InterfaceDescriptor& iface);
   // call() and callApart(): `p` is set up with the reply's destinations.
   Status run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept;
-  // Polls the endpoint once as the leader: delivers replies, runs timers.
-  void lead(Pending& self);
+  // run()'s first half: waits for a window slot and sends the request.
+  Status begin(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept;
+  // Started's: p's status once it has finished (its slot then let go), polling the endpoint
+  // until `untilNs` (monotonic, 0: one look) at most; and giving p up (kCancelled).
+  std::optional<Status> progress(Pending& p, int64_t untilNs) noexcept;
+  void abandon(Pending& p) noexcept;
+  // Polls the endpoint once as the leader, waiting `maxWait` at most: delivers replies, runs timers.
+  void lead(Pending& self, std::chrono::nanoseconds maxWait = std::chrono::milliseconds(20));
   void onDatagram(const Datagram& d) noexcept;          // with mu_ held
   void onTimers(std::chrono::steady_clock::time_point now) noexcept;  // with mu_ held
   void sendRequest(Pending& p, bool resend) noexcept;   // with mu_ held
