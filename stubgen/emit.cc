@@ -490,6 +490,44 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
 
 // ---- Client -------------------------------------------------------------------------------
 
+bool usesCaps(const Method& m);
+std::string halfParams(const Method& m, bool in);
+
+// Client::Async, what client.async() returns: each method starts its call and returns an
+// lrpc::Pending of what the synchronous method returns (runtime/pending.h).
+void emitClientAsync(const InterfaceDecl& d, std::string& out) {
+  out += "\n  // Starts calls without waiting for them (runtime/pending.h): each method copies its\n";
+  out += "  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one\n";
+  out += "  // returns. With a queue, co_await and then() complete through queue.poll().\n";
+  out += "  class Async {\n";
+  out += "   public:\n";
+  for (const auto& m : d.methods) {
+    const std::string caps = usesCaps(m) ? ", caps_" : "";
+    const std::string unused = usesCaps(m) ? "" : " (void)caps_;";
+    out += "    ::lrpc::Pending<" + returnType(m) + "> " + m.name + "(" + paramList(m, true) + ") const {\n";
+    out += "      return ::lrpc::detail::startAsync<" + returnType(m) + ">(\n";
+    out += "          binding_, " + d.cppName + "::" + m.constName + ", options_, queue_,\n";
+    out += "          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "In_(call_" +
+           caps + argNames(m) + "); },\n";
+    out += "          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "Out_(call_" +
+           caps + "); });\n";
+    out += "    }\n";
+  }
+  out += "\n   private:\n";
+  out += "    friend class Client;\n";
+  out += "    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,\n";
+  out += "          std::shared_ptr<::lrpc::detail::CompletionState> queue)\n";
+  out += "        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}\n";
+  out += "    std::shared_ptr<::lrpc::Binding> binding_;\n";
+  out += "    ::lrpc::CallOptions options_;\n";
+  out += "    std::shared_ptr<::lrpc::detail::CompletionState> queue_;\n";
+  out += "  };\n";
+  out += "  // Calls that the caller completes (wait(), ready(), or co_await in place).\n";
+  out += "  Async async() const { return Async(binding_, options_, nullptr); }\n";
+  out += "  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().\n";
+  out += "  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }\n";
+}
+
 void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "// Calls " + d.name + " through a binding, same host or remote. Copies share the binding.\n";
   out += "class " + d.relName + "::Client {\n";
@@ -522,11 +560,16 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
     out += "    return " + m.name + "Via(call_" + argNames(m) + ");\n";
     out += "  }\n";
   }
+  emitClientAsync(d, out);
   out += "\n private:\n";
   out += "  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).\n";
   for (const auto& m : d.methods) {
-    out += "  template <class Call>\n";
     std::string ps = paramList(m);
+    out += "  template <class Call>\n";
+    out += "  static ::lrpc::Status " + m.name + "In_(" + halfParams(m, true) + ");\n";
+    out += "  template <class Call>\n";
+    out += "  static " + returnType(m) + " " + m.name + "Out_(" + halfParams(m, false) + ");\n";
+    out += "  template <class Call>\n";
     out += "  static " + returnType(m) + " " + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) + ");\n";
   }
   out += "\n  std::shared_ptr<::lrpc::Binding> binding_;  // never null\n";
@@ -534,15 +577,28 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   out += "};\n\n";
 }
 
-void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
+bool usesCaps(const Method& m) {
+  return anyCoded(m.params) || anyCoded(m.results) || anyInterface(m.params) || anyInterface(m.results);
+}
+
+// The parameter list of a method's copy halves: the call, its capabilities when it carries
+// any, then the method's own parameters (In_ only).
+std::string halfParams(const Method& m, bool in) {
+  std::string s = "Call& call_";
+  if (usesCaps(m)) s += ", ::lrpc::detail::ClientCaps& caps_";
   std::string ps = paramList(m);
+  if (in && !ps.empty()) s += ", " + ps;
+  return s;
+}
+
+// A method's client copy code in two halves, In_ (arguments into the frame) and Out_ (results
+// out of it), and Via, the synchronous call that runs In_, invoke() and Out_ in a row. An async
+// call runs the same halves before it starts and once it has completed (runtime/async_call.h).
+void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
+  const std::string scope = d.relName + "::Client::";
+  const std::string caps = usesCaps(m) ? ", caps_" : "";
   out += "template <class Call>\n";
-  out += returnType(m) + " " + d.relName + "::Client::" + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) +
-         ") {\n";
-  out += "  if (!call_.status().isOk()) return call_.status();\n";
-  if (anyCoded(m.params) || anyCoded(m.results) || anyInterface(m.params) || anyInterface(m.results)) {
-    out += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
-  }
+  out += "::lrpc::Status " + scope + m.name + "In_(" + halfParams(m, true) + ") {\n";
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
   spec.capId = "caps_.toFrame(";
@@ -555,42 +611,59 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     out += "  // The tail is that one Data value: it may arrive apart and become the value uncopied.\n";
     out += "  call_.resultTailApart();\n";
   }
-  out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
+  if (usesCaps(m)) out += "  (void)caps_;  // used by the parameters or only by the results\n";
+  if (m.params.empty()) out += "  (void)call_;\n";
+  out += "  return ::lrpc::Status::ok();\n}\n\n";
+
+  out += "template <class Call>\n";
+  out += returnType(m) + " " + scope + m.name + "Out_(" + halfParams(m, false) + ") {\n";
   if (m.results.empty()) {
+    if (usesCaps(m)) out += "  (void)caps_;\n";
+    out += "  (void)call_;\n";
     out += "  return ::lrpc::Status::ok();\n}\n\n";
-    return;
-  }
-  out += "  // The server is not trusted with our memory either: copy the results out, then check them.\n";
-  out += "  " + m.frameScope + "::" + m.framePrefix + "ResultsFrame frame_;\n";
-  out += "  std::memcpy(&frame_, call_.results(), sizeof frame_);\n";
-  emitBoolFix("frame_", frameBoolOffsets(m.results), 2, out);
-  bool anyVar = false;
-  for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type);
-  if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
-  if (anyCoded(m.results)) out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
-  const bool single = m.results.size() == 1;
-  if (single) {
-    out += "  " + valueType(m.results[0].type) + " value_{};\n";
   } else {
-    out += "  " + m.frameScope + "::" + m.framePrefix + "Results out_{};\n";
-  }
-  for (const auto& f : m.results) {
-    const std::string target = single ? "value_" : "out_." + f.name;
-    if (f.type.kind == Kind::kBool) {
-      out += "  " + target + " = frame_." + f.name + " != 0;\n";
-    } else if (f.type.kind == Kind::kInterface) {
-      out += "  {\n";
-      out += "    auto cap_ = caps_.in(frame_." + f.name + ", " + f.type.cppName + "::kDescriptor);\n";
-      out += "    if (!cap_.isOk()) return cap_.status();\n";
-      out += "    " + target + " = " + f.type.cppName + "::Client(std::move(*cap_));\n";
-      out += "  }\n";
-    } else if (!isVariable(f.type)) {
-      out += "  " + target + " = frame_." + f.name + ";\n";
+    if (usesCaps(m)) out += "  (void)caps_;  // used by the results or only by the parameters\n";
+    out += "  // The server is not trusted with our memory either: copy the results out, then check them.\n";
+    out += "  " + m.frameScope + "::" + m.framePrefix + "ResultsFrame frame_;\n";
+    out += "  std::memcpy(&frame_, call_.results(), sizeof frame_);\n";
+    emitBoolFix("frame_", frameBoolOffsets(m.results), 2, out);
+    bool anyVar = false;
+    for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type);
+    if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
+    if (anyCoded(m.results)) out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
+    const bool single = m.results.size() == 1;
+    if (single) {
+      out += "  " + valueType(m.results[0].type) + " value_{};\n";
     } else {
-      emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, false, out);
+      out += "  " + m.frameScope + "::" + m.framePrefix + "Results out_{};\n";
     }
+    for (const auto& f : m.results) {
+      const std::string target = single ? "value_" : "out_." + f.name;
+      if (f.type.kind == Kind::kBool) {
+        out += "  " + target + " = frame_." + f.name + " != 0;\n";
+      } else if (f.type.kind == Kind::kInterface) {
+        out += "  {\n";
+        out += "    auto cap_ = caps_.in(frame_." + f.name + ", " + f.type.cppName + "::kDescriptor);\n";
+        out += "    if (!cap_.isOk()) return cap_.status();\n";
+        out += "    " + target + " = " + f.type.cppName + "::Client(std::move(*cap_));\n";
+        out += "  }\n";
+      } else if (!isVariable(f.type)) {
+        out += "  " + target + " = frame_." + f.name + ";\n";
+      } else {
+        emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, false, out);
+      }
+    }
+    out += single ? "  return value_;\n}\n\n" : "  return out_;\n}\n\n";
   }
-  out += single ? "  return value_;\n}\n\n" : "  return out_;\n}\n\n";
+
+  std::string ps = paramList(m);
+  out += "template <class Call>\n";
+  out += returnType(m) + " " + scope + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) + ") {\n";
+  out += "  if (!call_.status().isOk()) return call_.status();\n";
+  if (usesCaps(m)) out += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
+  out += "  if (::lrpc::Status s_ = " + m.name + "In_(call_" + caps + argNames(m) + "); !s_.isOk()) return s_;\n";
+  out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
+  out += "  return " + m.name + "Out_(call_" + caps + ");\n}\n\n";
 }
 
 // ---- Server -------------------------------------------------------------------------------

@@ -1319,7 +1319,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
     const int line = lineOf(fileId, steps);
     const std::string& path = d.qualifiedName;
     static const std::set<std::string> kReserved = {"dispatch", "binding", "withOptions", "procedures",
-                                                    "descriptor", "procedureCount"};
+                                                    "descriptor", "procedureCount", "serve", "async"};
     if (kReserved.count(d.schemaName)) {
       diags.push_back(diag(fileId, line,
                            path + ": the method name '" + d.schemaName +

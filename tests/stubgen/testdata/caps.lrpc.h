@@ -300,10 +300,50 @@ class Item::Client {
     return splitVia(call_);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<uint32_t>> get() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+          binding_, ::golden::caps::Item::kGet, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Item::SplitResults>> split() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Item::SplitResults>>(
+          binding_, ::golden::caps::Item::kSplit, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return splitIn_(call_, caps_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return splitOut_(call_, caps_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status getIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<uint32_t> getOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> getVia(Call& call_);
+  template <class Call>
+  static ::lrpc::Status splitIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Item::SplitResults> splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Item::SplitResults> splitVia(Call& call_);
 
@@ -396,16 +436,86 @@ class Shop::Client {
     return allVia(call_, items);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Item::Client>> make(uint32_t value) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Item::Client>>(
+          binding_, ::golden::caps::Shop::kMake, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return makeIn_(call_, caps_, value); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return makeOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<uint64_t>> price(const ::golden::caps::Item::Client& item) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
+          binding_, ::golden::caps::Shop::kPrice, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return priceIn_(call_, caps_, item); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return priceOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::TwoResults>> two() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::TwoResults>>(
+          binding_, ::golden::caps::Shop::kTwo, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return twoIn_(call_, caps_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return twoOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Box>> box(const ::golden::caps::Box& box) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Box>>(
+          binding_, ::golden::caps::Shop::kBox, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return boxIn_(call_, caps_, box); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return boxOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<uint32_t>> all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+          binding_, ::golden::caps::Shop::kAll, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allIn_(call_, caps_, items); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allOut_(call_, caps_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status makeIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Item::Client> makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Item::Client> makeVia(Call& call_, uint32_t value);
+  template <class Call>
+  static ::lrpc::Status priceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
+  template <class Call>
+  static ::lrpc::Result<uint64_t> priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<uint64_t> priceVia(Call& call_, const ::golden::caps::Item::Client& item);
   template <class Call>
+  static ::lrpc::Status twoIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoVia(Call& call_);
   template <class Call>
+  static ::lrpc::Status boxIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Box> boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Box> boxVia(Call& call_, const ::golden::caps::Box& box);
+  template <class Call>
+  static ::lrpc::Status allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
+  template <class Call>
+  static ::lrpc::Result<uint32_t> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<uint32_t> allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
 
@@ -437,9 +547,13 @@ class Shop::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<uint32_t> Item::Client::getVia(Call& call_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+::lrpc::Status Item::Client::getIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Item::Client::getOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -449,10 +563,23 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
+::lrpc::Result<uint32_t> Item::Client::getVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = getIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return getOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Item::Client::splitIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::SplitResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -471,12 +598,25 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = splitIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return splitOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::makeIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &value, sizeof value);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::MakeResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -490,14 +630,27 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = makeIn_(call_, caps_, value); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return makeOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::priceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
   std::byte* fixed_ = call_.args();
   const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
   if (!itemCap_.isOk()) return itemCap_.status();
   std::memcpy(fixed_ + 0, &*itemCap_, sizeof(uint32_t));
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Shop::Client::priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::PriceResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -507,10 +660,24 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
+::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = priceIn_(call_, caps_, item); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return priceOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::twoIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::TwoResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -529,9 +696,16 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = twoIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return twoOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::boxIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box) {
   const uint64_t boxBytes_ = ::lrpc::codec::size(box, ::lrpc::codec::kMaxDepth);
   if (boxBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.box: argument box nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -549,7 +723,13 @@ template <class Call>
   std::byte* t_ = reserved_->data();
   ::lrpc::codec::put(t_, boxAt_, box, &caps_);
   if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::BoxResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -564,9 +744,16 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = boxIn_(call_, caps_, box); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return boxOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
   const uint64_t itemsBytes_ = ::lrpc::codec::size(items, ::lrpc::codec::kMaxDepth);
   if (itemsBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.all: argument items nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -584,13 +771,28 @@ template <class Call>
   std::byte* t_ = reserved_->data();
   ::lrpc::codec::put(t_, itemsAt_, items, &caps_);
   if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Shop::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::AllResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   uint32_t value_{};
   value_ = frame_.count;
   return value_;
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = allIn_(call_, caps_, items); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return allOut_(call_, caps_);
 }
 
 }  // namespace golden::caps

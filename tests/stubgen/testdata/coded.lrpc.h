@@ -451,10 +451,50 @@ class Trees::Client {
     return allVia(call_);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<uint32_t>> put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+          binding_, ::coded::Trees::kPut, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putIn_(call_, caps_, root, label); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::coded::Trees::AllResults>> all() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::coded::Trees::AllResults>>(
+          binding_, ::coded::Trees::kAll, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allIn_(call_, caps_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allOut_(call_, caps_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status putIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
+  template <class Call>
+  static ::lrpc::Result<uint32_t> putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
+  template <class Call>
+  static ::lrpc::Status allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::coded::Trees::AllResults> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<::coded::Trees::AllResults> allVia(Call& call_);
 
@@ -480,9 +520,7 @@ class Trees::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
-  if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+::lrpc::Status Trees::Client::putIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
   const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
   if (rootBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -510,7 +548,13 @@ template <class Call>
   if (labelAt_ != rootAt_ + rootBytes_) std::memset(t_ + rootAt_ + rootBytes_, 0, labelAt_ - (rootAt_ + rootBytes_));
   ::lrpc::codec::put(t_, labelAt_, label, &caps_);
   if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::PutResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -520,10 +564,24 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
+::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = putIn_(call_, caps_, root, label); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return putOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::AllResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -539,6 +597,15 @@ template <class Call>
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result labels is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   return out_;
+}
+
+template <class Call>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = allIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return allOut_(call_, caps_);
 }
 
 }  // namespace coded

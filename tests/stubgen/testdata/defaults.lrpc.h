@@ -325,16 +325,86 @@ class Settings::Client {
     return withResultDefaultVia(call_);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<uint32_t>> apply(const ::defaults::Config& config, bool dryRun = false) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+          binding_, ::defaults::Settings::kApply, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return applyIn_(call_, config, dryRun); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return applyOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<std::string>> greet(std::string_view name = "world \"quoted\"", uint16_t times = 2u) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+          binding_, ::defaults::Settings::kGreet, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return greetIn_(call_, name, times); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return greetOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Status> tick() const {
+      return ::lrpc::detail::startAsync<::lrpc::Status>(
+          binding_, ::defaults::Settings::kTick, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return tickIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return tickOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<int32_t>> mix(int32_t a, int32_t b, ::defaults::Level c = ::defaults::Level::kLow) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<int32_t>>(
+          binding_, ::defaults::Settings::kMix, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return mixIn_(call_, a, b, c); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return mixOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<int32_t>> withResultDefault() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<int32_t>>(
+          binding_, ::defaults::Settings::kWithResultDefault, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return withResultDefaultIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return withResultDefaultOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status applyIn_(Call& call_, const ::defaults::Config& config, bool dryRun);
+  template <class Call>
+  static ::lrpc::Result<uint32_t> applyOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> applyVia(Call& call_, const ::defaults::Config& config, bool dryRun);
+  template <class Call>
+  static ::lrpc::Status greetIn_(Call& call_, std::string_view name, uint16_t times);
+  template <class Call>
+  static ::lrpc::Result<std::string> greetOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<std::string> greetVia(Call& call_, std::string_view name, uint16_t times);
   template <class Call>
+  static ::lrpc::Status tickIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status tickOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Status tickVia(Call& call_);
   template <class Call>
+  static ::lrpc::Status mixIn_(Call& call_, int32_t a, int32_t b, ::defaults::Level c);
+  template <class Call>
+  static ::lrpc::Result<int32_t> mixOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<int32_t> mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c);
+  template <class Call>
+  static ::lrpc::Status withResultDefaultIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<int32_t> withResultDefaultOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<int32_t> withResultDefaultVia(Call& call_);
 
@@ -369,8 +439,7 @@ class Settings::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<uint32_t> Settings::Client::applyVia(Call& call_, const ::defaults::Config& config, bool dryRun) {
-  if (!call_.status().isOk()) return call_.status();
+::lrpc::Status Settings::Client::applyIn_(Call& call_, const ::defaults::Config& config, bool dryRun) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &config, sizeof config);
   std::memset(fixed_ + 0 + 4, 0, 4);
@@ -379,7 +448,11 @@ template <class Call>
   const uint8_t dryRunByte_ = dryRun ? 1 : 0;
   std::memcpy(fixed_ + 56, &dryRunByte_, 1);
   std::memset(fixed_ + 57, 0, 7);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Settings::Client::applyOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::ApplyResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -389,8 +462,15 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Settings::Client::greetVia(Call& call_, std::string_view name, uint16_t times) {
+::lrpc::Result<uint32_t> Settings::Client::applyVia(Call& call_, const ::defaults::Config& config, bool dryRun) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = applyIn_(call_, config, dryRun); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return applyOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::greetIn_(Call& call_, std::string_view name, uint16_t times) {
   const uint64_t nameBytes_ = name.size();
   const uint64_t nameAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = nameAt_ + nameBytes_;
@@ -406,7 +486,11 @@ template <class Call>
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
   if (nameBytes_ != 0) call_.copyTail(t_ + nameAt_, name.data(), nameBytes_);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Settings::Client::greetOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::GreetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -420,21 +504,45 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Status Settings::Client::tickVia(Call& call_) {
+::lrpc::Result<std::string> Settings::Client::greetVia(Call& call_, std::string_view name, uint16_t times) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = greetIn_(call_, name, times); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return greetOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::tickIn_(Call& call_) {
+  (void)call_;
   return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<int32_t> Settings::Client::mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+::lrpc::Status Settings::Client::tickOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::tickVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = tickIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return tickOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::mixIn_(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &a, sizeof a);
   std::memcpy(fixed_ + 4, &b, sizeof b);
   std::memcpy(fixed_ + 8, &c, sizeof c);
   std::memset(fixed_ + 10, 0, 2);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::mixOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::MixResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -444,15 +552,35 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(Call& call_) {
+::lrpc::Result<int32_t> Settings::Client::mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = mixIn_(call_, a, b, c); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return mixOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::withResultDefaultIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::WithResultDefaultResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   int32_t value_{};
   value_ = frame_.n;
   return value_;
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = withResultDefaultIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return withResultDefaultOut_(call_);
 }
 
 }  // namespace defaults

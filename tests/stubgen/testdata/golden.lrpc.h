@@ -258,20 +258,110 @@ class Sensor::Client {
     return dumpVia(call_, from);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<std::string>> name() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+          binding_, ::golden::v1::Sensor::kName, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Reading>> read() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Reading>>(
+          binding_, ::golden::v1::Sensor::kRead, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return readIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return readOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::HistoryResults>> history(uint16_t count) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::HistoryResults>>(
+          binding_, ::golden::v1::Sensor::kHistory, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return historyIn_(call_, count); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return historyOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Status> label(std::string_view text, std::span<const std::string_view> tags) const {
+      return ::lrpc::detail::startAsync<::lrpc::Status>(
+          binding_, ::golden::v1::Sensor::kLabel, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return labelIn_(call_, text, tags); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return labelOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::UploadResults>> upload(std::span<const uint8_t> blob, bool delete_) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::UploadResults>>(
+          binding_, ::golden::v1::Sensor::kUpload, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return uploadIn_(call_, blob, delete_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return uploadOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<uint64_t>> append(std::span<const uint8_t> chunk) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
+          binding_, ::golden::v1::Sensor::kAppend, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return appendIn_(call_, chunk); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return appendOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::DumpResults>> dump(uint32_t from) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::DumpResults>>(
+          binding_, ::golden::v1::Sensor::kDump, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return dumpIn_(call_, from); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return dumpOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status nameIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<std::string> nameOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<std::string> nameVia(Call& call_);
+  template <class Call>
+  static ::lrpc::Status readIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Reading> readOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Reading> readVia(Call& call_);
   template <class Call>
+  static ::lrpc::Status historyIn_(Call& call_, uint16_t count);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyVia(Call& call_, uint16_t count);
+  template <class Call>
+  static ::lrpc::Status labelIn_(Call& call_, std::string_view text, std::span<const std::string_view> tags);
+  template <class Call>
+  static ::lrpc::Status labelOut_(Call& call_);
   template <class Call>
   static ::lrpc::Status labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags);
   template <class Call>
+  static ::lrpc::Status uploadIn_(Call& call_, std::span<const uint8_t> blob, bool delete_);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_);
   template <class Call>
+  static ::lrpc::Status appendIn_(Call& call_, std::span<const uint8_t> chunk);
+  template <class Call>
+  static ::lrpc::Result<uint64_t> appendOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<uint64_t> appendVia(Call& call_, std::span<const uint8_t> chunk);
+  template <class Call>
+  static ::lrpc::Status dumpIn_(Call& call_, uint32_t from);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpVia(Call& call_, uint32_t from);
 
@@ -310,9 +400,13 @@ class Sensor::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameVia(Call& call_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+::lrpc::Status Sensor::Client::nameIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Sensor::Client::nameOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Named::NameResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -326,9 +420,21 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(Call& call_) {
+::lrpc::Result<std::string> Sensor::Client::nameVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nameOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::readIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Reading> Sensor::Client::readOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::ReadResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -342,11 +448,22 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyVia(Call& call_, uint16_t count) {
+::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = readIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return readOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::historyIn_(Call& call_, uint16_t count) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &count, sizeof count);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::HistoryResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -368,8 +485,15 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Status Sensor::Client::labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
+::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyVia(Call& call_, uint16_t count) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = historyIn_(call_, count); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return historyOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::labelIn_(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
   const uint64_t textBytes_ = text.size();
   if (textBytes_ > 64) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.label: argument text is " + std::to_string(textBytes_) + " bytes, over its $Lrpc.maxBytes(64)");
@@ -403,13 +527,25 @@ template <class Call>
       at_ += e_.size();
     }
   }
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_) {
+::lrpc::Status Sensor::Client::labelOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = labelIn_(call_, text, tags); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return labelOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::uploadIn_(Call& call_, std::span<const uint8_t> blob, bool delete_) {
   const uint64_t blobBytes_ = blob.size();
   const uint64_t blobAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = blobAt_ + blobBytes_;
@@ -426,7 +562,11 @@ template <class Call>
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
   if (blobBytes_ != 0) call_.copyTail(t_ + blobAt_, blob.data(), blobBytes_);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::UploadResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -437,8 +577,15 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
+::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = uploadIn_(call_, blob, delete_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return uploadOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::appendIn_(Call& call_, std::span<const uint8_t> chunk) {
   const uint64_t chunkBytes_ = chunk.size();
   const uint64_t chunkAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = chunkAt_ + chunkBytes_;
@@ -452,7 +599,11 @@ template <class Call>
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
   if (chunkBytes_ != 0) call_.copyTail(t_ + chunkAt_, chunk.data(), chunkBytes_);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Sensor::Client::appendOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::AppendResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -462,13 +613,24 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(Call& call_, uint32_t from) {
+::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = appendIn_(call_, chunk); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return appendOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::dumpIn_(Call& call_, uint32_t from) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &from, sizeof from);
   // The tail is that one Data value: it may arrive apart and become the value uncopied.
   call_.resultTailApart();
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::DumpResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -480,6 +642,14 @@ template <class Call>
   }
   call_.takeResultBytes(tail_, frame_.blob, out_.blob);
   return out_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(Call& call_, uint32_t from) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return dumpOut_(call_);
 }
 
 }  // namespace golden::v1

@@ -96,8 +96,38 @@ class Named::Client {
     return nameVia(call_);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<std::string>> name() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+          binding_, ::Named::kName, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status nameIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<std::string> nameOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<std::string> nameVia(Call& call_);
 
@@ -121,9 +151,13 @@ class Named::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+::lrpc::Status Named::Client::nameIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Named::Client::nameOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Named::NameResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -134,5 +168,13 @@ template <class Call>
   }
   value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
   return value_;
+}
+
+template <class Call>
+::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nameOut_(call_);
 }
 

@@ -405,8 +405,38 @@ class Catalog::Browser::Client {
     return listVia(call_, prefix);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::nested::Catalog::Browser::ListResults>> list(std::string_view prefix) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::nested::Catalog::Browser::ListResults>>(
+          binding_, ::nested::Catalog::Browser::kList, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return listIn_(call_, prefix); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return listOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status listIn_(Call& call_, std::string_view prefix);
+  template <class Call>
+  static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listVia(Call& call_, std::string_view prefix);
 
@@ -456,8 +486,38 @@ class Store::Reader::Cursor::Client {
     return nextVia(call_);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::nested::Store::Reader::Cursor::NextResults>> next() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::nested::Store::Reader::Cursor::NextResults>>(
+          binding_, ::nested::Store::Reader::Cursor::kNext, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status nextIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextVia(Call& call_);
 
@@ -507,8 +567,38 @@ class Store::Reader::Client {
     return getVia(call_, key);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<std::string>> get(const ::nested::Store::Key& key) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+          binding_, ::nested::Store::Reader::kGet, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getIn_(call_, key); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status getIn_(Call& call_, const ::nested::Store::Key& key);
+  template <class Call>
+  static ::lrpc::Result<std::string> getOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
 
@@ -567,10 +657,50 @@ class Store::Writer::Client {
     return putVia(call_, key, value);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<std::string>> get(const ::nested::Store::Key& key) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+          binding_, ::nested::Store::Writer::kGet, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getIn_(call_, key); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Status> put(const ::nested::Store::Key& key, std::string_view value) const {
+      return ::lrpc::detail::startAsync<::lrpc::Status>(
+          binding_, ::nested::Store::Writer::kPut, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return putIn_(call_, key, value); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return putOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status getIn_(Call& call_, const ::nested::Store::Key& key);
+  template <class Call>
+  static ::lrpc::Result<std::string> getOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
+  template <class Call>
+  static ::lrpc::Status putIn_(Call& call_, const ::nested::Store::Key& key, std::string_view value);
+  template <class Call>
+  static ::lrpc::Status putOut_(Call& call_);
   template <class Call>
   static ::lrpc::Status putVia(Call& call_, const ::nested::Store::Key& key, std::string_view value);
 
@@ -622,8 +752,38 @@ class Store::Client {
     return sizeVia(call_);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<uint64_t>> size() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
+          binding_, ::nested::Store::kSize, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return sizeIn_(call_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return sizeOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status sizeIn_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<uint64_t> sizeOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<uint64_t> sizeVia(Call& call_);
 
@@ -673,8 +833,38 @@ class Audit::Client {
     return checkVia(call_, pos);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<bool>> check(const ::nested::Store::Reader::Cursor::Pos& pos) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<bool>>(
+          binding_, ::nested::Audit::kCheck, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return checkIn_(call_, pos); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return checkOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status checkIn_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
+  template <class Call>
+  static ::lrpc::Result<bool> checkOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<bool> checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
 
@@ -724,8 +914,38 @@ class Tagger::Client {
     return tagVia(call_, m, s);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::nested::Tagger::TagResults>> tag(const ::nested::Marker& m, const ::nested::Span& s) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::nested::Tagger::TagResults>>(
+          binding_, ::nested::Tagger::kTag, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return tagIn_(call_, caps_, m, s); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return tagOut_(call_, caps_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status tagIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s);
+  template <class Call>
+  static ::lrpc::Result<::nested::Tagger::TagResults> tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<::nested::Tagger::TagResults> tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s);
 
@@ -749,8 +969,7 @@ class Tagger::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(Call& call_, std::string_view prefix) {
-  if (!call_.status().isOk()) return call_.status();
+::lrpc::Status Catalog::Browser::Client::listIn_(Call& call_, std::string_view prefix) {
   const uint64_t prefixBytes_ = prefix.size();
   const uint64_t prefixAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = prefixAt_ + prefixBytes_;
@@ -764,7 +983,11 @@ template <class Call>
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
   if (prefixBytes_ != 0) call_.copyTail(t_ + prefixAt_, prefix.data(), prefixBytes_);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Catalog::Browser::ListResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -795,9 +1018,21 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(Call& call_, std::string_view prefix) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = listIn_(call_, prefix); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return listOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Cursor::Client::nextIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::Cursor::NextResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -808,11 +1043,51 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Store::Reader::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nextIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nextOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Client::getIn_(Call& call_, const ::nested::Store::Key& key) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &key, sizeof key);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Reader::Client::getOut_(Call& call_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Store::Reader::GetResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  std::string value_{};
+  if (!::lrpc::detail::varRefOk(frame_.value, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Store.Reader.get: result value lies outside the tail, is misaligned or is over its size limit");
+  }
+  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  return value_;
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Reader::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return getOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::getIn_(Call& call_, const ::nested::Store::Key& key) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &key, sizeof key);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Writer::Client::getOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -828,24 +1103,13 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<std::string> Store::Writer::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
   if (!call_.status().isOk()) return call_.status();
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &key, sizeof key);
+  if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::nested::Store::Reader::GetResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
-  std::string value_{};
-  if (!::lrpc::detail::varRefOk(frame_.value, tail_.size(), 1)) {
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Store.Reader.get: result value lies outside the tail, is misaligned or is over its size limit");
-  }
-  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
-  return value_;
+  return getOut_(call_);
 }
 
 template <class Call>
-::lrpc::Status Store::Writer::Client::putVia(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
-  if (!call_.status().isOk()) return call_.status();
+::lrpc::Status Store::Writer::Client::putIn_(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
   const uint64_t valueBytes_ = value.size();
   const uint64_t valueAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = valueAt_ + valueBytes_;
@@ -860,14 +1124,31 @@ template <class Call>
   if (!reserved_.isOk()) return reserved_.status();
   std::byte* t_ = reserved_->data();
   if (valueBytes_ != 0) call_.copyTail(t_ + valueAt_, value.data(), valueBytes_);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+::lrpc::Status Store::Writer::Client::putOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::putVia(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = putIn_(call_, key, value); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return putOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Store::Client::sizeIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Store::Client::sizeOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::SizeResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -877,11 +1158,22 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
   if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = sizeIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return sizeOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Audit::Client::checkIn_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &pos, sizeof pos);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<bool> Audit::Client::checkOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Audit::CheckResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -891,9 +1183,15 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
   if (!call_.status().isOk()) return call_.status();
-  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = checkIn_(call_, pos); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return checkOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Tagger::Client::tagIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s) {
   const uint64_t mBytes_ = ::lrpc::codec::size(m, ::lrpc::codec::kMaxDepth);
   if (mBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: argument m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -912,7 +1210,13 @@ template <class Call>
   std::byte* t_ = reserved_->data();
   ::lrpc::codec::put(t_, mAt_, m, &caps_);
   if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Tagger::TagResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -925,6 +1229,15 @@ template <class Call>
   }
   out_.s = frame_.s;
   return out_;
+}
+
+template <class Call>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = tagIn_(call_, caps_, m, s); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return tagOut_(call_, caps_);
 }
 
 }  // namespace nested

@@ -185,8 +185,38 @@ class Base::Client {
     return pairVia(call_, p);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::Base::PairResults>> pair(const ::Base::Pair& p) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::Base::PairResults>>(
+          binding_, ::Base::kPair, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairIn_(call_, p); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status pairIn_(Call& call_, const ::Base::Pair& p);
+  template <class Call>
+  static ::lrpc::Result<::Base::PairResults> pairOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::Base::PairResults> pairVia(Call& call_, const ::Base::Pair& p);
 
@@ -245,10 +275,50 @@ class Derived::Client {
     return ownVia(call_, k, p);
   }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::Base::PairResults>> pair(const ::Base::Pair& p) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::Base::PairResults>>(
+          binding_, ::Derived::kPair, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairIn_(call_, p); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::Derived::OwnResults>> own(::Base::Kind k, const ::Later& p) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::Derived::OwnResults>>(
+          binding_, ::Derived::kOwn, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return ownIn_(call_, k, p); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return ownOut_(call_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
   template <class Call>
+  static ::lrpc::Status pairIn_(Call& call_, const ::Base::Pair& p);
+  template <class Call>
+  static ::lrpc::Result<::Base::PairResults> pairOut_(Call& call_);
+  template <class Call>
   static ::lrpc::Result<::Base::PairResults> pairVia(Call& call_, const ::Base::Pair& p);
+  template <class Call>
+  static ::lrpc::Status ownIn_(Call& call_, ::Base::Kind k, const ::Later& p);
+  template <class Call>
+  static ::lrpc::Result<::Derived::OwnResults> ownOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::Derived::OwnResults> ownVia(Call& call_, ::Base::Kind k, const ::Later& p);
 
@@ -291,6 +361,26 @@ class Empty::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
 
@@ -312,12 +402,42 @@ class Empty::Server {
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
 template <class Call>
-::lrpc::Result<::Base::PairResults> Base::Client::pairVia(Call& call_, const ::Base::Pair& p) {
-  if (!call_.status().isOk()) return call_.status();
+::lrpc::Status Base::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &p, sizeof p);
   std::memset(fixed_ + 0 + 1, 0, 7);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(Call& call_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::Base::PairResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::Base::PairResults out_{};
+  out_.q = frame_.q;
+  out_.r = frame_.r;
+  return out_;
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Base::Client::pairVia(Call& call_, const ::Base::Pair& p) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return pairOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &p, sizeof p);
+  std::memset(fixed_ + 0 + 1, 0, 7);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -330,28 +450,23 @@ template <class Call>
 template <class Call>
 ::lrpc::Result<::Base::PairResults> Derived::Client::pairVia(Call& call_, const ::Base::Pair& p) {
   if (!call_.status().isOk()) return call_.status();
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &p, sizeof p);
-  std::memset(fixed_ + 0 + 1, 0, 7);
+  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::Base::PairResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::Base::PairResults out_{};
-  out_.q = frame_.q;
-  out_.r = frame_.r;
-  return out_;
+  return pairOut_(call_);
 }
 
 template <class Call>
-::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(Call& call_, ::Base::Kind k, const ::Later& p) {
-  if (!call_.status().isOk()) return call_.status();
+::lrpc::Status Derived::Client::ownIn_(Call& call_, ::Base::Kind k, const ::Later& p) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &k, sizeof k);
   std::memcpy(fixed_ + 4, &p, sizeof p);
   std::memset(fixed_ + 4 + 5, 0, 3);
   std::memset(fixed_ + 2, 0, 2);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(Call& call_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Derived::OwnResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -359,5 +474,13 @@ template <class Call>
   out_.p = frame_.p;
   out_.k = frame_.k;
   return out_;
+}
+
+template <class Call>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(Call& call_, ::Base::Kind k, const ::Later& p) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = ownIn_(call_, k, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ownOut_(call_);
 }
 
