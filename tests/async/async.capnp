@@ -1,0 +1,21 @@
+# A service for the asynchronous-call tests (runtime/pending.h): quick calls, slow ones, and
+# a count of what ran, so that a test can tell each call ran exactly once.
+@0xe900ac2bd0880532;
+
+using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
+$Cxx.namespace("lrpc::asynctest");
+
+interface Work {
+  echo @0 (value :UInt64) -> (value :UInt64) $Lrpc.astacks(32);
+  # value back; counted.
+
+  sleep @1 (micros :UInt32, tag :UInt64) -> (tag :UInt64) $Lrpc.astacks(32);
+  # Sleeps, then gives tag back; counted.
+
+  ran @2 () -> (calls :UInt64);
+  # How many echo and sleep calls have run (started) so far.
+
+  shout @3 (text :Text) -> (text :Text) $Lrpc.astacks(8);
+  # text in capitals: variable-size both ways.
+}

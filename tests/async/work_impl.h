@@ -1,0 +1,37 @@
+// The Work service of async.capnp, served by the asynchronous-call tests' server processes.
+#pragma once
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "async.lrpc.h"
+
+namespace lrpc::asynctest {
+
+class WorkImpl final : public Work::Server {
+ public:
+  Result<uint64_t> echo(uint64_t value) override {
+    ran_.fetch_add(1, std::memory_order_relaxed);
+    return value;
+  }
+  Result<uint64_t> sleep(uint32_t micros, uint64_t tag) override {
+    ran_.fetch_add(1, std::memory_order_relaxed);
+    std::this_thread::sleep_for(std::chrono::microseconds(micros));
+    return tag;
+  }
+  Result<uint64_t> ran() override { return ran_.load(std::memory_order_relaxed); }
+  Result<std::string> shout(std::string_view text) override {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+  }
+
+ private:
+  std::atomic<uint64_t> ran_{0};
+};
+
+}  // namespace lrpc::asynctest
