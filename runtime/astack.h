@@ -87,11 +87,15 @@ struct ReturnControl {
   uint8_t resultFlags;               // kTailOutOfBand
   uint8_t reserved[2];
   std::atomic<uint32_t> clientSleeping;  // 1 while the client sleeps (or is about to) on returnWord
-  uint8_t reserved2[16];
+  // Client -> server: the sequence number of a call the client gave up (cancelled, or past its
+  // deadline) while its handler may run; 0 for none. A hint for the handler (callCancelled()).
+  std::atomic<uint32_t> cancelWord;
+  uint8_t reserved2[12];
 };
 static_assert(sizeof(ReturnControl) == kControlBytes);
 static_assert(offsetof(ReturnControl, resultTail) == 4 && offsetof(ReturnControl, status) == 8 &&
-              offsetof(ReturnControl, resultFlags) == 9 && offsetof(ReturnControl, clientSleeping) == 12);
+              offsetof(ReturnControl, resultFlags) == 9 && offsetof(ReturnControl, clientSleeping) == 12 &&
+              offsetof(ReturnControl, cancelWord) == 16);
 
 // Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
 // relative to the frame, which starts kControlBytes into the A-stack.

@@ -20,8 +20,15 @@ class AStackServerCall final : public ServerCall {
  public:
   AStackServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, std::byte* results,
                    Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame,
-                   const std::atomic<uint32_t>* argReady) noexcept
-      : ServerCall(args, tail, results), conn_(conn), slot_(slot), pl_(pl), frame_(frame), argReady_(argReady) {}
+                   const std::atomic<uint32_t>* argReady, const std::atomic<uint32_t>* cancelWord, uint32_t seq) noexcept
+      : ServerCall(args, tail, results),
+        conn_(conn),
+        slot_(slot),
+        pl_(pl),
+        frame_(frame),
+        argReady_(argReady),
+        cancelWord_(cancelWord),
+        seq_(seq) {}
 
   Status awaitArgTail(size_t end) noexcept override {
     if (argReady_ == nullptr || end <= ready_) return {};
@@ -57,6 +64,10 @@ class AStackServerCall final : public ServerCall {
 
   CapTable* capTable() noexcept override { return conn_->caps.get(); }
   std::shared_ptr<Binding> peerCallbacks() noexcept override { return conn_->callbackBinding(); }
+  bool cancelled() const noexcept override {
+    // Relaxed: a hint; whatever the client writes there, it only answers this question.
+    return seq_ != 0 && cancelWord_->load(std::memory_order_relaxed) == seq_;
+  }
 
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
@@ -93,6 +104,8 @@ class AStackServerCall final : public ServerCall {
   const ProcedureLayout& pl_;
   std::byte* frame_;
   const std::atomic<uint32_t>* argReady_;  // null unless the argument tail is streamed
+  const std::atomic<uint32_t>* cancelWord_;
+  uint32_t seq_;                           // the call's sequence number
   uint32_t ready_ = 0;                      // argument tail bytes known final
   bool reserved_ = false;
   uint32_t length_ = 0;
@@ -106,7 +119,7 @@ AStackControl* Connection::control(uint32_t i) const {
 }
 
 // Returns how many bytes from the return block on the call wrote (results, tail or error text).
-uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
+uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
@@ -145,7 +158,9 @@ uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl) {
     // The result part is not cleared: the generated dispatch writes every field, and bytes
     // between fields hold only what this server wrote there before (astack_format.md).
     AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
-                          pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr);
+                          pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr, &ret->cancelWord,
+                          seq);
+    const detail::CurrentCall current(call);
     s = exp->iface->dispatch(exp->impl, procedure, call);
     resultTail = call.length();
     resultFlags = call.flags();
@@ -180,7 +195,7 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
     uint32_t seq = 0;
     if (detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
     last = seq;
-    uint32_t written = serveOne(slot, ctl);
+    uint32_t written = serveOne(slot, ctl, seq);
     detail::ring(ret->returnWord, ret->clientSleeping, seq);
     detail::demoteAfterFirstLine(ret, written);
   }

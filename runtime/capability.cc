@@ -123,6 +123,7 @@ class FrameServerCall final : public ServerCall {
   bool argTailPrivate() const noexcept override { return true; }
   CapTable* capTable() noexcept override { return table_; }
   std::shared_ptr<Binding> peerCallbacks() noexcept override { return outer_ ? outer_->peerCallbacks() : nullptr; }
+  bool cancelled() const noexcept override { return outer_ != nullptr && outer_->cancelled(); }
 
   const MessageBuffer& tail() const noexcept { return tail_; }
 
@@ -244,6 +245,7 @@ Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<c
   MessageBuffer results;
   if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
   FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table, outer);
+  const detail::CurrentCall current(call);
   if (Status s = iface.dispatch(object.server.get(), procedure, call); !s.isOk()) return s;
   const size_t tail = call.tail().size();
   if (Status s = reply.resizeForOverwrite(d.resultsSize + tail); !s.isOk()) return s;

@@ -104,7 +104,7 @@ struct Connection {
   // Runs calls on the slot's A-stack; `last` is the sequence seen before the client was told
   // the thread exists (so its first call is not mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
-  uint32_t serveOne(ServerSlot* slot, AStackControl* ctl);
+  uint32_t serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
   void stopThreads();
 };
 

@@ -100,6 +100,8 @@ void LocalBinding::reclaimAbandoned() noexcept {
   auto done = [this](const Abandoned& a) {
     // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
     if (!detail::seqIs(returnControl(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
+    // Relaxed: ordered before the next call's handler reads it by the release in ring().
+    returnControl(a.index)->cancelWord.store(0, std::memory_order_relaxed);
     procs_[layout_.procedureOf(a.index)].pool.push(a.index);
     return true;
   };
@@ -108,6 +110,9 @@ void LocalBinding::reclaimAbandoned() noexcept {
 }
 
 void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
+  // Relaxed: a hint the handler may read at any time; nothing is read because of it. Sequence
+  // number 0 (after a wrap) is never marked: 0 means none.
+  returnControl(index)->cancelWord.store(seq, std::memory_order_relaxed);
   MutexLock lock(abandonedMu_);
   abandoned_.push_back({index, seq});
   anyAbandoned_.store(true, std::memory_order_release);

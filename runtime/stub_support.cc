@@ -31,6 +31,15 @@ std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const 
   return std::make_shared<Binding>(iface, raw, std::move(channel));
 }
 
+namespace {
+// Per thread: a handler runs on the thread that dispatched it, and a nested dispatch (a
+// capability call inside a call) restores the outer one when it is done.
+thread_local const ServerCall* tlsCurrentCall = nullptr;
+}  // namespace
+
+CurrentCall::CurrentCall(const ServerCall& call) noexcept : outer_(tlsCurrentCall) { tlsCurrentCall = &call; }
+CurrentCall::~CurrentCall() { tlsCurrentCall = outer_; }
+
 Status handlerThrew(const char* method) noexcept {
   // Building the detail can itself run out of memory: then the caller still learns that the
   // handler failed, without the text.
@@ -71,6 +80,11 @@ class CompletedCall final : public ChannelCall {
   bool taken_ = false;
 };
 }  // namespace
+
+bool callCancelled() noexcept {
+  const ServerCall* call = detail::tlsCurrentCall;
+  return call != nullptr && call->cancelled();
+}
 
 Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                              const OutMessage& request, MessageBuffer& reply,

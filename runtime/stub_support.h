@@ -530,6 +530,10 @@ class ServerCall {
   // The binding that reaches objects the connection's client serves (runtime/callbacks.h), or
   // null when it has passed none.
   virtual std::shared_ptr<Binding> peerCallbacks() noexcept { return nullptr; }
+  // Whether the caller has given up on this call (cancelled it, dropped its Pending, or passed
+  // its deadline) while the handler runs. A hint: a handler that sees it may stop early; its
+  // result then goes nowhere.
+  virtual bool cancelled() const noexcept { return false; }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
@@ -573,11 +577,29 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
 // remote bit, with no null check.
 std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const InterfaceDescriptor& iface);
 
+// The call whose handler this thread runs (callCancelled()), set by the paths around dispatch.
+class CurrentCall {
+ public:
+  explicit CurrentCall(const ServerCall& call) noexcept;
+  ~CurrentCall();
+  CurrentCall(const CurrentCall&) = delete;
+  CurrentCall& operator=(const CurrentCall&) = delete;
+
+ private:
+  const ServerCall* outer_;
+};
+
 // Turns the exception a handler threw into the status the caller sees. Call only from
 // inside a catch block (it rethrows the current exception to read it).
 Status handlerThrew(const char* method) noexcept;
 
 }  // namespace detail
+
+// In a handler: whether its caller has given up on the call (cancelled it, dropped its
+// Pending, or passed its deadline), on both paths. A long handler may look now and then and
+// stop early; its result goes nowhere then. False outside a handler.
+bool callCancelled() noexcept;
+
 }  // namespace lrpc
 
 #include "runtime/local_call.h"
