@@ -437,6 +437,14 @@ void UdpChannel::abandon(Pending& p) noexcept {
   // A reply that still comes finds no call with its sequence number: dropped (and, if it is
   // a fragmented one, told to stop).
   finish(p, Status(Errc::kCancelled, "the caller cancelled the call"));
+  sendCancel(p.seq);
+}
+
+void UdpChannel::sendCancel(uint32_t seq) noexcept {
+  // Once, not retransmitted: only a hint for the handler (callCancelled()).
+  PacketHeader h = makeHeader(PacketType::kCancel, session_, cookie_, seq);
+  OutDatagram d{server_, {{&h, sizeof h}}, 1};
+  (void)endpoint_->send({&d, 1});
 }
 
 void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait) {
@@ -531,6 +539,7 @@ void UdpChannel::onTimers(Clock::time_point now) noexcept {
     Pending& p = *q;
     if (now >= p.deadline) {
       finish(p, Status(Errc::kDeadlineExceeded, "no reply before the call's deadline"));
+      sendCancel(p.seq);
       continue;
     }
     if (p.heard) {

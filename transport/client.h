@@ -126,6 +126,7 @@ class UdpChannel final : public CallChannel {
   void onTimers(std::chrono::steady_clock::time_point now) noexcept;  // with mu_ held
   void sendRequest(Pending& p, bool resend) noexcept;   // with mu_ held
   void sendAck(uint32_t seq, const AckBody& ack, bool resend = false) noexcept;
+  void sendCancel(uint32_t seq) noexcept;  // with mu_ held
   void finish(Pending& p, Status s) noexcept;           // with mu_ held
   void failAll(const Status& s) noexcept;               // with mu_ held
   void die(Status s) noexcept;                          // with mu_ held: the peer is gone

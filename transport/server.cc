@@ -47,9 +47,16 @@ class UdpServer::Sink final : public DatagramSink {
 class UdpServer::Call final : public ServerCall {
  public:
   Call(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed, MessageBuffer& reply,
-       BufferShelf& shelf, CapTable* caps)
-      : ServerCall(args, tail, fixed.data()), fixedBytes_(fixed.size()), reply_(reply), shelf_(shelf), caps_(caps) {}
+       BufferShelf& shelf, CapTable* caps, const std::atomic<bool>& cancelled)
+      : ServerCall(args, tail, fixed.data()),
+        fixedBytes_(fixed.size()),
+        reply_(reply),
+        shelf_(shelf),
+        caps_(caps),
+        cancelled_(cancelled) {}
   CapTable* capTable() noexcept override { return caps_; }
+  // Relaxed: a hint for the handler; nothing is read because of it.
+  bool cancelled() const noexcept override { return cancelled_.load(std::memory_order_relaxed); }
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
     if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
@@ -85,6 +92,7 @@ class UdpServer::Call final : public ServerCall {
   MessageBuffer& reply_;
   BufferShelf& shelf_;
   CapTable* caps_;
+  const std::atomic<bool>& cancelled_;
   bool reserved_ = false;
   std::unique_ptr<KeptResult> kept_;
   size_t keptAt_ = 0;
@@ -330,6 +338,13 @@ void UdpServer::onDatagram(const Datagram& d) noexcept {
     eraseSession(it);
     return;
   }
+  if (p.type() == PacketType::kCancel) {
+    if (!s.slots) return;
+    Slot& slot = s.slots[p.header.seq % s.window];
+    // Relaxed: a hint the handler reads; its slot stays kRunning until the handler is done.
+    if (slot.state == SlotState::kRunning && slot.seq == p.header.seq) slot.cancelled.store(true, std::memory_order_relaxed);
+    return;
+  }
   if (p.type() != PacketType::kRequest && p.type() != PacketType::kAck) return;
   if (!s.established) {
     // The peer echoed the cookie of our welcome, so it receives at its address: the session
@@ -489,6 +504,9 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.seq = h.seq;
     slot.procedure = h.procedure;
     slot.status = 0;
+    // Relaxed: no handler runs on the slot now (it is not kRunning); the next one starts after
+    // the job queue hands it over.
+    slot.cancelled.store(false, std::memory_order_relaxed);
     slot.fragmentedReply = false;
     slot.kept.reset();
     slot.reassembly.clear();
@@ -567,8 +585,9 @@ Status UdpServer::execute(const Service& svc, Slot& slot, CapTable* caps, Messag
   if (frame.size() < pd.argsSize) return Status(Errc::kBadFrame, "request shorter than the argument frame");
   if (Status st = fixed.resize(0); !st.isOk()) return st;
   if (Status st = fixed.resize(pd.resultsSize); !st.isOk()) return st;  // zeroed
-  Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, replyShelf_, caps);
+  Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, replyShelf_, caps, slot.cancelled);
   executed_.fetch_add(1, std::memory_order_relaxed);
+  const lrpc::detail::CurrentCall current(call);
   Status result = iface.dispatch(svc.server, slot.procedure, call);
   if (result.isOk()) slot.kept = call.takeKept(&slot.keptAt);
   if (result.isOk() && !call.reserved()) {

@@ -130,6 +130,8 @@ class UdpServer {
     std::unique_ptr<KeptResult> kept;        // a large result value, sent in place of reply[keptAt, ...)
     size_t keptAt = 0;
     FragmentSender sender;
+    // Set by a cancel packet while the handler runs (another thread): callCancelled().
+    std::atomic<bool> cancelled{false};
   };
   struct Session {
     uint32_t id;

@@ -39,8 +39,9 @@ enum class PacketType : uint8_t {
   kReset = 6,    // server -> client: no such session (server restarted, session evicted)
   kBye = 7,      // client -> server: session closed, free its state
   kRunning = 8,  // server -> client: the call `seq` arrived whole and its handler is running
+  kCancel = 9,   // client -> server: the caller gave up on call `seq` (its handler may look)
 };
-inline constexpr uint8_t kLastPacketType = static_cast<uint8_t>(PacketType::kRunning);
+inline constexpr uint8_t kLastPacketType = static_cast<uint8_t>(PacketType::kCancel);
 
 // Flag bits in PacketHeader::flags.
 inline constexpr uint8_t kFlagSingleCell = 0x01;  // whole message fits one cell
