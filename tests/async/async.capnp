@@ -18,4 +18,11 @@ interface Work {
 
   shout @3 (text :Text) -> (text :Text) $Lrpc.astacks(8);
   # text in capitals: variable-size both ways.
+
+  watch @4 (micros :UInt32) -> (cancelled :Bool) $Lrpc.astacks(8);
+  # Runs up to micros, looking at lrpc::callCancelled() every millisecond; stops early once it
+  # is true. Whether it saw it.
+
+  cancelsSeen @5 () -> (count :UInt64);
+  # How many watch calls have seen their caller give up.
 }

@@ -282,6 +282,34 @@ TEST_P(AsyncCalls, CancelWhileRunningReleasesTheCallerAtOnce) {
   EXPECT_EQ(client().ran().value(), 35u);
 }
 
+TEST_P(AsyncCalls, HandlerSeesItsCallerGiveUp) {
+  // Not given up: the handler runs to its end and never sees a cancellation.
+  EXPECT_EQ(client().async().watch(20'000).wait().value(), false);
+  EXPECT_EQ(client().cancelsSeen().value(), 0u);
+  // Cancelled, then dropped, then past its deadline: each handler learns it and stops early.
+  auto waitForSeen = [&](uint64_t n) {
+    const auto end = Clock::now() + 5s;
+    while (client().cancelsSeen().value() < n && Clock::now() < end) std::this_thread::sleep_for(5ms);
+    return client().cancelsSeen().value();
+  };
+  auto cancelled = client().async().watch(3'000'000);
+  std::this_thread::sleep_for(30ms);
+  cancelled.cancel();
+  EXPECT_EQ(cancelled.wait().status().code(), Errc::kCancelled);
+  EXPECT_EQ(waitForSeen(1), 1u);
+  { auto dropped = client().async().watch(3'000'000); std::this_thread::sleep_for(30ms); }
+  EXPECT_EQ(waitForSeen(2), 2u);
+  CallOptions o;
+  o.timeout = 50ms;
+  EXPECT_EQ(client().withOptions(o).watch(3'000'000).status().code(), Errc::kDeadlineExceeded);
+  EXPECT_EQ(waitForSeen(3), 3u);
+  // A later call on the same A-stacks is not taken for a cancelled one.
+  std::vector<Pending<Result<bool>>> calls;
+  for (int i = 0; i < 8; ++i) calls.push_back(client().async().watch(5'000));
+  for (auto& c : calls) EXPECT_EQ(c.wait().value(), false);
+  EXPECT_EQ(client().cancelsSeen().value(), 3u);
+}
+
 TEST_P(AsyncCalls, CancelAfterCompletionKeepsTheResult) {
   auto p = client().async().echo(11);
   const auto end = Clock::now() + 10s;

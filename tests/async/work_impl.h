@@ -30,8 +30,22 @@ class WorkImpl final : public Work::Server {
     return out;
   }
 
+  Result<bool> watch(uint32_t micros) override {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+    while (std::chrono::steady_clock::now() < end) {
+      if (lrpc::callCancelled()) {
+        seen_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+  Result<uint64_t> cancelsSeen() override { return seen_.load(std::memory_order_relaxed); }
+
  private:
   std::atomic<uint64_t> ran_{0};
+  std::atomic<uint64_t> seen_{0};
 };
 
 }  // namespace lrpc::asynctest
