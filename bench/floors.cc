@@ -284,6 +284,91 @@ Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair
   return std::unique_ptr<UdpFloor>(new UdpFloor(mode, std::move(server.value()), std::move(sock)));
 }
 
+Result<std::unique_ptr<UdpFloor>> UdpFloor::startPipelined(const NetnsPair& pair) {
+  ServerSpec spec;
+  spec.kind = "floor_udp";
+  spec.args = {NetnsPair::kServerAddr, std::to_string(kUdpFloorPort), "pipelined"};
+  spec.netns = pair.serverNs();
+  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
+  if (!server) return server.status();
+  Result<OwnedFd> connected = pair.connectToServer(SOCK_DGRAM, kUdpFloorPort);
+  if (!connected) return connected.status();
+  OwnedFd sock = std::move(*connected);
+  if (Status s = setNonBlocking(sock.get()); !s) return s;
+  return std::unique_ptr<UdpFloor>(new UdpFloor(WaitMode::kSpin, std::move(server.value()), std::move(sock)));
+}
+
+bool UdpFloor::nullPipelined(benchmark::State& state, size_t inFlight) {
+  constexpr size_t kBatch = 64;
+  const uint32_t op = kOpNull;
+  mmsghdr out[kBatch] = {};
+  iovec outIov[kBatch];
+  for (size_t i = 0; i < kBatch; ++i) {
+    outIov[i] = {const_cast<uint32_t*>(&op), sizeof op};
+    out[i].msg_hdr.msg_iov = &outIov[i];
+    out[i].msg_hdr.msg_iovlen = 1;
+  }
+  alignas(64) unsigned char inBuf[kBatch][64];
+  mmsghdr in[kBatch] = {};
+  iovec inIov[kBatch];
+  for (size_t i = 0; i < kBatch; ++i) {
+    inIov[i] = {inBuf[i], sizeof inBuf[i]};
+    in[i].msg_hdr.msg_iov = &inIov[i];
+    in[i].msg_hdr.msg_iovlen = 1;
+  }
+  const int fd = socket_.get();
+  auto sendN = [&](size_t n) {
+    while (n > 0) {
+      int r = sendmmsg(fd, out, static_cast<unsigned>(std::min(n, kBatch)), 0);
+      if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (r <= 0) return false;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  };
+  size_t ready = 0;        // replies received and not yet counted as an iteration
+  size_t outstanding = 0;  // requests sent, replies not yet received
+  auto receive = [&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (uint32_t spins = 0;;) {
+      int r = recvmmsg(fd, in, kBatch, MSG_DONTWAIT, nullptr);
+      if (r > 0) {
+        for (int i = 0; i < r; ++i) {
+          uint32_t got;  // the reply's bytes, copied out as any call's result is
+          if (in[i].msg_len != sizeof got) return false;
+          std::memcpy(&got, inBuf[i], sizeof got);
+          if (got != op) return false;
+        }
+        ready += static_cast<size_t>(r);
+        outstanding -= static_cast<size_t>(r);
+        return true;
+      }
+      if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      if (++spins == (1u << 16)) {
+        spins = 0;
+        if (std::chrono::steady_clock::now() > deadline || hasExited(server_->pid())) return false;
+      }
+    }
+  };
+  if (!sendN(inFlight)) return false;
+  outstanding = inFlight;
+  size_t toSend = 0;  // one new request per reply taken, sent as a batch when replies run out
+  for (auto _ : state) {
+    if (ready == 0) {
+      if (!sendN(toSend)) return false;
+      outstanding += toSend;
+      toSend = 0;
+      if (!receive()) return false;
+    }
+    --ready;
+    ++toSend;
+  }
+  while (outstanding > 0) {
+    if (!receive()) return false;
+  }
+  return true;
+}
+
 long UdpFloor::roundTrip(size_t len) {
   if (send(socket_.get(), buf_, len, 0) != static_cast<ssize_t>(len)) return -1;
   return receive();
@@ -367,9 +452,54 @@ bool UdpFloor::bigInOut(const Blob200& in, Blob200* out) {
   return true;
 }
 
+namespace {
+// floor_udp_pipelined's server: busy-polls, takes every waiting request in one recvmmsg and
+// answers them all in one sendmmsg (a Null reply is the request's 4-byte op, copied out and
+// back like the other floors' bytes).
+int servePipelined(int sock) {
+  constexpr unsigned kBatch = 64;
+  alignas(64) unsigned char buf[kBatch][64];
+  sockaddr_in from[kBatch];
+  mmsghdr in[kBatch] = {}, out[kBatch] = {};
+  iovec inIov[kBatch], outIov[kBatch];
+  uint32_t ops[kBatch];
+  for (unsigned i = 0; i < kBatch; ++i) {
+    inIov[i] = {buf[i], sizeof buf[i]};
+    in[i].msg_hdr.msg_iov = &inIov[i];
+    in[i].msg_hdr.msg_iovlen = 1;
+    outIov[i] = {&ops[i], sizeof ops[i]};
+    out[i].msg_hdr.msg_iov = &outIov[i];
+    out[i].msg_hdr.msg_iovlen = 1;
+  }
+  for (;;) {
+    for (unsigned i = 0; i < kBatch; ++i) {
+      in[i].msg_hdr.msg_name = &from[i];
+      in[i].msg_hdr.msg_namelen = sizeof from[i];
+    }
+    int r = recvmmsg(sock, in, kBatch, MSG_DONTWAIT, nullptr);
+    if (r <= 0) continue;
+    unsigned n = 0;
+    for (int i = 0; i < r; ++i) {
+      if (in[i].msg_len < sizeof ops[0]) continue;
+      std::memcpy(&ops[n], buf[i], sizeof ops[n]);
+      out[n].msg_hdr.msg_name = &from[i];
+      out[n].msg_hdr.msg_namelen = in[i].msg_hdr.msg_namelen;
+      outIov[n] = {&ops[n], sizeof ops[n]};
+      ++n;
+    }
+    for (unsigned done = 0; done < n;) {
+      int s = sendmmsg(sock, out + done, n - done, 0);
+      if (s <= 0) break;  // a full socket buffer drops the rest, as the network would
+      done += static_cast<unsigned>(s);
+    }
+  }
+}
+}  // namespace
+
 int serveUdpFloor(int readyFd, int argc, char** argv) {
   if (argc < 3) return 2;
-  bool busy = std::string(argv[2]) == "busy";
+  const bool pipelined = std::string(argv[2]) == "pipelined";
+  bool busy = pipelined || std::string(argv[2]) == "busy";
   OwnedFd sock(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return 3;
   int one = 1;
@@ -378,6 +508,7 @@ int serveUdpFloor(int readyFd, int argc, char** argv) {
   if (bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 4;
   if (busy && !setNonBlocking(sock.get())) return 5;
   signalReady(readyFd);
+  if (pipelined) return servePipelined(sock.get());
   alignas(64) unsigned char buf[2048];
   Blob200 mine;
   std::vector<uint8_t> message(ShmFloor::kMaxBytes);  // a curve message being reassembled

@@ -60,6 +60,9 @@ class UdpFloor final : public Session {
  public:
   // Server in `pair`'s server namespace, client socket in its client namespace.
   static Result<std::unique_ptr<UdpFloor>> start(WaitMode mode, const NetnsPair& pair);
+  // floor_udp_pipelined: a busy-polling server that answers each batch of requests with one
+  // recvmmsg and one sendmmsg, for nullPipelined.
+  static Result<std::unique_ptr<UdpFloor>> startPipelined(const NetnsPair& pair);
   ~UdpFloor() override = default;
 
   bool null();
@@ -71,6 +74,10 @@ class UdpFloor final : public Session {
   // echo's reply comes back the same way, sink's is one small datagram.
   bool echo(std::span<const uint8_t> in, std::vector<uint8_t>* out);
   bool sink(std::span<const uint8_t> in);
+  // Null/floor_udp_pipelined (async.h): `inFlight` Null datagrams kept in flight from this
+  // thread, replies taken and requests sent in batches (recvmmsg, sendmmsg); one iteration
+  // per reply.
+  bool nullPipelined(benchmark::State& state, size_t inFlight);
   const ServerProcess* server() const override { return server_.get(); }
 
  private:

@@ -15,6 +15,7 @@
 #include "bench/lrpc_common.h"
 #include "bench/paired.h"
 #include "bench/tail.h"
+#include "bench/async.h"
 
 #if LRPC_BENCH_DIRECT
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
@@ -64,6 +65,11 @@ class PaperClientSession : public Session {
     return true;
   }
   const ServerProcess* server() const override { return server_.get(); }
+  // Null/<path>_async: one thread keeps `inFlight` Null calls in flight; each iteration
+  // completes the oldest and starts the next in its place (async.h).
+  bool nullPipelined(benchmark::State& state, size_t inFlight) {
+    return pipelineNull(state, inFlight, [a = client_.async()] { return a.null(); });
+  }
 
  protected:
   ~PaperClientSession() override {
@@ -217,6 +223,10 @@ void registerLrpcPaths(BenchContext& ctx) {
   addThroughput<LrpcLocal>(ctx, "lrpc_block", [] { return LrpcLocal::start(TransferMode::kBlock, kAnyCpu); });
   addTail<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); });
   addTail<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
+  // Every A-stack of Null in flight from one thread.
+  const size_t nullAStacks = Paper::kProcedures[Paper::kNull].astackCount;
+  addAsync<LrpcLocal>(ctx, "lrpc_spin", nullAStacks, [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
+  addAsync<LrpcLocal>(ctx, "lrpc", nullAStacks, [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); });
   addPair<LrpcLocal, ShmFloor>(
       ctx, "lrpc", "floor_spin", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); },
       [] { return ShmFloor::start(WaitMode::kSpin); });
@@ -255,6 +265,12 @@ void registerLrpcPaths(BenchContext& ctx) {
   addTail<LrpcNet>(ctx, "net_veth_secure", secureOnVeth(net::ReceiveMode::kBusyPoll));
   addPair<LrpcNet, LrpcNet>(ctx, "net_veth_secure", "net_veth", secureOnVeth(net::ReceiveMode::kBusyPoll),
                             netOnVeth(net::ReceiveMode::kBusyPoll), Parking::kStopped);
+  addAsync<LrpcNet>(ctx, "net_veth", kNetInFlight, netOnVeth(net::ReceiveMode::kBusyPoll));
+  addAsync<UdpFloor>(ctx, "floor_udp_pipelined", kNetInFlight, [&ctx]() -> Result<std::unique_ptr<UdpFloor>> {
+    Result<const NetnsPair*> netns = ctx.netns();
+    if (!netns) return netns.status();
+    return UdpFloor::startPipelined(*netns.value());
+  });
   addFirstCall(ctx, "net_veth", netOnVeth(net::ReceiveMode::kBusyPoll));
   addFirstCall(ctx, "net_veth_secure", secureOnVeth(net::ReceiveMode::kBusyPoll));
   addPath<LrpcNet>(ctx, "net_veth_block", netOnVeth(net::ReceiveMode::kBlocking));

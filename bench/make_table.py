@@ -69,6 +69,15 @@ CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
 TAIL = ["floor_spin", "lrpc", "lrpc_spin", "floor_udp_busy", "net_veth", "net_veth_secure"]
 
 
+# Null/<path>_async (bench/async.h): one client thread keeping calls in flight, against the
+# synchronous Null of the same path and, over the network, the pipelined raw-UDP floor.
+# (async path, synchronous path, goal for async / sync or None, calls in flight)
+ASYNC = [("lrpc_spin_async", "lrpc_spin", 0.5, "every A-stack of Null (5)"),
+         ("lrpc_async", "lrpc", None, "every A-stack of Null (5)"),
+         ("net_veth_async", "net_veth", 0.25, "the window (32)")]
+PIPELINED_FLOOR = "floor_udp_pipelined"
+
+
 # FirstCall/<path> (bench/lrpc_paths.cc): a new client's connect and first call.
 FIRST_CALL = ["net_veth", "net_veth_secure"]
 
@@ -307,6 +316,39 @@ def main():
         for p, key in caps:
             out.append(f"| {p} | {cell('CapNull', p)} | {cell('RootNull', p)} | {paired_cell('CapNull', key)} "
                        f"| {cell('CapMake', p)} | {cell('Callback', p)} | {paired_cell('Callback', key)} |")
+        out.append("")
+
+    asyncs = [a for a in ASYNC if ("Null", a[0]) in runs or ("Null", a[0]) in errors]
+    if asyncs:
+        out.append("## Asynchronous calls: Null with many in flight from one thread, ns per call\n")
+        out.append("One client thread keeps the calls in flight; each iteration completes the oldest and "
+                   "starts the next (bench/async.h). Cells: real time per call, median [min-max]; the "
+                   "ratio is of medians against the same path's synchronous Null in this run. "
+                   f"{PIPELINED_FLOOR}: raw UDP between the namespaces, 32 Null datagrams in flight from "
+                   "one thread, recvmmsg/sendmmsg on both sides, the server busy-polling.\n")
+        out.append("| path | in flight | ns per call | calls/s | synchronous Null | async / sync (goal) "
+                   f"| against {PIPELINED_FLOOR} (goal) | CPU per call: client / server |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        floor = times("Null", PIPELINED_FLOOR)
+        for a, sync, goal, depth in asyncs:
+            ta, ts = times("Null", a), times("Null", sync)
+            ratio = f"{ta[0] / ts[0]:.2f}x" if ta and ts and ts[0] > 0 else "-"
+            if goal is not None:
+                ratio += f" (<= {goal:.2f}x)"
+            vs_floor = "-"
+            if a.startswith("net_") and ta and floor:
+                vs_floor = f"{ta[0] / floor[0]:.2f}x (<= 1.25x)"
+            rate = f"{1e9 / ta[0]:,.0f}" if ta and ta[0] > 0 else "-"
+            c = counter("Null", a, "client_cpu_ns")
+            sv = counter("Null", a, "server_cpu_ns")
+            cpu = f"{fmt(c[0]) if c else '-'} / {fmt(sv[0]) if sv else '-'}"
+            out.append(f"| {a} | {depth} | {cell('Null', a)} | {rate} | {cell('Null', sync)} | {ratio} | {vs_floor} | {cpu} |")
+        if floor:
+            c = counter("Null", PIPELINED_FLOOR, "client_cpu_ns")
+            sv = counter("Null", PIPELINED_FLOOR, "server_cpu_ns")
+            out.append(f"| {PIPELINED_FLOOR} | 32 | {cell('Null', PIPELINED_FLOOR)} | {1e9 / floor[0]:,.0f} | "
+                       f"{cell('Null', 'floor_udp_busy')} (floor_udp_busy) | - | 1.00x | "
+                       f"{fmt(c[0]) if c else '-'} / {fmt(sv[0]) if sv else '-'} |")
         out.append("")
 
     tails = [p for p in TAIL if ("Tail", p) in runs or ("Tail", p) in errors]
