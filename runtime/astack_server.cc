@@ -188,16 +188,81 @@ uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq
   return kControlBytes + len;
 }
 
-void Connection::serve(ServerSlot* slot, uint32_t last) {
+namespace {
+
+// Whether sequence number `seq` comes after `than` (they wrap).
+bool newer(uint32_t seq, uint32_t than) noexcept { return static_cast<int32_t>(seq - than) > 0; }
+
+// Takes call `seq` of `slot` for the calling thread: true for exactly one of the threads that
+// try. Never moves backwards: a thread may have read the doorbell before another took that
+// call and the client rang the next.
+bool claim(ServerSlot& slot, uint32_t seq) noexcept {
+  // Acquire: a call's previous server finished with the slot before it moved `served` on.
+  uint32_t cur = slot.served.load(std::memory_order_acquire);
+  while (newer(seq, cur)) {
+    // Acq_rel: the winner sees the previous server's writes and publishes its own claim.
+    if (slot.served.compare_exchange_weak(cur, seq, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   AStackControl* ctl = control(slot->index);
   auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
+  uint32_t written = serveOne(slot, ctl, seq);
+  detail::ring(ret->returnWord, ret->clientSleeping, seq);
+  detail::demoteAfterFirstLine(ret, written);
+}
+
+bool Connection::help(ServerSlot* self, std::vector<uint32_t>& seen) {
+  // Relaxed: only whether to look; the binding's teardown joins this thread anyway.
+  if (self->stop.load(std::memory_order_relaxed)) return false;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    ServerSlot* other = slots[i].get();
+    // Acquire: pairs with the clerk's release before it started the other's thread.
+    if (other == self || !other->started.load(std::memory_order_acquire)) continue;
+    // Acquire: pairs with the client's release in ring(); the call's frame is visible after it.
+    const uint32_t seq = control(other->index)->callWord.load(std::memory_order_acquire);
+    // Relaxed: a first look only; claim() decides.
+    if (!newer(seq, other->served.load(std::memory_order_relaxed))) continue;
+    // A call seen for the first time is left to its own thread, which may be about to take it:
+    // taking it would move its A-stack's lines to this core for nothing.
+    if (seen[i] != seq) {
+      seen[i] = seq;
+      continue;
+    }
+    // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
+    if (other->stop.load(std::memory_order_acquire)) continue;
+    if (!claim(*other, seq)) continue;
+    runCall(other, seq);
+    return true;  // one at a time: back to our own A-stack before the next
+  }
+  return false;
+}
+
+void Connection::serve(ServerSlot* slot, uint32_t last) {
+  AStackControl* ctl = control(slot->index);
+  struct Helper {
+    Connection* conn;
+    ServerSlot* slot;
+    std::vector<uint32_t> seen;
+  } helper{this, slot, std::vector<uint32_t>(slots.size(), 0)};
+  // Only where there is another A-stack to serve.
+  const detail::Help help = slots.size() > 1 ? detail::Help{[](void* h) {
+    auto* self = static_cast<Helper*>(h);
+    return self->conn->help(self->slot, self->seen);
+  }, &helper} : detail::Help{};
   for (;;) {
     uint32_t seq = 0;
-    if (detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, slot->stop, &seq) != detail::WaitResult::kReady) return;
+    if (detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, slot->stop, &seq, help) !=
+        detail::WaitResult::kReady) {
+      return;
+    }
     last = seq;
-    uint32_t written = serveOne(slot, ctl, seq);
-    detail::ring(ret->returnWord, ret->clientSleeping, seq);
-    detail::demoteAfterFirstLine(ret, written);
+    // A thread helping may have taken it already.
+    if (claim(*slot, seq)) runCall(slot, seq);
   }
 }
 

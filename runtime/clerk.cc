@@ -165,6 +165,8 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
         // A fresh region's doorbell holds sequence 0 and a client's first call is 1. Starting
         // from 0 (not from whatever the word holds now) means a call rung before this thread
         // existed, by a client that did not wait for our reply, is served instead of missed.
+        // Release: a thread helping with this A-stack's calls sees `served` as it is now (0).
+        slot->started.store(true, std::memory_order_release);
         slot->thread = std::thread([this, slot] { serve(slot, 0); });
       }
       break;

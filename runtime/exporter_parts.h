@@ -65,8 +65,13 @@ struct ServerSlot {
   uint32_t index = 0;
   uint32_t procedure = 0;
   std::atomic<bool> stop{false};
+  // Its thread exists (so its doorbell's calls are real); set before the thread starts.
+  std::atomic<bool> started{false};
+  // The last call taken on this A-stack, by its own thread or one helping (Connection::help):
+  // whoever moves it to a call's sequence number runs that call, exactly once.
+  std::atomic<uint32_t> served{0};
   std::thread thread;
-  alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written only by `thread`
+  alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written by whoever serves a call (one at a time)
   std::atomic<uint64_t> errors{0};
   Mutex segMu;
   std::shared_ptr<SharedMemory> argSegment LRPC_GUARDED_BY(segMu);
@@ -105,6 +110,13 @@ struct Connection {
   // the thread exists (so its first call is not mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
   uint32_t serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
+  // Serves call `seq` of `slot` and rings its return doorbell.
+  void runCall(ServerSlot* slot, uint32_t seq);
+  // Serves one call that has waited on another started A-stack than `self`'s since the last
+  // look (`seen`: per A-stack, the call seen waiting then): a thread whose own A-stack is idle
+  // runs it instead of that A-stack's thread, which is then likely not running (more A-stacks
+  // busy than the server has cores). True if it served one.
+  bool help(ServerSlot* self, std::vector<uint32_t>& seen);
   void stopThreads();
 };
 

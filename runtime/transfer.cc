@@ -104,7 +104,7 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
 }
 
 WaitResult waitForCall(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t lastSeq,
-                       TransferMode mode, const std::atomic<bool>& stop, uint32_t* seq) noexcept {
+                       TransferMode mode, const std::atomic<bool>& stop, uint32_t* seq, Help help) noexcept {
   uint32_t spins = 0;
   int64_t idleSince = 0;
   for (;;) {
@@ -130,6 +130,11 @@ WaitResult waitForCall(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleep
     if (spin) {
       cpuRelax();
       ++spins;
+      if (help.fn != nullptr && spins % kHelpEvery == 0 && help.fn(help.context)) {
+        spins = 0;
+        idleSince = 0;
+        continue;
+      }
       if (spins % kYieldEvery == 0) ::sched_yield();
       continue;
     }

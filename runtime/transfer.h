@@ -112,11 +112,21 @@ enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped };
 WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seq, TransferMode mode,
                          int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins = kAdaptiveSpins) noexcept;
 
+// What a spinning server thread does now and then while its own A-stack has no call: serve
+// a call waiting on another A-stack of its binding (Connection::help). True if it served one.
+struct Help {
+  bool (*fn)(void*) = nullptr;
+  void* context = nullptr;
+};
+// A spinning server thread looks for other A-stacks' calls every this many pauses.
+inline constexpr uint32_t kHelpEvery = 16;
+
 // Server: waits until the call doorbell carries a sequence other than `lastSeq` (returned in
 // *seq), or `stop` is set (the binding is going away; whoever sets it then bumps the word and
-// wakes it, see stopWaiter).
+// wakes it, see stopWaiter). While it spins it runs `help` every kHelpEvery pauses; a thread
+// that helped keeps spinning (its idle time starts over).
 WaitResult waitForCall(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t lastSeq,
-                       TransferMode mode, const std::atomic<bool>& stop, uint32_t* seq) noexcept;
+                       TransferMode mode, const std::atomic<bool>& stop, uint32_t* seq, Help help = {}) noexcept;
 
 // Makes a waitForCall on `word` return: the caller has already set its stop flag.
 void stopWaiter(std::atomic<uint32_t>& word) noexcept;
