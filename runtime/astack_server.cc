@@ -201,7 +201,11 @@ bool claim(ServerSlot& slot, uint32_t seq) noexcept {
   uint32_t cur = slot.served.load(std::memory_order_acquire);
   while (newer(seq, cur)) {
     // Acq_rel: the winner sees the previous server's writes and publishes its own claim.
-    if (slot.served.compare_exchange_weak(cur, seq, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+    if (slot.served.compare_exchange_weak(cur, seq, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      // Acquire: pairs with the release in runCall of whoever served the A-stack's last call.
+      (void)slot.finished.load(std::memory_order_acquire);
+      return true;
+    }
   }
   return false;
 }
@@ -212,6 +216,8 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   AStackControl* ctl = control(slot->index);
   auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   uint32_t written = serveOne(slot, ctl, seq);
+  // Release: the next server of this A-stack, maybe another thread, starts after our writes.
+  slot->finished.store(seq, std::memory_order_release);
   detail::ring(ret->returnWord, ret->clientSleeping, seq);
   detail::demoteAfterFirstLine(ret, written);
 }

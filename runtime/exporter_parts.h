@@ -70,6 +70,10 @@ struct ServerSlot {
   // The last call taken on this A-stack, by its own thread or one helping (Connection::help):
   // whoever moves it to a call's sequence number runs that call, exactly once.
   std::atomic<uint32_t> served{0};
+  // The last call whose results are written: the next server of this A-stack, maybe another
+  // thread, starts after it (claim). Within this process the rest of that chain (our return
+  // doorbell, the client's next call) goes through the client, out of ThreadSanitizer's sight.
+  std::atomic<uint32_t> finished{0};
   std::thread thread;
   alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written by whoever serves a call (one at a time)
   std::atomic<uint64_t> errors{0};
