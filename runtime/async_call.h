@@ -55,7 +55,8 @@ class AsyncCall final : public AsyncResult<T> {
   }
 
   void cancel() noexcept override {
-    if (!call_) return;
+    // A call that has completed keeps its result, even if nobody had looked yet.
+    if (!call_ || advance(0)) return;
     call_->cancel();
     finish(T(Status(Errc::kCancelled, "the caller cancelled the call")));
   }

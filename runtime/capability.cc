@@ -156,8 +156,10 @@ class LocalObjectChannel final : public CallChannel {
 };
 
 // Calls on a capability received from a peer: tunnelled through the connection's binding.
+// tunnelIn writes the tunnel's frame (the head, then the inner frame as its tail), tunnelOut
+// takes the inner reply out of the tunnel's results.
 template <class C>
-Status tunnelVia(C& call, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply) noexcept {
+Status tunnelIn(C& call, const detail::CapCallArgs& head, const OutMessage& request) noexcept {
   if (!call.status().isOk()) return call.status();
   std::memcpy(call.args(), &head, sizeof head);
   if (request.size() != 0) {
@@ -170,8 +172,11 @@ Status tunnelVia(C& call, const detail::CapCallArgs& head, const OutMessage& req
       at += pieces.at[i].size();
     }
   }
-  if (Status s = call.invoke(); !s.isOk()) return s;
-  if (head.procedure == kReleaseCap) return {};
+  return {};
+}
+
+template <class C>
+Status tunnelOut(C& call, MessageBuffer& reply) noexcept {
   CapCallResults r;
   std::memcpy(&r, call.results(), sizeof r);
   const std::span<const std::byte> tail = call.resultTail();
@@ -180,6 +185,52 @@ Status tunnelVia(C& call, const detail::CapCallArgs& head, const OutMessage& req
   if (r.frame.length != 0) std::memcpy(reply.data(), tail.data() + r.frame.offset, r.frame.length);
   return {};
 }
+
+template <class C>
+Status tunnelVia(C& call, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply) noexcept {
+  if (Status s = tunnelIn(call, head, request); !s.isOk()) return s;
+  if (Status s = call.invoke(); !s.isOk()) return s;
+  if (head.procedure == kReleaseCap) return {};
+  return tunnelOut(call, reply);
+}
+
+// An asynchronous call on a received capability: the tunnel call, started on the connection's
+// binding and completed later (CallChannel::startAsync).
+template <class C>
+class TunnelStarted final : public ChannelCall {
+ public:
+  TunnelStarted(const Binding& root, uint32_t procedure, const CallOptions& options, MessageBuffer& reply,
+                detail::Reclaim reclaim) noexcept
+      : reply_(reply) {
+    call_.emplace(root, procedure, options, typename C::Async{}, reclaim);
+  }
+  // A call still in flight is given up: its A-stack or window slot is let go safely.
+  ~TunnelStarted() override { cancel(); }
+  Status start(const detail::CapCallArgs& head, const OutMessage& request) noexcept {
+    if (Status s = tunnelIn(*call_, head, request); !s.isOk()) return s;
+    if (Status s = call_->start(); !s.isOk()) return s;
+    running_ = true;
+    return {};
+  }
+  std::optional<Status> await(int64_t untilNs) noexcept override {
+    if (!running_) return std::nullopt;
+    std::optional<Status> s = call_->await(untilNs);
+    if (!s) return s;
+    running_ = false;
+    if (!s->isOk()) return s;
+    return tunnelOut(*call_, reply_);
+  }
+  void cancel() noexcept override {
+    if (!running_) return;
+    running_ = false;
+    call_->cancel();
+  }
+
+ private:
+  MessageBuffer& reply_;
+  std::optional<C> call_;
+  bool running_ = false;  // started and not yet completed or given up
+};
 
 Status tunnel(const Binding& root, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply,
               const CallOptions& options) noexcept {
@@ -212,9 +263,31 @@ class CapChannel final : public CallChannel {
     const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
     return tunnel(*import_.root, head, request, reply, options);
   }
+  Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
+                                                  const OutMessage& request, MessageBuffer& reply,
+                                                  const CallOptions& options, detail::Reclaim reclaim) noexcept override {
+    if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "argument frame too large");
+    const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
+    const Binding& root = *import_.root;
+    const uint32_t tunnelProcedure = root.iface->procedureCount - 1;
+    return root.remote ? start<RemoteCall>(root, tunnelProcedure, head, request, reply, options, reclaim)
+                       : start<LocalCall>(root, tunnelProcedure, head, request, reply, options, reclaim);
+  }
   const CapImport* importedCap() const noexcept override { return &import_; }
 
  private:
+  template <class C>
+  static Result<std::unique_ptr<ChannelCall>> start(const Binding& root, uint32_t tunnelProcedure,
+                                                    const detail::CapCallArgs& head, const OutMessage& request,
+                                                    MessageBuffer& reply, const CallOptions& options,
+                                                    detail::Reclaim reclaim) noexcept {
+    std::unique_ptr<TunnelStarted<C>> call(
+        new (std::nothrow) TunnelStarted<C>(root, tunnelProcedure, options, reply, reclaim));
+    if (!call) return Status(Errc::kResourceExhausted, "out of memory for an asynchronous call");
+    if (Status s = call->start(head, request); !s.isOk()) return s;
+    return std::unique_ptr<ChannelCall>(std::move(call));
+  }
+
   CapImport import_;
 };
 

@@ -88,7 +88,7 @@ bool callCancelled() noexcept {
 
 Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                              const OutMessage& request, MessageBuffer& reply,
-                                                             const CallOptions& options) noexcept {
+                                                             const CallOptions& options, detail::Reclaim) noexcept {
   std::unique_ptr<ChannelCall> done(new (std::nothrow) CompletedCall(call(iface, procedure, request, reply, options)));
   if (!done) return Status(Errc::kResourceExhausted, "out of memory for an asynchronous call");
   return done;

@@ -244,9 +244,12 @@ class CallChannel {
   // call(), without waiting: the request goes out and the returned ChannelCall completes it
   // into `reply`. `request` and `reply` must stay valid and unchanged until then. By default the
   // call runs to completion here, and the ChannelCall is complete when it is returned.
+  // `reclaim` is what a call that waits for an A-stack of another binding runs meanwhile (a
+  // received capability's calls go through the binding it came on).
   virtual Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                           const OutMessage& request, MessageBuffer& reply,
-                                                          const CallOptions& options) noexcept;
+                                                          const CallOptions& options,
+                                                          detail::Reclaim reclaim) noexcept;
   // What a Client on this channel is when it is written into a frame as a capability
   // (runtime/capability.h): an object this process serves, one received from a peer, or the
   // null capability (an unbound Client's stand-in).
@@ -396,13 +399,15 @@ class RemoteCall {
   // await() completes it. Such a call borrows nothing (copyTail copies every value), so the
   // caller's values are free once start() has returned.
   struct Async {};
-  RemoteCall(const Binding& binding, uint32_t procedure, const CallOptions& options, Async, detail::Reclaim) noexcept
+  RemoteCall(const Binding& binding, uint32_t procedure, const CallOptions& options, Async,
+             detail::Reclaim reclaim) noexcept
       : RemoteCall(binding, procedure, options) {
     async_ = true;
+    reclaim_ = reclaim;
   }
   Status start() noexcept {
-    Result<std::unique_ptr<ChannelCall>> r =
-        binding_.channel->startAsync(*binding_.iface, procedure_, OutMessage(request_.span()), reply_, options_);
+    Result<std::unique_ptr<ChannelCall>> r = binding_.channel->startAsync(
+        *binding_.iface, procedure_, OutMessage(request_.span()), reply_, options_, reclaim_);
     if (!r.isOk()) return r.status();
     started_ = std::move(*r);
     return {};
@@ -450,6 +455,7 @@ class RemoteCall {
   bool async_ = false;               // started by start(), not invoke()
   std::vector<uint8_t> tailApart_;  // (CallChannel::callApart)
   std::unique_ptr<ChannelCall> started_;  // start(): the call on the channel
+  detail::Reclaim reclaim_;               // Async: passed on to startAsync
 };
 static_assert(Call<RemoteCall>);
 

@@ -396,8 +396,9 @@ class UdpChannel::Started final : public ChannelCall {
 
 Result<std::unique_ptr<ChannelCall>> UdpChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                             const OutMessage& request, MessageBuffer& reply,
-                                                            const CallOptions& options) noexcept {
+                                                            const CallOptions& options, lrpc::detail::Reclaim reclaim) noexcept {
   (void)iface;
+  (void)reclaim;  // no A-stacks: a full window is waited for by polling (begin)
   std::unique_ptr<Started> started(new (std::nothrow) Started(*this));
   if (!started) return Status(Errc::kResourceExhausted, "out of memory for an asynchronous call");
   started->p.reply = &reply;

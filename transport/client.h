@@ -89,7 +89,7 @@ class UdpChannel final : public CallChannel {
   // the endpoint for every call of the channel.
   Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                   const OutMessage& request, MessageBuffer& reply,
-                                                  const CallOptions& options) noexcept override;
+                                                  const CallOptions& options, lrpc::detail::Reclaim reclaim) noexcept override;
   void lend(MessageBuffer& buffer, size_t bytes) noexcept override;
   void recycle(MessageBuffer& buffer) noexcept override;
 
