@@ -317,6 +317,11 @@ TEST_P(AsyncCalls, CancelAfterCompletionKeepsTheResult) {
   }
   p.cancel();
   EXPECT_EQ(p.wait().value(), 11u);
+  // Completed on the server, but nobody has looked yet: still kept.
+  auto q = client().async().echo(12);
+  std::this_thread::sleep_for(50ms);
+  q.cancel();
+  EXPECT_EQ(q.wait().value(), 12u);
 }
 
 TEST_P(AsyncCalls, DeadlinePassesWithCallsInFlight) {

@@ -74,6 +74,7 @@ TEST_P(SameHost, CapabilitiesRoundTrip) {
   auto factory = importFactory(dir.path(), GetParam());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   checkCapabilities(*factory);
+  checkAsyncCapabilities(*factory);
   ImportOptions io;
   io.dir = dir.path();
   io.mode = GetParam();
@@ -372,6 +373,7 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     auto factory = net::connect<caps::Factory>(uri);
     ASSERT_TRUE(factory.isOk()) << factory.status().toString();
     checkCapabilities(*factory);
+    checkAsyncCapabilities(*factory);
     // The session's bound (4 here).
     std::vector<caps::Counter::Client> kept;
     for (int i = 0; i < 4; ++i) {

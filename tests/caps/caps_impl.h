@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -162,6 +164,26 @@ inline void checkCapabilities(caps::Factory::Client& factory) {
   a = Status(Errc::kCancelled);
   EXPECT_EQ(*factory.live(), 1u);  // `same` still holds it
   same = Status(Errc::kCancelled);
+  EXPECT_EQ(*factory.live(), 0u);
+}
+
+// Asynchronous calls returning capabilities, and on a received capability, through `factory`
+// (a fresh server): 20 adds in flight at once on one counter, completed by a queue.
+inline void checkAsyncCapabilities(caps::Factory::Client& factory) {
+  Completions queue;
+  Result<caps::Counter::Client> counter = factory.async(queue).make("async", 100).wait();
+  ASSERT_TRUE(counter.isOk()) << counter.status().toString();
+  std::vector<int64_t> totals;
+  for (int i = 0; i < 20; ++i) {
+    counter->async(queue).add(1).then(queue, [&totals](Result<int64_t> r) { totals.push_back(r.isOk() ? *r : -1); });
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (totals.size() < 20 && std::chrono::steady_clock::now() < end) queue.run(std::chrono::milliseconds(50));
+  std::sort(totals.begin(), totals.end());
+  ASSERT_EQ(totals.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(totals[size_t(i)], 101 + i);  // each add ran once
+  EXPECT_EQ(counter->add(0).value(), 120);
+  *counter = caps::Counter::Client();  // the last reference: released
   EXPECT_EQ(*factory.live(), 0u);
 }
 
