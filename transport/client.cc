@@ -298,16 +298,7 @@ Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request
   // Wait for the reply: poll the endpoint ourselves when nobody else does.
   std::unique_lock lock(mu_);
   while (!p.done) {
-    if (pollMu_.try_lock()) {
-      lock.unlock();
-      lead(p);
-      pollMu_.unlock();
-      lock.lock();
-      // Leadership is free: wake a waiting caller so that someone keeps polling.
-      cv_.notify_all();
-    } else {
-      cv_.wait_for(lock, std::chrono::milliseconds(5));
-    }
+    if (!leadIfFree(lock, p, std::chrono::milliseconds(20))) cv_.wait_for(lock, std::chrono::milliseconds(5));
   }
   slots_[p.seq % window_] = nullptr;
   --occupied_;
@@ -334,17 +325,9 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
       }
       if (!lost_ && slots_[nextSeq_ % window_] == nullptr) break;
       if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = Clock::now() + timeout;
-      if (pollMu_.try_lock()) {
-        // Nobody polls: the calls holding the window may all be this thread's asynchronous
-        // ones, which complete only when someone does.
-        lock.unlock();
-        lead(p, std::chrono::milliseconds(5));
-        pollMu_.unlock();
-        lock.lock();
-        cv_.notify_all();
-      } else {
-        cv_.wait_for(lock, std::chrono::milliseconds(50));
-      }
+      // Polls when nobody does: the calls holding the window may all be this thread's
+      // asynchronous ones, which complete only when someone polls.
+      if (!leadIfFree(lock, p, std::chrono::milliseconds(5))) cv_.wait_for(lock, std::chrono::milliseconds(50));
       if (Clock::now() >= p.deadline) {
         return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
       }
@@ -420,13 +403,7 @@ std::optional<Status> UdpChannel::progress(Pending& p, int64_t untilNs) noexcept
     const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     looked = untilNs == 0 || nowNs >= untilNs;  // one more look, then give back
     const auto left = std::chrono::nanoseconds(looked ? 0 : untilNs - nowNs);
-    if (pollMu_.try_lock()) {
-      lock.unlock();
-      lead(p, left);
-      pollMu_.unlock();
-      lock.lock();
-      cv_.notify_all();
-    } else if (!looked) {
+    if (!leadIfFree(lock, p, left) && !looked) {
       cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(5)));
     }
   }
@@ -446,6 +423,17 @@ void UdpChannel::sendCancel(uint32_t seq) noexcept {
   PacketHeader h = makeHeader(PacketType::kCancel, session_, cookie_, seq);
   OutDatagram d{server_, {{&h, sizeof h}}, 1};
   (void)endpoint_->send({&d, 1});
+}
+
+bool UdpChannel::leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait) {
+  if (!pollMu_.try_lock()) return false;
+  lock.unlock();
+  lead(self, maxWait);
+  pollMu_.unlock();
+  lock.lock();
+  // Leadership is free: wake a waiting caller so that someone keeps polling.
+  cv_.notify_all();
+  return true;
 }
 
 void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait) {

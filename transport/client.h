@@ -120,6 +120,9 @@ class UdpChannel final : public CallChannel {
   // until `untilNs` (monotonic, 0: one look) at most; and giving p up (kCancelled).
   std::optional<Status> progress(Pending& p, int64_t untilNs) noexcept;
   void abandon(Pending& p) noexcept;
+  // With mu_ held via `lock`: leads once (lead) if no other thread polls, mu_ released
+  // meanwhile; false if another does.
+  bool leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait);
   // Polls the endpoint once as the leader, waiting `maxWait` at most: delivers replies, runs timers.
   void lead(Pending& self, std::chrono::nanoseconds maxWait = std::chrono::milliseconds(20));
   void onDatagram(const Datagram& d) noexcept;          // with mu_ held
