@@ -36,7 +36,7 @@ test-asan: deps
 test-tsan: deps
 	@$(call configure,build-tsan,-DLRPC_BUILD_TESTS=ON \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=thread)
-	cmake --build build-tsan -j $(JOBS)
+	cmake --build build-tsan -j $(JOBS) --target lrpc_concurrency_tests
 	cd build-tsan && ctest --output-on-failure -L concurrency --timeout 600
 
 # The main benchmark table (QUICK=1 for a one-minute run).
