@@ -551,6 +551,10 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
+    if (m.stream) {
+      out += "  // -> stream: no results. Each call returns after the server has run it, so calls made\n";
+      out += "  // one after another arrive in order; async() overlaps them without keeping the order.\n";
+    }
     out += "  " + returnType(m) + " " + m.name + "(" + paramList(m, true) + ") const {\n";
     out += "    if (binding_->remote) [[unlikely]] {\n";
     out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";

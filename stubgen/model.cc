@@ -1339,14 +1339,12 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
                                   "concrete types)"));
       continue;
     }
-    if (m.getResultStructType() == kStreamResultId) {
-      diags.push_back(diag(fileId, line,
-                           path + ": -> stream is not supported (lrpc has no flow-controlled streaming calls "
-                                  "yet: return an empty result list, -> ())"));
-      continue;
-    }
+    // `-> stream` names capnp's empty StreamResult: a call with no results (idl/README.md says
+    // what lrpc keeps of streaming: the order of synchronous calls, flow control by A-stacks or
+    // the window, and not the order of overlapping asynchronous ones).
+    d.stream = m.getResultStructType() == kStreamResultId;
     bool ok = makeFields(m.getParamStructType(), path, true, fileId, steps, line, d.params, diags);
-    ok = makeFields(m.getResultStructType(), path, false, fileId, steps, line, d.results, diags) && ok;
+    if (!d.stream) ok = makeFields(m.getResultStructType(), path, false, fileId, steps, line, d.results, diags) && ok;
     if (!ok) continue;
     auto frame = [&](const std::vector<Field>& fs, uint32_t& size, uint32_t& align) {
       uint32_t end = 0;

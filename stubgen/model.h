@@ -163,6 +163,7 @@ struct Method {
   uint32_t astackBytes = 0;
   uint32_t maxDepth = 0;     // $Lrpc.maxDepth; 0: lrpc::codec::kMaxDepth
   bool variable = false;
+  bool stream = false;       // declared `-> stream`: no results
   std::string doc;
   bool inherited = false;
 };

@@ -25,4 +25,11 @@ interface Work {
 
   cancelsSeen @5 () -> (count :UInt64);
   # How many watch calls have seen their caller give up.
+
+  write @6 (seq :UInt32, chunk :Data) -> stream $Lrpc.astacks(8);
+  # A streaming method: chunk is `seq` bytes of the value seq & 0xff, or it is counted as damaged.
+
+  written @7 () -> (count :UInt32, inOrder :Bool, bytes :UInt64, damaged :UInt32);
+  # How many writes arrived, whether each arrived right after the one numbered one less (the
+  # first numbered 0), their bytes, and how many carried a chunk other than the one expected.
 }

@@ -1,9 +1,13 @@
 // The Work service of async.capnp, served by the asynchronous-call tests' server processes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -43,7 +47,24 @@ class WorkImpl final : public Work::Server {
   }
   Result<uint64_t> cancelsSeen() override { return seen_.load(std::memory_order_relaxed); }
 
+  Status write(uint32_t seq, std::span<const uint8_t> chunk) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool intact = chunk.size() == seq &&
+                        std::all_of(chunk.begin(), chunk.end(), [&](uint8_t b) { return b == (seq & 0xff); });
+    if (!intact) ++written_.damaged;
+    if (seq != written_.count) written_.inOrder = false;
+    ++written_.count;
+    written_.bytes += chunk.size();
+    return {};
+  }
+  Result<Work::WrittenResults> written() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return written_;
+  }
+
  private:
+  std::mutex mu_;
+  Work::WrittenResults written_{0, true, 0, 0};
   std::atomic<uint64_t> ran_{0};
   std::atomic<uint64_t> seen_{0};
 };
