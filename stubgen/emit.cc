@@ -43,16 +43,27 @@ bool holdsCapability(const Method& m) {
                                              [](const Field& f) { return f.type.kind == Kind::kInterface; });
 }
 
-void emitResultsStruct(const Method& m, const std::string& name, int in, std::string& out) {
+// `complete`: the interfaces whose Client class is defined above this point.
+void emitResultsStruct(const Method& m, const std::string& name, int in, const std::set<std::string>& complete,
+                       std::string& out) {
   const std::string I = ind(in);
   out += I + "struct " + name + " {\n";
   for (const auto& f : m.results) {
     out += docLines(f.doc, in + 2);
-    // A capability of the interface itself: its Client is not complete yet (a Cap converts).
-    const bool self = f.type.kind == Kind::kInterface && f.type.cppName == m.frameScope;
-    out += I + "  " + (self ? memberType(f.type) : valueType(f.type)) + " " + f.name + ";\n";
+    // A capability of an interface whose Client is not complete yet (the interface itself, or
+    // one emitted later: its nested interfaces are emitted first) is held as a Cap, which converts.
+    const bool later = f.type.kind == Kind::kInterface && !complete.count(f.type.cppName);
+    out += I + "  " + (later ? memberType(f.type) : valueType(f.type)) + " " + f.name + ";\n";
   }
   out += I + "};\n";
+}
+
+// A method that returns one capability of an interface whose Client is defined further down (a
+// nested interface returning its enclosing one): Result<ThatClient> cannot be instantiated
+// inside the class, so the method is only declared there and defined after every class.
+bool returnsLaterClient(const InterfaceDecl& d, const Method& m, const std::set<std::string>& complete) {
+  return m.results.size() == 1 && m.results[0].type.kind == Kind::kInterface &&
+         m.results[0].type.cppName != d.cppName && !complete.count(m.results[0].type.cppName);
 }
 
 void emitFrames(const Method& m, std::string& out) {
@@ -72,7 +83,7 @@ void emitFrames(const Method& m, std::string& out) {
       out += "  struct " + m.framePrefix + "Results;\n";
       return;
     }
-    emitResultsStruct(m, m.framePrefix + "Results", 2, out);
+    emitResultsStruct(m, m.framePrefix + "Results", 2, {}, out);  // no capability: nothing waits for a Client
   }
 }
 
@@ -495,7 +506,8 @@ std::string halfParams(const Method& m, bool in);
 
 // Client::Async, what client.async() returns: each method starts its call and returns an
 // lrpc::Pending of what the synchronous method returns (runtime/pending.h).
-void emitClientAsync(const InterfaceDecl& d, std::string& out) {
+void emitClientAsync(const InterfaceDecl& d, const std::set<std::string>& complete, std::string& out,
+                     std::string& later) {
   out += "\n  // Starts calls without waiting for them (runtime/pending.h): each method copies its\n";
   out += "  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one\n";
   out += "  // returns. With a queue, co_await and then() complete through queue.poll().\n";
@@ -504,14 +516,21 @@ void emitClientAsync(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     const std::string caps = usesCaps(m) ? ", caps_" : "";
     const std::string unused = usesCaps(m) ? "" : " (void)caps_;";
-    out += "    ::lrpc::Pending<" + returnType(m) + "> " + m.name + "(" + paramList(m, true) + ") const {\n";
-    out += "      return ::lrpc::detail::startAsync<" + returnType(m) + ">(\n";
-    out += "          binding_, " + d.cppName + "::" + m.constName + ", options_, queue_,\n";
-    out += "          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "In_(call_" +
-           caps + argNames(m) + "); },\n";
-    out += "          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "Out_(call_" +
-           caps + "); });\n";
-    out += "    }\n";
+    const std::string head = "::lrpc::Pending<" + returnType(m) + "> ";
+    const std::string params = "(" + paramList(m, true) + ") const";
+    std::string body;
+    body += "  return ::lrpc::detail::startAsync<" + returnType(m) + ">(\n";
+    body += "      binding_, " + d.cppName + "::" + m.constName + ", options_, queue_,\n";
+    body += "      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "In_(call_" +
+            caps + argNames(m) + "); },\n";
+    body += "      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "Out_(call_" +
+            caps + "); });\n";
+    if (returnsLaterClient(d, m, complete)) {
+      out += "    " + head + m.name + params + ";\n";
+      later += "inline " + head + d.relName + "::Client::Async::" + m.name + params + " {\n" + body + "}\n\n";
+    } else {
+      out += "    " + head + m.name + params + " {\n" + indentLines(body, 4) + "    }\n";
+    }
   }
   out += "\n   private:\n";
   out += "    friend class Client;\n";
@@ -528,7 +547,9 @@ void emitClientAsync(const InterfaceDecl& d, std::string& out) {
   out += "  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }\n";
 }
 
-void emitClientClass(const InterfaceDecl& d, std::string& out) {
+// `later` collects the definitions that must follow every class (returnsLaterClient).
+void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& complete, std::string& out,
+                     std::string& later) {
   out += "// Calls " + d.name + " through a binding, same host or remote. Copies share the binding.\n";
   out += "class " + d.relName + "::Client {\n";
   out += " public:\n";
@@ -555,16 +576,22 @@ void emitClientClass(const InterfaceDecl& d, std::string& out) {
       out += "  // -> stream: no results. Each call returns after the server has run it, so calls made\n";
       out += "  // one after another arrive in order; async() overlaps them without keeping the order.\n";
     }
-    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m, true) + ") const {\n";
-    out += "    if (binding_->remote) [[unlikely]] {\n";
-    out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-    out += "      return " + m.name + "Via(call_" + argNames(m) + ");\n";
-    out += "    }\n";
-    out += "    ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-    out += "    return " + m.name + "Via(call_" + argNames(m) + ");\n";
-    out += "  }\n";
+    const std::string params = "(" + paramList(m, true) + ") const";
+    std::string body;
+    body += "  if (binding_->remote) [[unlikely]] {\n";
+    body += "    ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+    body += "    return " + m.name + "Via(call_" + argNames(m) + ");\n";
+    body += "  }\n";
+    body += "  ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+    body += "  return " + m.name + "Via(call_" + argNames(m) + ");\n";
+    if (returnsLaterClient(d, m, complete)) {
+      out += "  " + returnType(m) + " " + m.name + params + ";  // defined below the classes\n";
+      later += "inline " + returnType(m) + " " + d.relName + "::Client::" + m.name + params + " {\n" + body + "}\n\n";
+    } else {
+      out += "  " + returnType(m) + " " + m.name + params + " {\n" + indentLines(body, 2) + "  }\n";
+    }
   }
-  emitClientAsync(d, out);
+  emitClientAsync(d, complete, out, later);
   out += "\n private:\n";
   out += "  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).\n";
   for (const auto& m : d.methods) {
@@ -721,10 +748,10 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
         continue;
       }
       if (f.type.kind == Kind::kInterface) {
-        out += "  auto " + f.name + "Cap_ = ::lrpc::detail::capArg(call_, frame_." + f.name + ", " + f.type.cppName +
+        out += "  auto " + f.name + "ArgCap_ = ::lrpc::detail::capArg(call_, frame_." + f.name + ", " + f.type.cppName +
                "::kDescriptor);\n";
-        out += "  if (!" + f.name + "Cap_.isOk()) return " + f.name + "Cap_.status();\n";
-        out += "  const " + f.type.cppName + "::Client " + f.name + "Store_(std::move(*" + f.name + "Cap_));\n";
+        out += "  if (!" + f.name + "ArgCap_.isOk()) return " + f.name + "ArgCap_.status();\n";
+        out += "  const " + f.type.cppName + "::Client " + f.name + "Store_(std::move(*" + f.name + "ArgCap_));\n";
         callArgs.push_back(f.name + "Store_");
         continue;
       }
@@ -883,15 +910,19 @@ FileText emitFile(const FileModel& f) {
   std::vector<const StructDecl*> structs;
   forEachStruct(f, [&](const StructDecl& s) { structs.push_back(&s); });
   emitCodecFunctions(structs, h);
+  std::set<std::string> complete;  // Client classes defined so far
+  std::string later;
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;
     for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
       const Method& m = d.methods[i];
-      if (holdsCapability(m)) emitResultsStruct(m, d.relName + "::" + m.framePrefix + "Results", 0, h);
+      if (holdsCapability(m)) emitResultsStruct(m, d.relName + "::" + m.framePrefix + "Results", 0, complete, h);
     }
-    emitClientClass(d, h);
+    emitClientClass(d, complete, h, later);
+    complete.insert(d.cppName);
     emitServerClass(d, h);
   }
+  if (!later.empty()) h += "// ---- Client methods that return a capability of a Client defined after theirs.\n\n" + later;
   if (!generated.empty()) {
     h += "// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.\n\n";
   }

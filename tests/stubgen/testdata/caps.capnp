@@ -1,6 +1,8 @@
 @0xa31d0c6f4b2e7d95;
 # Capabilities as values: a parameter, a result, several results, a struct field, a union
-# member, a List, and an interface in another scope. regenerate_golden.sh rewrites caps.lrpc.*.
+# member, a List, and an interface in another scope; a parameter and a result of one name; a
+# nested interface returning its enclosing one (whose Client is emitted after its own).
+# regenerate_golden.sh rewrites caps.lrpc.*.
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("golden::caps");
@@ -26,4 +28,12 @@ interface Shop {
   two @2 () -> (a :Item, b :Item);
   box @3 (box :Box) -> (box :Box);
   all @4 (items :List(Item)) -> (count :UInt32);
+  swap @5 (item :Item) -> (item :Item);
+  write @6 (bytes :Data) -> stream;
+  open @7 (hook :Hook) -> (shop :Shop);
+
+  interface Hook {
+    back @0 () -> (shop :Shop);
+    backTwice @1 () -> (first :Shop, second :Shop);
+  }
 }

@@ -41,6 +41,41 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchShopHookBack(::golden::caps::Shop::Hook::Server& server_, ::lrpc::ServerCall& call_) {
+  std::optional<::lrpc::Result<::golden::caps::Shop::Client>> result_;
+  try {
+    result_.emplace(server_.back());
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Shop.Hook.back");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::Result<uint32_t> shopCap_ = ::lrpc::detail::capResult(call_, value_.binding());
+  if (!shopCap_.isOk()) return shopCap_.status();
+  std::memcpy(fixed_ + 0, &*shopCap_, sizeof(uint32_t));
+  return ::lrpc::Status::ok();
+}
+
+::lrpc::Status dispatchShopHookBackTwice(::golden::caps::Shop::Hook::Server& server_, ::lrpc::ServerCall& call_) {
+  std::optional<::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults>> result_;
+  try {
+    result_.emplace(server_.backTwice());
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Shop.Hook.backTwice");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& out_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::Result<uint32_t> firstCap_ = ::lrpc::detail::capResult(call_, out_.first.binding());
+  if (!firstCap_.isOk()) return firstCap_.status();
+  std::memcpy(fixed_ + 0, &*firstCap_, sizeof(uint32_t));
+  const ::lrpc::Result<uint32_t> secondCap_ = ::lrpc::detail::capResult(call_, out_.second.binding());
+  if (!secondCap_.isOk()) return secondCap_.status();
+  std::memcpy(fixed_ + 4, &*secondCap_, sizeof(uint32_t));
+  return ::lrpc::Status::ok();
+}
+
 ::lrpc::Status dispatchShopMake(::golden::caps::Shop::Server& server_, ::lrpc::ServerCall& call_) {
   // Copy "E": take the fixed part out of the (shared) frame before looking at it.
   const std::span<const std::byte> args_ = call_.args();
@@ -72,9 +107,9 @@ namespace {
   }
   ::golden::caps::Shop::PriceArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
-  auto itemCap_ = ::lrpc::detail::capArg(call_, frame_.item, ::golden::caps::Item::kDescriptor);
-  if (!itemCap_.isOk()) return itemCap_.status();
-  const ::golden::caps::Item::Client itemStore_(std::move(*itemCap_));
+  auto itemArgCap_ = ::lrpc::detail::capArg(call_, frame_.item, ::golden::caps::Item::kDescriptor);
+  if (!itemArgCap_.isOk()) return itemArgCap_.status();
+  const ::golden::caps::Item::Client itemStore_(std::move(*itemArgCap_));
   std::optional<::lrpc::Result<uint64_t>> result_;
   try {
     result_.emplace(server_.price(itemStore_));
@@ -182,6 +217,87 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchShopSwap(::golden::caps::Shop::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 4) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.swap: argument frame shorter than 4 bytes");
+  }
+  ::golden::caps::Shop::SwapArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  auto itemArgCap_ = ::lrpc::detail::capArg(call_, frame_.item, ::golden::caps::Item::kDescriptor);
+  if (!itemArgCap_.isOk()) return itemArgCap_.status();
+  const ::golden::caps::Item::Client itemStore_(std::move(*itemArgCap_));
+  std::optional<::lrpc::Result<::golden::caps::Item::Client>> result_;
+  try {
+    result_.emplace(server_.swap(itemStore_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Shop.swap");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::Result<uint32_t> itemCap_ = ::lrpc::detail::capResult(call_, value_.binding());
+  if (!itemCap_.isOk()) return itemCap_.status();
+  std::memcpy(fixed_ + 0, &*itemCap_, sizeof(uint32_t));
+  return ::lrpc::Status::ok();
+}
+
+::lrpc::Status dispatchShopWrite(::golden::caps::Shop::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.write: argument frame shorter than 8 bytes");
+  }
+  ::golden::caps::Shop::WriteArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  std::vector<uint8_t> bytesStore_;
+  std::span<const uint8_t> bytesView_;
+  if (!::lrpc::detail::varRefOk(frame_.bytes, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.write: argument bytes lies outside the tail, is misaligned or is over its size limit");
+  }
+  if (call_.argTailPrivate()) {
+    bytesView_ = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tail_.data() + frame_.bytes.offset), frame_.bytes.length);
+  } else {
+    if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, frame_.bytes, bytesStore_); !s_.isOk()) return s_;
+    bytesView_ = std::span<const uint8_t>(bytesStore_);
+  }
+  std::optional<::lrpc::Status> result_;
+  try {
+    result_.emplace(server_.write(bytesView_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Shop.write");
+  }
+  return std::move(*result_);
+}
+
+::lrpc::Status dispatchShopOpen(::golden::caps::Shop::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 4) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.open: argument frame shorter than 4 bytes");
+  }
+  ::golden::caps::Shop::OpenArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  auto hookArgCap_ = ::lrpc::detail::capArg(call_, frame_.hook, ::golden::caps::Shop::Hook::kDescriptor);
+  if (!hookArgCap_.isOk()) return hookArgCap_.status();
+  const ::golden::caps::Shop::Hook::Client hookStore_(std::move(*hookArgCap_));
+  std::optional<::lrpc::Result<::golden::caps::Shop::Client>> result_;
+  try {
+    result_.emplace(server_.open(hookStore_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Shop.open");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::Result<uint32_t> shopCap_ = ::lrpc::detail::capResult(call_, value_.binding());
+  if (!shopCap_.isOk()) return shopCap_.status();
+  std::memcpy(fixed_ + 0, &*shopCap_, sizeof(uint32_t));
+  return ::lrpc::Status::ok();
+}
+
 }  // namespace
 
 namespace golden::caps {
@@ -222,10 +338,46 @@ Item::Client Item::Client::serve(std::shared_ptr<Item::Server> impl) {
   }
 }
 
+const ::lrpc::InterfaceDescriptor Shop::Hook::kDescriptor = {
+    "caps.capnp:Shop.Hook",
+    0xcb08bfeb514fc27cull,
+    0x0f19493215f1f79cull,  // FNV-1a 64 over method names, ordinals and types
+    Shop::Hook::kProcedures,
+    Shop::Hook::kProcedureCount,
+    &Shop::Hook::Server::dispatch,
+    true,  // carries capabilities: the last procedure is the tunnel
+};
+
+Shop::Hook::Client::Client() : Client(nullptr) {}
+
+Shop::Hook::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)
+    : binding_(::lrpc::detail::checkedBinding(std::move(binding), Shop::Hook::kDescriptor)), options_(options) {}
+
+Shop::Hook::Client Shop::Hook::Client::serve(std::shared_ptr<Shop::Hook::Server> impl) {
+  if (!impl) return Client();
+  void* self = static_cast<Shop::Hook::Server*>(impl.get());
+  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));
+}
+
+::lrpc::Status Shop::Hook::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
+  auto& server = *static_cast<::golden::caps::Shop::Hook::Server*>(self);
+  try {  // the copies allocate: running out of memory is an error, not a crash
+    switch (procedure) {
+      case kBack: return dispatchShopHookBack(server, call);
+      case kBackTwice: return dispatchShopHookBackTwice(server, call);
+      case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);
+      default: break;
+    }
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "caps.capnp:Shop.Hook: no procedure " + std::to_string(procedure));
+  } catch (const std::bad_alloc&) {
+    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
+  }
+}
+
 const ::lrpc::InterfaceDescriptor Shop::kDescriptor = {
     "caps.capnp:Shop",
     0xc1854ebeb9d6d564ull,
-    0xbbea745d92419222ull,  // FNV-1a 64 over method names, ordinals and types
+    0x7d57be01e920844bull,  // FNV-1a 64 over method names, ordinals and types
     Shop::kProcedures,
     Shop::kProcedureCount,
     &Shop::Server::dispatch,
@@ -252,6 +404,9 @@ Shop::Client Shop::Client::serve(std::shared_ptr<Shop::Server> impl) {
       case kTwo: return dispatchShopTwo(server, call);
       case kBox: return dispatchShopBox(server, call);
       case kAll: return dispatchShopAll(server, call);
+      case kSwap: return dispatchShopSwap(server, call);
+      case kWrite: return dispatchShopWrite(server, call);
+      case kOpen: return dispatchShopOpen(server, call);
       case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);
       default: break;
     }

@@ -21,7 +21,9 @@
 #endif
 
 // Capabilities as values: a parameter, a result, several results, a struct field, a union
-// member, a List, and an interface in another scope. regenerate_golden.sh rewrites caps.lrpc.*.
+// member, a List, and an interface in another scope; a parameter and a result of one name; a
+// nested interface returning its enclosing one (whose Client is emitted after its own).
+// regenerate_golden.sh rewrites caps.lrpc.*.
 
 namespace golden::caps {
 
@@ -96,6 +98,48 @@ static_assert(offsetof(::golden::caps::Item::SplitResultsFrame, right) == 4);
 struct Shop {
   Shop() = delete;
 
+  struct Hook;
+
+  struct Hook {
+    Hook() = delete;
+
+    // back @0: frames
+    struct BackResultsFrame {
+      uint32_t shop;
+    };
+    // backTwice @1: frames
+    struct BackTwiceResultsFrame {
+      uint32_t first;
+      uint32_t second;
+    };
+    // What backTwice returns.
+    struct BackTwiceResults;
+
+    // PDL indexes, the `procedure` of a call.
+    static constexpr uint32_t kBack = 0;
+    static constexpr uint32_t kBackTwice = 1;
+    // Calls on capabilities received through a binding of Hook (runtime/capability.h).
+    static constexpr uint32_t kLrpcCapCall = 2;
+    static constexpr uint32_t kProcedureCount = 3;
+    // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
+    static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
+        {0, 0, "back", 0, 4, 4, 5, 4, false},
+        {1, 1, "backTwice", 0, 8, 4, 5, 8, false},
+        ::lrpc::detail::capCallProcedure(kLrpcCapCall),
+    };
+    static const ::lrpc::InterfaceDescriptor kDescriptor;
+
+    class Client;
+    class Server;
+  };
+  static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::Hook::BackResultsFrame>);
+  static_assert(sizeof(::golden::caps::Shop::Hook::BackResultsFrame) == 4 && alignof(::golden::caps::Shop::Hook::BackResultsFrame) == 4);
+  static_assert(offsetof(::golden::caps::Shop::Hook::BackResultsFrame, shop) == 0);
+  static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::Hook::BackTwiceResultsFrame>);
+  static_assert(sizeof(::golden::caps::Shop::Hook::BackTwiceResultsFrame) == 8 && alignof(::golden::caps::Shop::Hook::BackTwiceResultsFrame) == 4);
+  static_assert(offsetof(::golden::caps::Shop::Hook::BackTwiceResultsFrame, first) == 0);
+  static_assert(offsetof(::golden::caps::Shop::Hook::BackTwiceResultsFrame, second) == 4);
+
   // make @0: frames
   struct MakeArgsFrame {
     uint32_t value;
@@ -131,6 +175,24 @@ struct Shop {
   struct AllResultsFrame {
     uint32_t count;
   };
+  // swap @5: frames
+  struct SwapArgsFrame {
+    uint32_t item;
+  };
+  struct SwapResultsFrame {
+    uint32_t item;
+  };
+  // write @6: frames
+  struct WriteArgsFrame {
+    ::lrpc::VarRef bytes;
+  };
+  // open @7: frames
+  struct OpenArgsFrame {
+    uint32_t hook;
+  };
+  struct OpenResultsFrame {
+    uint32_t shop;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kMake = 0;
@@ -138,9 +200,12 @@ struct Shop {
   static constexpr uint32_t kTwo = 2;
   static constexpr uint32_t kBox = 3;
   static constexpr uint32_t kAll = 4;
+  static constexpr uint32_t kSwap = 5;
+  static constexpr uint32_t kWrite = 6;
+  static constexpr uint32_t kOpen = 7;
   // Calls on capabilities received through a binding of Shop (runtime/capability.h).
-  static constexpr uint32_t kLrpcCapCall = 5;
-  static constexpr uint32_t kProcedureCount = 6;
+  static constexpr uint32_t kLrpcCapCall = 8;
+  static constexpr uint32_t kProcedureCount = 9;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "make", 4, 4, 4, 5, 4, false},
@@ -148,6 +213,9 @@ struct Shop {
       {2, 2, "two", 0, 8, 4, 5, 8, false},
       {3, 3, "box", 8, 8, 4, 5, 1500, true},
       {4, 4, "all", 8, 4, 4, 5, 1500, true},
+      {5, 5, "swap", 4, 4, 4, 5, 4, false},
+      {6, 6, "write", 8, 0, 4, 5, 1500, true},
+      {7, 7, "open", 4, 4, 4, 5, 4, false},
       ::lrpc::detail::capCallProcedure(kLrpcCapCall),
   };
   static const ::lrpc::InterfaceDescriptor kDescriptor;
@@ -183,6 +251,21 @@ static_assert(offsetof(::golden::caps::Shop::AllArgsFrame, items) == 0);
 static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::AllResultsFrame>);
 static_assert(sizeof(::golden::caps::Shop::AllResultsFrame) == 4 && alignof(::golden::caps::Shop::AllResultsFrame) == 4);
 static_assert(offsetof(::golden::caps::Shop::AllResultsFrame, count) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::SwapArgsFrame>);
+static_assert(sizeof(::golden::caps::Shop::SwapArgsFrame) == 4 && alignof(::golden::caps::Shop::SwapArgsFrame) == 4);
+static_assert(offsetof(::golden::caps::Shop::SwapArgsFrame, item) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::SwapResultsFrame>);
+static_assert(sizeof(::golden::caps::Shop::SwapResultsFrame) == 4 && alignof(::golden::caps::Shop::SwapResultsFrame) == 4);
+static_assert(offsetof(::golden::caps::Shop::SwapResultsFrame, item) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::WriteArgsFrame>);
+static_assert(sizeof(::golden::caps::Shop::WriteArgsFrame) == 8 && alignof(::golden::caps::Shop::WriteArgsFrame) == 4);
+static_assert(offsetof(::golden::caps::Shop::WriteArgsFrame, bytes) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::OpenArgsFrame>);
+static_assert(sizeof(::golden::caps::Shop::OpenArgsFrame) == 4 && alignof(::golden::caps::Shop::OpenArgsFrame) == 4);
+static_assert(offsetof(::golden::caps::Shop::OpenArgsFrame, hook) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::OpenResultsFrame>);
+static_assert(sizeof(::golden::caps::Shop::OpenResultsFrame) == 4 && alignof(::golden::caps::Shop::OpenResultsFrame) == 4);
+static_assert(offsetof(::golden::caps::Shop::OpenResultsFrame, shop) == 0);
 
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline uint32_t lrpcHead(const ::golden::caps::Box&) noexcept { return 24; }
@@ -367,6 +450,102 @@ class Item::Server {
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
 
+struct Shop::Hook::BackTwiceResults {
+  ::lrpc::Cap<::golden::caps::Shop> first;
+  ::lrpc::Cap<::golden::caps::Shop> second;
+};
+// Calls Hook through a binding, same host or remote. Copies share the binding.
+class Shop::Hook::Client {
+ public:
+  // An unbound client: every call fails with kBindingRejected.
+  Client();
+  // Calls go through `binding`, which must have been made for Hook::kDescriptor;
+  // a null or different binding makes every call fail with kBindingRejected.
+  explicit Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options = {});
+
+  // The capability a struct field or List element holds (runtime/codec.h, Cap).
+  Client(const ::lrpc::Cap<::golden::caps::Shop::Hook>& cap) : Client(cap.binding()) {}  // NOLINT: implicit
+  operator ::lrpc::Cap<::golden::caps::Shop::Hook>() const { return ::lrpc::Cap<::golden::caps::Shop::Hook>(binding_); }  // NOLINT: implicit
+  // The same binding with other per-call options (e.g. a deadline).
+  Client withOptions(const ::lrpc::CallOptions& options) const { return Client(binding_, options); }
+  // A client whose calls run `impl` in this process; as a capability in a frame it hands `impl`
+  // to the peer, which calls it through the same binding (runtime/capability.h).
+  static Client serve(std::shared_ptr<Server> impl);
+  // The binding calls use (a rejecting stand-in when the client is unbound).
+  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+
+  ::lrpc::Result<::golden::caps::Shop::Client> back() const;  // defined below the classes
+
+  ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwice() const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::Hook::kBackTwice, options_);
+      return backTwiceVia(call_);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::Hook::kBackTwice, options_);
+    return backTwiceVia(call_);
+  }
+
+  // Starts calls without waiting for them (runtime/pending.h): each method copies its
+  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
+  // returns. With a queue, co_await and then() complete through queue.poll().
+  class Async {
+   public:
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Client>> back() const;
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults>> backTwice() const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults>>(
+          binding_, ::golden::caps::Shop::Hook::kBackTwice, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backTwiceIn_(call_, caps_); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backTwiceOut_(call_, caps_); });
+    }
+
+   private:
+    friend class Client;
+    Async(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options,
+          std::shared_ptr<::lrpc::detail::CompletionState> queue)
+        : binding_(std::move(binding)), options_(options), queue_(std::move(queue)) {}
+    std::shared_ptr<::lrpc::Binding> binding_;
+    ::lrpc::CallOptions options_;
+    std::shared_ptr<::lrpc::detail::CompletionState> queue_;
+  };
+  // Calls that the caller completes (wait(), ready(), or co_await in place).
+  Async async() const { return Async(binding_, options_, nullptr); }
+  // Calls that `queue` completes too: co_await resumes, and then() runs, from queue.poll().
+  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }
+
+ private:
+  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
+  template <class Call>
+  static ::lrpc::Status backIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::Client> backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::Client> backVia(Call& call_);
+  template <class Call>
+  static ::lrpc::Status backTwiceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceVia(Call& call_);
+
+  std::shared_ptr<::lrpc::Binding> binding_;  // never null
+  ::lrpc::CallOptions options_;
+};
+
+// Implement this to serve Hook; export it with the runtime or the transport.
+// Handlers may throw: the caller gets kServerFault with the exception's what().
+class Shop::Hook::Server {
+ public:
+  virtual ~Server() = default;
+
+  virtual ::lrpc::Result<::golden::caps::Shop::Client> back() = 0;
+
+  virtual ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwice() = 0;
+
+  // Validates the frame of `procedure`, copies the arguments out of it (the client may still
+  // write it), runs the handler on `self` (a Hook::Server*), writes the results.
+  static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
+};
+
 struct Shop::TwoResults {
   ::golden::caps::Item::Client a;
   ::golden::caps::Item::Client b;
@@ -436,6 +615,35 @@ class Shop::Client {
     return allVia(call_, items);
   }
 
+  ::lrpc::Result<::golden::caps::Item::Client> swap(const ::golden::caps::Item::Client& item) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kSwap, options_);
+      return swapVia(call_, item);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kSwap, options_);
+    return swapVia(call_, item);
+  }
+
+  // -> stream: no results. Each call returns after the server has run it, so calls made
+  // one after another arrive in order; async() overlaps them without keeping the order.
+  ::lrpc::Status write(std::span<const uint8_t> bytes) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kWrite, options_);
+      return writeVia(call_, bytes);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kWrite, options_);
+    return writeVia(call_, bytes);
+  }
+
+  ::lrpc::Result<::golden::caps::Shop::Client> open(const ::golden::caps::Shop::Hook::Client& hook) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kOpen, options_);
+      return openVia(call_, hook);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kOpen, options_);
+    return openVia(call_, hook);
+  }
+
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
@@ -470,6 +678,24 @@ class Shop::Client {
           binding_, ::golden::caps::Shop::kAll, options_, queue_,
           [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allIn_(call_, caps_, items); },
           [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Item::Client>> swap(const ::golden::caps::Item::Client& item) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Item::Client>>(
+          binding_, ::golden::caps::Shop::kSwap, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return swapIn_(call_, caps_, item); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return swapOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Status> write(std::span<const uint8_t> bytes) const {
+      return ::lrpc::detail::startAsync<::lrpc::Status>(
+          binding_, ::golden::caps::Shop::kWrite, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return writeIn_(call_, bytes); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return writeOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Client>> open(const ::golden::caps::Shop::Hook::Client& hook) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::Client>>(
+          binding_, ::golden::caps::Shop::kOpen, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return openIn_(call_, caps_, hook); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return openOut_(call_, caps_); });
     }
 
    private:
@@ -518,6 +744,24 @@ class Shop::Client {
   static ::lrpc::Result<uint32_t> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<uint32_t> allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
+  template <class Call>
+  static ::lrpc::Status swapIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Item::Client> swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Item::Client> swapVia(Call& call_, const ::golden::caps::Item::Client& item);
+  template <class Call>
+  static ::lrpc::Status writeIn_(Call& call_, std::span<const uint8_t> bytes);
+  template <class Call>
+  static ::lrpc::Status writeOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status writeVia(Call& call_, std::span<const uint8_t> bytes);
+  template <class Call>
+  static ::lrpc::Status openIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::Client> openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::golden::caps::Shop::Client> openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -539,10 +783,34 @@ class Shop::Server {
 
   virtual ::lrpc::Result<uint32_t> all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) = 0;
 
+  virtual ::lrpc::Result<::golden::caps::Item::Client> swap(const ::golden::caps::Item::Client& item) = 0;
+
+  virtual ::lrpc::Status write(std::span<const uint8_t> bytes) = 0;
+
+  virtual ::lrpc::Result<::golden::caps::Shop::Client> open(const ::golden::caps::Shop::Hook::Client& hook) = 0;
+
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Shop::Server*), writes the results.
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
+
+// ---- Client methods that return a capability of a Client defined after theirs.
+
+inline ::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::back() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::Hook::kBack, options_);
+    return backVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::Hook::kBack, options_);
+  return backVia(call_);
+}
+
+inline ::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Client>> Shop::Hook::Client::Async::back() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::Client>>(
+      binding_, ::golden::caps::Shop::Hook::kBack, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backIn_(call_, caps_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backOut_(call_, caps_); });
+}
 
 // ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
 
@@ -604,6 +872,73 @@ template <class Call>
   if (::lrpc::Status s_ = splitIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return splitOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::Hook::BackResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::golden::caps::Shop::Client value_{};
+  {
+    auto cap_ = caps_.in(frame_.shop, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    value_ = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  return value_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = backIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return backOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backTwiceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::Hook::BackTwiceResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::golden::caps::Shop::Hook::BackTwiceResults out_{};
+  {
+    auto cap_ = caps_.in(frame_.first, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.first = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  {
+    auto cap_ = caps_.in(frame_.second, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.second = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  return out_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = backTwiceIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return backTwiceOut_(call_, caps_);
 }
 
 template <class Call>
@@ -793,6 +1128,106 @@ template <class Call>
   if (::lrpc::Status s_ = allIn_(call_, caps_, items); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return allOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::swapIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
+  if (!itemCap_.isOk()) return itemCap_.status();
+  std::memcpy(fixed_ + 0, &*itemCap_, sizeof(uint32_t));
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::SwapResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::golden::caps::Item::Client value_{};
+  {
+    auto cap_ = caps_.in(frame_.item, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    value_ = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  return value_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapVia(Call& call_, const ::golden::caps::Item::Client& item) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = swapIn_(call_, caps_, item); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return swapOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::writeIn_(Call& call_, std::span<const uint8_t> bytes) {
+  const uint64_t bytesBytes_ = bytes.size();
+  const uint64_t bytesAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = bytesAt_ + bytesBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.write: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef bytesRef_{static_cast<uint32_t>(bytesAt_), static_cast<uint32_t>(bytesBytes_)};
+  std::memcpy(fixed_ + 0, &bytesRef_, sizeof bytesRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (bytesBytes_ != 0) call_.copyTail(t_ + bytesAt_, bytes.data(), bytesBytes_);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::writeOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::writeVia(Call& call_, std::span<const uint8_t> bytes) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = writeIn_(call_, bytes); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return writeOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::openIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook) {
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::Result<uint32_t> hookCap_ = caps_.toFrame(hook.binding());
+  if (!hookCap_.isOk()) return hookCap_.status();
+  std::memcpy(fixed_ + 0, &*hookCap_, sizeof(uint32_t));
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::OpenResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::golden::caps::Shop::Client value_{};
+  {
+    auto cap_ = caps_.in(frame_.shop, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    value_ = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  return value_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = openIn_(call_, caps_, hook); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return openOut_(call_, caps_);
 }
 
 }  // namespace golden::caps
