@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/box.h"
 
 namespace lrpc {
 
@@ -225,6 +226,22 @@ template <Coded S> uint64_t put(std::byte* t, uint64_t at, const S& v, CapCodec*
   return lrpcPut(t, at, v, caps);
 }
 template <Coded S> bool get(Reader& r, VarRef ref, S& out) { return lrpcGet(r, ref, out); }
+
+// A struct that can contain its holder (runtime/box.h): the struct, or when empty a VarRef of
+// length 0 (a present struct's fixed part is never empty: it holds at least this Box).
+template <Coded S> uint64_t head(const Box<S>& v) noexcept { return v ? head(*v) : 0; }
+template <Coded S> uint64_t size(const Box<S>& v, uint32_t depth) noexcept { return v ? size(*v, depth) : 0; }
+template <Coded S> uint64_t put(std::byte* t, uint64_t at, const Box<S>& v, CapCodec* caps) noexcept {
+  return v ? put(t, at, *v, caps) : at;
+}
+template <Coded S> bool get(Reader& r, VarRef ref, Box<S>& out) {
+  if (ref.length == 0) {
+    if (!r.take(ref, 1)) return false;
+    out.reset();
+    return true;
+  }
+  return get(r, ref, out.emplace());
+}
 
 // Writes `v` at the next 8-aligned place from `end` (zeroing the gap), its VarRef into `slot`
 // (in a fixed part or an element array); returns where `v` ends. Generated code and the list

@@ -44,6 +44,7 @@ std::string frameType(const Type& t) {
 std::string memberType(const Type& t) {
   if (t.kind == Kind::kBool) return "bool";
   if (const char* p = primitive(t.kind)) return p;
+  if (t.kind == Kind::kStruct && t.boxed) return "::lrpc::Box<" + t.cppName + ">";
   if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
   // Inside a value: a type that needs no complete Client (runtime/codec.h, Cap).
   if (t.kind == Kind::kInterface) return "::lrpc::Cap<" + t.cppName + ">";

@@ -484,11 +484,12 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       }
       if (inProgress_.count(id)) {
         // Reached again while it is being checked: fine through a List (a tree; the C++ member
-        // is a std::vector), impossible by value.
+        // is a std::vector). By value only a generic struct gets here (others are boxed:
+        // boxedField), and its instances are laid out per use.
         if (listDepth_ <= listDepthAt_[id]) {
-          return fail("struct " + localPath(s) +
-                      " contains itself (a value cannot hold itself: hold it through a List, e.g. List(" +
-                      localPath(s) + "), which may be empty)");
+          return fail("generic struct " + localPath(s) +
+                      " contains itself (an instance of a generic struct cannot hold itself through lrpc::Box: "
+                      "hold it through a List, e.g. List(" + localPath(s) + "), which may be empty)");
         }
         out.kind = Kind::kStruct;
         out.id = id;
@@ -580,6 +581,35 @@ ModelBuilder::Layout ModelBuilder::layoutOf(const ::lrpc::stubgen::Type& t) cons
   return {s, s};
 }
 
+bool ModelBuilder::reachesByValue(uint64_t from, uint64_t to, std::set<uint64_t>& seen) const {
+  if (from == to) return true;
+  if (!seen.insert(from).second) return false;
+  auto n = node(from).getProto();
+  if (!n.isStruct()) return false;
+  for (auto f : n.getStruct().getFields()) {
+    if (f.isGroup()) {
+      if (reachesByValue(f.getGroup().getTypeId(), to, seen)) return true;
+      continue;
+    }
+    auto t = f.getSlot().getType();
+    if (t.isStruct() && reachesByValue(t.getStruct().getTypeId(), to, seen)) return true;
+  }
+  return false;
+}
+
+bool ModelBuilder::boxedField(uint64_t ownerId, capnp::schema::Field::Reader f) const {
+  if (f.isGroup() || !f.getSlot().getType().isStruct()) return false;
+  auto st = f.getSlot().getType().getStruct();
+  // Generic structs are laid out per use (instantiate): a cycle through one stays refused.
+  if (st.getBrand().getScopes().size() > 0 || node(st.getTypeId()).getProto().getIsGeneric()) return false;
+  uint64_t owner = ownerId;  // a group's fields belong to the struct that holds the group
+  for (auto n = node(owner).getProto(); n.isStruct() && n.getStruct().getIsGroup(); n = node(owner).getProto()) {
+    owner = n.getScopeId();
+  }
+  std::set<uint64_t> seen;
+  return reachesByValue(st.getTypeId(), owner, seen);
+}
+
 // Checks a struct (in any file) and computes its layout, once. Its refusals are kept and
 // appended to `diags` at each use, so a struct used by many methods is still one line each.
 bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
@@ -625,7 +655,18 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
     }
     if (f.getSlot().getType().isVoid()) continue;  // carries nothing: no member
     ::lrpc::stubgen::Type t;
-    if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) continue;
+    if (boxedField(id, f)) {
+      // Checked on its own unless it is being checked up the stack (the cycle that boxes it).
+      const uint64_t sid = f.getSlot().getType().getStruct().getTypeId();
+      if (!inProgress_.count(sid) && !checkStruct(sid, mine)) continue;
+      t.kind = Kind::kStruct;
+      t.id = sid;
+      t.cppName = cppNameOf(sid);
+      t.coded = true;  // it holds a Box itself
+      t.boxed = true;
+    } else if (!convertType(f.getSlot().getType(), true, path, fileId, line, t, mine)) {
+      continue;
+    }
     // A capability inside a value is written and read with the call's capability codec.
     coded = coded || isVariable(t) || t.kind == Kind::kInterface;
     std::string literal, refused;
@@ -890,6 +931,7 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
       } else if (!isVoid) {
         std::vector<Diag> ignored;  // checkStruct passed
         convertType(fields[i].getSlot().getType(), true, "", 0, 0, f.type, ignored);
+        f.type.boxed = boxedField(id, fields[i]);
         if (fields[i].getSlot().getHadExplicitDefault()) {
           std::string refused;  // checkStruct accepted it
           defaultLiteral(f.type, fields[i].getSlot().getType(), fields[i].getSlot().getDefaultValue(), true,
@@ -959,7 +1001,8 @@ void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
   for (const auto& n : s.nestedInterfaces) completeDeps(n, out);
   if (s.genericId != 0) out.insert(s.genericId);  // a specialization follows its template
   for (const auto& f : s.fields) {
-    if (f.type.kind == Kind::kStruct || f.type.kind == Kind::kEnum) out.insert(f.type.id);
+    // A Box holds an incomplete struct: its forward declaration is enough.
+    if ((f.type.kind == Kind::kStruct && !f.type.boxed) || f.type.kind == Kind::kEnum) out.insert(f.type.id);
   }
   for (const auto& n : s.nestedStructs) structDeps(n, out);
 }

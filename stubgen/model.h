@@ -48,6 +48,9 @@ struct Type {
   // of that kind, a union or a group (named by a VarRef, not flattened into the frame), or a
   // List whose elements are Lists or such structs.
   bool coded = false;
+  // kStruct: a struct field whose struct can contain the field's struct again (Foo.b :Bar,
+  // Bar.f :Foo): held through lrpc::Box (runtime/box.h), nullable, as capnp's pointers are.
+  bool boxed = false;
   std::shared_ptr<const Type> elemType;  // kList: the element
   // kStruct (kList: of struct elements): offsets of every Bool inside one value, nested
   // structs included. Readers force those bytes to 0/1 before the value is used as C++ bools.
@@ -275,6 +278,10 @@ class ModelBuilder {
   void boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out);
   void paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out);
   bool checkStruct(uint64_t id, std::vector<Diag>& diags);
+  // Whether struct field `f` of struct (or group) `ownerId` is held through a Box: its struct
+  // reaches the owner's struct again through struct fields held by value.
+  bool boxedField(uint64_t ownerId, capnp::schema::Field::Reader f) const;
+  bool reachesByValue(uint64_t from, uint64_t to, std::set<uint64_t>& seen) const;
   void collectScope(uint64_t scopeId, std::vector<EnumDecl>& enums, std::vector<StructDecl>& structs,
                     std::vector<InterfaceDecl>& interfaces);
   EnumDecl makeEnum(uint64_t id);

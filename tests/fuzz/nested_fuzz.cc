@@ -1,9 +1,9 @@
 // libFuzzer entry point: arbitrary bytes as a request frame for the generated dispatch of the
 // nested-value schemas (tests/types: contacts.capnp, json_value.capnp), or as a reply frame
-// read by their generated clients. Structs inside structs, unions, recursion and lists of
-// lists are read by runtime/codec.h: whatever the bytes, the answer is a Status, never a read
-// out of bounds, a crash, unbounded recursion or allocation.
-// Input format: as dispatch_fuzz.h; procedures 0-3 are Json's, 4-9 Contacts'.
+// read by their generated clients. Structs inside structs, unions, recursion (through Lists and
+// through lrpc::Box) and lists of lists are read by runtime/codec.h: whatever the bytes, the
+// answer is a Status, never a read out of bounds, a crash, unbounded recursion or allocation.
+// Input format: as dispatch_fuzz.h; procedures 0-4 are Json's, 5-10 Contacts'.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -37,6 +37,7 @@ lrpc::Status runClient(uint32_t procedure, std::span<const std::byte> reply) {
       case jsonv::Json::kEcho: return c.echo(jsonv::Value{}).status();
       case jsonv::Json::kCount: return c.count(jsonv::Tree{"t", {}}).status();
       case jsonv::Json::kShallow: return c.shallow(jsonv::Tree{"t", {}}).status();
+      case jsonv::Json::kEval: return c.eval(lrpc::testing::literal(1)).status();
       default: return c.deepen(2).status();
     }
   }

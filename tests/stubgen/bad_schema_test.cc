@@ -51,8 +51,8 @@ const BadCase kCases[] = {
     {"nested_client.capnp", {"nested_client.capnp:3: Calc: a nested type named Client clashes with the generated Calc::Client ("}},
     {"name_clash.capnp", {"name_clash.capnp:7: B.run: in interface C, the name clashes with method A.run ("}},
     {"reserved_name.capnp", {"reserved_name.capnp:4: Calc.dispatch: the method name 'dispatch' is reserved"}},
-    {"recursive_struct.capnp", {"recursive_struct.capnp:5: Node.next: struct Node contains itself (a value cannot "
-                                                   "hold itself: hold it through a List"}},
+    {"recursive_struct.capnp", {"recursive_struct.capnp:5: Node.next: generic struct Node contains itself (an "
+                                "instance of a generic struct cannot hold itself through lrpc::Box: hold it through a List"}},
     {"nested_type_use.capnp",
      {"nested_type_use.capnp:6: Service: its frames hold a file-scope struct that itself holds a type nested in "
       "it, so neither can be declared first in C++ ("}},

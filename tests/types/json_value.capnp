@@ -1,6 +1,7 @@
 @0xa7e5c3d1f0b94e28;
 # Recursive values: a JSON-like value (its Field nested in it holds a Value, as capnp's own
-# json.capnp does) and a tree.
+# json.capnp does), a tree, and an expression whose parts hold it again by value (held through
+# lrpc::Box, nullable as capnp's struct pointers are).
 
 using Cxx = import "/capnp/c++.capnp";
 using Lrpc = import "/lrpc.capnp";
@@ -27,6 +28,19 @@ struct Tree {
   children @1 :List(Tree);
 }
 
+struct Expr {
+  union {
+    literal @0 :Int64;
+    neg @1 :Expr;
+    sum @2 :Sum;
+  }
+}
+
+struct Sum {
+  left @0 :Expr;
+  right @1 :Expr;
+}
+
 interface Json {
   echo @0 (v :Value) -> (v :Value);
   count @1 (t :Tree) -> (nodes :UInt32, depth :UInt32, t :Tree);
@@ -34,4 +48,6 @@ interface Json {
   # At most 8 levels: a chain of 4 trees (7 levels) passes, one of 5 (9) does not.
   deepen @3 (levels :UInt32) -> (t :Tree);
   # Returns a chain of `levels` trees: deeper than the limit, the handler's result is refused.
+  eval @4 (e :Expr) -> (value :Int64, e :Expr);
+  # Its value (a missing part, an empty Box, counts as 0) and the expression back.
 }

@@ -133,6 +133,48 @@ TEST(NestedValues, CyclesAndSharedBytesRunOutOfBudget) {
   EXPECT_EQ(sendCount(b, w), Errc::kBadFrame);
 }
 
+// Json.eval with a frame of our own: what the server computed, or why it refused.
+Result<jsonv::Json::EvalResults> sendEval(Bound& b, std::vector<std::byte> frame) {
+  b.j.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = frame; };
+  auto r = b.json.eval(literal(0));
+  b.j.channel->tamperRequest = nullptr;
+  return r;
+}
+
+// A boxed field (Expr.neg holds an Expr) is a struct VarRef, empty when its length is 0: one
+// that names its holder is a cycle, one past the tail is out of range, even when empty.
+TEST(NestedValues, BoxedFieldsAreCheckedLikeAnyStruct) {
+  Bound b;
+  ASSERT_TRUE(b.json.eval(negate(literal(3))).isOk());
+  const auto good = b.j.channel->lastRequest;
+  const size_t tail = good.size() - kArgs;
+  const VarRef root = refAt(good, 0);
+  // The root's neg: the VarRef in its fixed part that names another Expr after it.
+  size_t neg = 0;
+  for (size_t p = 0; p + sizeof(VarRef) <= root.length; p += 4) {
+    const VarRef r = refAt(good, kArgs + root.offset + p);
+    if (r.offset > root.offset && r.offset < tail && r.length == root.length) neg = kArgs + root.offset + p;
+  }
+  ASSERT_NE(neg, 0u);
+  auto ok = sendEval(b, good);
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->value, -3);
+
+  auto f = good;
+  setRef(f, neg, root);  // the Expr negates itself
+  EXPECT_EQ(sendEval(b, f).status(), Errc::kBadFrame);
+  f = good;
+  setRef(f, neg, VarRef{static_cast<uint32_t>(tail) + 8, 0});
+  EXPECT_EQ(sendEval(b, f).status(), Errc::kBadFrame);
+  f = good;
+  setRef(f, neg, VarRef{0, 0});  // empty: capnp's null pointer
+  auto empty = sendEval(b, f);
+  ASSERT_TRUE(empty.isOk()) << empty.status().toString();
+  EXPECT_EQ(empty->value, 0);
+  EXPECT_TRUE(empty->e.isNeg());
+  EXPECT_FALSE(empty->e.getNeg().has());
+}
+
 TEST(NestedValues, NestingDeeperThanTheLimit) {
   Bound b;
   // A struct and a list each take one level: a chain of n trees nests 2n - 1 deep.

@@ -84,6 +84,7 @@ class JsonImpl final : public jsonv::Json::Server {
     walk(t, 1, nodes);
     return nodes;
   }
+  Result<jsonv::Json::EvalResults> eval(const jsonv::Expr& e) override { return jsonv::Json::EvalResults{value(e), e}; }
 
  private:
   static uint32_t walk(const jsonv::Tree& t, uint32_t depth, uint32_t& nodes) {
@@ -91,6 +92,15 @@ class JsonImpl final : public jsonv::Json::Server {
     uint32_t deepest = depth;
     for (const auto& c : t.children) deepest = std::max(deepest, walk(c, depth + 1, nodes));
     return deepest;
+  }
+  static int64_t value(const Box<jsonv::Expr>& e) { return e ? value(*e) : 0; }
+  static int64_t value(const jsonv::Expr& e) {
+    switch (e.which()) {
+      case jsonv::Expr::Which::kLiteral: return e.getLiteral();
+      case jsonv::Expr::Which::kNeg: return -value(e.getNeg());
+      case jsonv::Expr::Which::kSum: return e.getSum() ? value(e.getSum()->left) + value(e.getSum()->right) : 0;
+    }
+    return 0;
   }
 };
 
@@ -171,6 +181,22 @@ inline jsonv::Tree chain(int depth) {
 inline Result<jsonv::Tree> JsonImpl::deepen(uint32_t levels) {
   if (levels > 1000) return Status(Errc::kInvalidArgument, "at most 1000 levels");  // chain() recurses
   return chain(static_cast<int>(levels));
+}
+
+inline jsonv::Expr literal(int64_t v) {
+  jsonv::Expr e;
+  e.setLiteral(v);
+  return e;
+}
+inline jsonv::Expr negate(Box<jsonv::Expr> x) {
+  jsonv::Expr e;
+  e.setNeg(std::move(x));
+  return e;
+}
+inline jsonv::Expr add(Box<jsonv::Expr> left, Box<jsonv::Expr> right) {
+  jsonv::Expr e;
+  e.setSum(jsonv::Sum{std::move(left), std::move(right)});
+  return e;
 }
 
 // Every method of Generic: generic structs used with concrete types, nested in each other.
@@ -293,6 +319,21 @@ inline void checkNestedValues(contacts::Contacts::Client& c, jsonv::Json::Client
   ASSERT_TRUE(deep.isOk()) << deep.status().toString();
   EXPECT_EQ(*deep, chain(static_cast<int>(codec::kMaxDepth / 2)));
   EXPECT_EQ(j.deepen(codec::kMaxDepth).status(), Errc::kServerFault);
+
+  // Structs that hold each other by value (Expr and Sum): every Box full or empty, both ways.
+  const jsonv::Expr x = add(negate(literal(5)), add(literal(7), {}));
+  auto r = j.eval(x);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->value, 2);
+  EXPECT_EQ(r->e, x);
+  EXPECT_FALSE(r->e.getSum()->right->getSum()->right.has());
+  auto empty = j.eval(add({}, {}));
+  ASSERT_TRUE(empty.isOk()) << empty.status().toString();
+  EXPECT_EQ(empty->value, 0);
+  EXPECT_FALSE(empty->e.getSum()->left.has());
+  jsonv::Expr deepExpr = literal(1);
+  for (uint32_t i = 0; i < codec::kMaxDepth; ++i) deepExpr = negate(std::move(deepExpr));
+  EXPECT_EQ(j.eval(deepExpr).status(), Errc::kInvalidArgument);  // one level per Expr: past the limit
 }
 
 }  // namespace lrpc::testing

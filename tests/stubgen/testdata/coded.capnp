@@ -1,7 +1,7 @@
 @0xd4a7b2e9c1f35068;
 # Structs that travel by reference (runtime/codec.h): variable-size fields, a named and an
-# unnamed union, a group, recursion through a List, a List of Lists, and a generic struct used
-# with concrete types.
+# unnamed union, a group, recursion through a List and by value (lrpc::Box), a List of Lists,
+# and a generic struct used with concrete types.
 using Cxx = import "/capnp/c++.capnp";
 using Lrpc = import "/lrpc.capnp";
 $Cxx.namespace("coded");
@@ -34,7 +34,20 @@ struct Tagged(T) {
   tags @1 :List(Text);
 }
 
+struct Link {
+  next @0 :Link;
+  # Holds itself by value: an lrpc::Box, empty at the end of the chain.
+  other @1 :Other;
+}
+
+struct Other {
+  back @0 :Link;
+  # Other and Link hold each other: both fields are Boxes.
+  n @1 :UInt8;
+}
+
 interface Trees $Lrpc.maxDepth(32) {
   put @0 (root :Node, label :Tagged(Text)) -> (count :UInt32);
   all @1 () -> (nodes :List(Node), labels :List(Tagged(Text)));
+  link @2 (l :Link) -> (l :Link);
 }

@@ -84,6 +84,51 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchTreesLink(::coded::Trees::Server& server_, ::lrpc::ServerCall& call_) {
+  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.link: argument frame shorter than 8 bytes");
+  }
+  ::coded::Trees::LinkArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
+  ::coded::Link lStore_;
+  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
+  if (!::lrpc::codec::get(rd_, frame_.l, lStore_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.link: argument l is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  std::optional<::lrpc::Result<::coded::Link>> result_;
+  try {
+    result_.emplace(server_.link(lStore_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Trees.link");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  const uint64_t lBytes_ = ::lrpc::codec::size(value_, 32u);
+  if (lBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Trees.link: handler's result l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t lAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = lAt_ + lBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Trees.link: handler's results total more than 4 GiB");
+  }
+  auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, lAt_, value_, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  std::byte* fixed_ = call_.results();
+  const ::lrpc::VarRef lRef_{static_cast<uint32_t>(lAt_), static_cast<uint32_t>(::lrpc::codec::head(value_))};
+  std::memcpy(fixed_ + 0, &lRef_, sizeof lRef_);
+  return ::lrpc::Status::ok();
+}
+
 }  // namespace
 
 namespace coded {
@@ -91,7 +136,7 @@ namespace coded {
 const ::lrpc::InterfaceDescriptor Trees::kDescriptor = {
     "coded.capnp:Trees",
     0xbed95a19d560871aull,
-    0x401c812413972284ull,  // FNV-1a 64 over method names, ordinals and types
+    0x7e3c71a0e57ea13aull,  // FNV-1a 64 over method names, ordinals and types
     Trees::kProcedures,
     Trees::kProcedureCount,
     &Trees::Server::dispatch,
@@ -114,6 +159,7 @@ Trees::Client Trees::Client::serve(std::shared_ptr<Trees::Server> impl) {
     switch (procedure) {
       case kPut: return dispatchTreesPut(server, call);
       case kAll: return dispatchTreesAll(server, call);
+      case kLink: return dispatchTreesLink(server, call);
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "coded.capnp:Trees: no procedure " + std::to_string(procedure));

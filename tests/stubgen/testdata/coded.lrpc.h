@@ -21,14 +21,16 @@
 #endif
 
 // Structs that travel by reference (runtime/codec.h): variable-size fields, a named and an
-// unnamed union, a group, recursion through a List, a List of Lists, and a generic struct used
-// with concrete types.
+// unnamed union, a group, recursion through a List and by value (lrpc::Box), a List of Lists,
+// and a generic struct used with concrete types.
 
 namespace coded {
 
 template <class T> struct Tagged;
 struct Pos;
 struct Node;
+struct Link;
+struct Other;
 template <> struct Tagged<std::string>;
 struct Pos {
   int16_t x;
@@ -102,6 +104,22 @@ struct Node {
 // Generic: each use with concrete types below is a specialization.
 template <class T> struct Tagged;
 
+struct Link {
+  // Holds itself by value: an lrpc::Box, empty at the end of the chain.
+  ::lrpc::Box<::coded::Link> next{};
+  ::lrpc::Box<::coded::Other> other{};
+
+  bool operator==(const Link&) const = default;
+};
+
+struct Other {
+  // Other and Link hold each other: both fields are Boxes.
+  ::lrpc::Box<::coded::Link> back{};
+  uint8_t n{};
+
+  bool operator==(const Other&) const = default;
+};
+
 template <>
 struct Tagged<std::string> {
   std::string value;
@@ -131,15 +149,24 @@ struct Trees {
     std::vector<::coded::Node> nodes;
     std::vector<::coded::Tagged<std::string>> labels;
   };
+  // link @2: frames
+  struct LinkArgsFrame {
+    ::lrpc::VarRef l;
+  };
+  struct LinkResultsFrame {
+    ::lrpc::VarRef l;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kPut = 0;
   static constexpr uint32_t kAll = 1;
-  static constexpr uint32_t kProcedureCount = 2;
+  static constexpr uint32_t kLink = 2;
+  static constexpr uint32_t kProcedureCount = 3;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "put", 16, 4, 4, 5, 1500, true},
       {1, 1, "all", 0, 16, 4, 5, 1500, true},
+      {2, 2, "link", 8, 8, 4, 5, 1500, true},
   };
   static const ::lrpc::InterfaceDescriptor kDescriptor;
 
@@ -157,6 +184,12 @@ static_assert(std::is_trivially_copyable_v<::coded::Trees::AllResultsFrame>);
 static_assert(sizeof(::coded::Trees::AllResultsFrame) == 16 && alignof(::coded::Trees::AllResultsFrame) == 4);
 static_assert(offsetof(::coded::Trees::AllResultsFrame, nodes) == 0);
 static_assert(offsetof(::coded::Trees::AllResultsFrame, labels) == 8);
+static_assert(std::is_trivially_copyable_v<::coded::Trees::LinkArgsFrame>);
+static_assert(sizeof(::coded::Trees::LinkArgsFrame) == 8 && alignof(::coded::Trees::LinkArgsFrame) == 4);
+static_assert(offsetof(::coded::Trees::LinkArgsFrame, l) == 0);
+static_assert(std::is_trivially_copyable_v<::coded::Trees::LinkResultsFrame>);
+static_assert(sizeof(::coded::Trees::LinkResultsFrame) == 8 && alignof(::coded::Trees::LinkResultsFrame) == 4);
+static_assert(offsetof(::coded::Trees::LinkResultsFrame, l) == 0);
 
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline void lrpcScrub(::coded::Pos& v_) noexcept {
@@ -181,6 +214,14 @@ inline uint32_t lrpcHead(const ::coded::Node&) noexcept { return 48; }
 inline uint64_t lrpcSize(const ::coded::Node& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node& out_);
+inline uint32_t lrpcHead(const ::coded::Link&) noexcept { return 16; }
+inline uint64_t lrpcSize(const ::coded::Link& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link& out_);
+inline uint32_t lrpcHead(const ::coded::Other&) noexcept { return 16; }
+inline uint64_t lrpcSize(const ::coded::Other& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other& out_);
 inline uint32_t lrpcHead(const ::coded::Tagged<std::string>&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_, ::lrpc::codec::CapCodec*) noexcept;
@@ -377,6 +418,75 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Nod
   return true;
 }
 
+inline uint64_t lrpcSize(const ::coded::Link& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.next, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.other, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.next, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.other, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.next)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.other)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline uint64_t lrpcSize(const ::coded::Other& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.back, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.back, caps_);
+  std::memcpy(f_ + 8, &v_.n, sizeof v_.n);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.back)) return false;
+  }
+  if (n_ >= 9) {
+    std::memcpy(&out_.n, f_ + 8, sizeof out_.n);
+  }
+  r_.leave();
+  return true;
+}
+
 inline uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 16;
   n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.value, depth_));
@@ -451,6 +561,15 @@ class Trees::Client {
     return allVia(call_);
   }
 
+  ::lrpc::Result<::coded::Link> link(const ::coded::Link& l) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kLink, options_);
+      return linkVia(call_, l);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLink, options_);
+    return linkVia(call_, l);
+  }
+
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
@@ -467,6 +586,12 @@ class Trees::Client {
           binding_, ::coded::Trees::kAll, options_, queue_,
           [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allIn_(call_, caps_); },
           [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::coded::Link>> link(const ::coded::Link& l) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::coded::Link>>(
+          binding_, ::coded::Trees::kLink, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkIn_(call_, caps_, l); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkOut_(call_, caps_); });
     }
 
    private:
@@ -497,6 +622,12 @@ class Trees::Client {
   static ::lrpc::Result<::coded::Trees::AllResults> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<::coded::Trees::AllResults> allVia(Call& call_);
+  template <class Call>
+  static ::lrpc::Status linkIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l);
+  template <class Call>
+  static ::lrpc::Result<::coded::Link> linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<::coded::Link> linkVia(Call& call_, const ::coded::Link& l);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -511,6 +642,8 @@ class Trees::Server {
   virtual ::lrpc::Result<uint32_t> put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) = 0;
 
   virtual ::lrpc::Result<::coded::Trees::AllResults> all() = 0;
+
+  virtual ::lrpc::Result<::coded::Link> link(const ::coded::Link& l) = 0;
 
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Trees::Server*), writes the results.
@@ -606,6 +739,54 @@ template <class Call>
   if (::lrpc::Status s_ = allIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return allOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l) {
+  const uint64_t lBytes_ = ::lrpc::codec::size(l, 32u);
+  if (lBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.link: argument l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t lAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = lAt_ + lBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.link: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef lRef_{static_cast<uint32_t>(lAt_), static_cast<uint32_t>(::lrpc::codec::head(l))};
+  std::memcpy(fixed_ + 0, &lRef_, sizeof lRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, lAt_, l, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::coded::Link> Trees::Client::linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::coded::Trees::LinkResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
+  ::coded::Link value_{};
+  if (!::lrpc::codec::get(rd_, frame_.l, value_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.link: result l is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  return value_;
+}
+
+template <class Call>
+::lrpc::Result<::coded::Link> Trees::Client::linkVia(Call& call_, const ::coded::Link& l) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = linkIn_(call_, caps_, l); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return linkOut_(call_, caps_);
 }
 
 }  // namespace coded
