@@ -59,7 +59,9 @@ Result<HostedObject> CapTable::find(uint32_t id, uint64_t ifaceId) const noexcep
   MutexLock lock(mu_);
   const Slot* s = slotOf(id);
   if (s == nullptr) return Status(Errc::kBadFrame, "capability id names no live object (forged, or released)");
-  if (s->object.iface->id != ifaceId) return Status(Errc::kBadFrame, "capability id names an object of another interface");
+  if (!isA(*s->object.iface, ifaceId)) {
+    return Status(Errc::kBadFrame, "capability id names an object of another interface");
+  }
   return s->object;
 }
 
@@ -448,7 +450,9 @@ Result<std::shared_ptr<Binding>> ClientCaps::in(uint32_t id, const InterfaceDesc
   if ((id & kClientHostedCap) != 0) {
     for (const auto& [sentId, object] : sent_) {
       if (sentId != id) continue;
-      if (object.iface->id != iface.id) return Status(Errc::kBadFrame, "the server returned our object as another interface");
+      if (!isA(*object.iface, iface.id)) {
+        return Status(Errc::kBadFrame, "the server returned our object as another interface");
+      }
       try {
         return serveInProcess(object);
       } catch (const std::bad_alloc&) {

@@ -23,7 +23,7 @@ class RejectingChannel final : public CallChannel {
 }  // namespace
 
 std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const InterfaceDescriptor& iface) {
-  if (binding && binding->iface == &iface) return binding;
+  if (binding && (binding->iface == &iface || isA(*binding->iface, iface.id))) return binding;
   std::string why = binding ? std::string("binding is for ") + binding->iface->name + ", not " + iface.name
                             : std::string("client of ") + iface.name + " is not bound";
   auto channel = std::make_shared<RejectingChannel>(std::move(why));

@@ -76,7 +76,22 @@ struct InterfaceDescriptor {
   // Its methods pass or return capabilities: the PDL's last procedure is then the tunnel that
   // calls on received capabilities travel through (runtime/capability.h).
   bool carriesCaps = false;
+  // The interfaces it extends whose PDL opens its own: its first base, that one's first base,
+  // and so on. A client of any of them calls an object of this one with the same procedure
+  // numbers, so a capability of this interface may be held as any of them.
+  const uint64_t* prefixBases = nullptr;
+  uint32_t prefixBaseCount = 0;
 };
+
+// Whether an object of `iface` may be called as interface `id`: it is that interface, or
+// extends it at the start of its PDL (InterfaceDescriptor::prefixBases).
+inline bool isA(const InterfaceDescriptor& iface, uint64_t id) noexcept {
+  if (iface.id == id) return true;
+  for (uint32_t i = 0; i < iface.prefixBaseCount; ++i) {
+    if (iface.prefixBases[i] == id) return true;
+  }
+  return false;
+}
 
 // Per-call settings. A zero timeout means "no deadline" (liveness is still checked). A
 // same-host call starts counting it when its brief inline spin ends (local_call.h), a few
@@ -577,7 +592,8 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
   return {};
 }
 
-// The binding a generated Foo::Client keeps: `binding` when it is for `iface`; otherwise (none,
+// The binding a generated Foo::Client keeps: `binding` when it is for `iface` or for an
+// interface that extends it at the start of its PDL (isA); otherwise (none,
 // or one for another interface) a stand-in whose remote channel answers every call with
 // kBindingRejected naming both, so that a client's first statement can stay the test of the
 // remote bit, with no null check.

@@ -186,6 +186,12 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
     if (d.carriesCaps) out += "      ::lrpc::detail::capCallProcedure(kLrpcCapCall),\n";
     out += "  };\n";
   }
+  if (!d.prefixBases.empty()) {
+    out += "  // The interfaces it extends whose PDL opens this one's (its first-base chain).\n";
+    out += "  static constexpr uint64_t kPrefixBases[] = {";
+    for (size_t i = 0; i < d.prefixBases.size(); ++i) out += (i ? ", " : "") + hex64(d.prefixBases[i].first);
+    out += "};\n";
+  }
   out += "  static const ::lrpc::InterfaceDescriptor kDescriptor;\n\n";
   out += "  class Client;\n";
   out += "  class Server;\n";
@@ -569,6 +575,15 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
   out += "  static Client serve(std::shared_ptr<Server> impl);\n";
   out += "  // The binding calls use (a rejecting stand-in when the client is unbound).\n";
   out += "  const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }\n";
+  if (!d.prefixBases.empty()) {
+    out += "  // A " + d.name + " is each interface it extends first (kPrefixBases): their methods open\n";
+    out += "  // its PDL, so their clients call it through the same binding.\n";
+  }
+  for (const auto& [id, base] : d.prefixBases) {
+    out += "  operator " + base + "::Client() const { return " + base + "::Client(binding_, options_); }  // NOLINT: implicit\n";
+    out += "  operator ::lrpc::Cap<" + base + ">() const { return ::lrpc::Cap<" + base +
+           ">(binding_); }  // NOLINT: implicit\n";
+  }
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
@@ -952,7 +967,15 @@ FileText emitFile(const FileModel& f) {
     c += "    " + d.relName + "::kProcedures,\n";
     c += "    " + d.relName + "::kProcedureCount,\n";
     c += "    &" + d.relName + "::Server::dispatch,\n";
-    if (d.carriesCaps) c += "    true,  // carries capabilities: the last procedure is the tunnel\n";
+    if (d.carriesCaps) {
+      c += "    true,  // carries capabilities: the last procedure is the tunnel\n";
+    } else if (!d.prefixBases.empty()) {
+      c += "    false,  // carries no capabilities\n";
+    }
+    if (!d.prefixBases.empty()) {
+      c += "    " + d.relName + "::kPrefixBases,\n";
+      c += "    " + std::to_string(d.prefixBases.size()) + ",\n";
+    }
     c += "};\n\n";
     c += d.relName + "::Client::Client() : Client(nullptr) {}\n\n";
     c += d.relName + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";

@@ -1457,6 +1457,14 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
     rootBases_.clear();
     addMethods(id, seen, all, d.refusals);
     d.bases = rootBases_;
+    // addMethods flattens a first base before anything else, the same way at every level.
+    for (auto b = n;;) {
+      auto sups = b.getInterface().getSuperclasses();
+      if (sups.size() == 0 || sups[0].getBrand().getScopes().size() > 0) break;
+      b = node(sups[0].getId()).getProto();
+      if (b.getIsGeneric()) break;
+      d.prefixBases.emplace_back(b.getId(), cppNameOf(b.getId()));
+    }
     const std::string self = d.cppName;
     std::string signature;
     for (size_t i = 0; i < all.size(); ++i) {

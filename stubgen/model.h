@@ -184,6 +184,9 @@ struct InterfaceDecl {
   size_t ownBegin = 0;         // methods[ownBegin..] are declared here (frames emitted here)
   uint64_t signatureHash = 0;
   std::vector<uint64_t> bases;  // direct superclasses
+  // The first-base chain (first base, its first base, ...): each one's PDL opens this one's, so
+  // a Client of this interface converts to theirs (InterfaceDescriptor::prefixBases).
+  std::vector<std::pair<uint64_t, std::string>> prefixBases;  // id, C++ name
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;
   std::vector<InterfaceDecl> nestedInterfaces;  // declared inside it, emitted inside its struct

@@ -120,6 +120,15 @@ TEST_P(SameHost, CallbacksRoundTrip) {
   auto lent = publisher->lend(listener, 10);
   ASSERT_TRUE(lent.isOk()) << lent.status().toString();
   EXPECT_EQ(*lent, 11);
+  // An object of a derived interface, passed where a Listener is declared, called back as one.
+  auto loud = caps::LoudListener::Client::serve(std::make_shared<LoudListenerImpl>());
+  auto loudPinged = publisher->ping(loud, 5);
+  ASSERT_TRUE(loudPinged.isOk()) << loudPinged.status().toString();
+  EXPECT_EQ(*loudPinged, 12);
+  auto loudBack = publisher->back(loud);  // returned as a Listener: our own object again
+  ASSERT_TRUE(loudBack.isOk()) << loudBack.status().toString();
+  EXPECT_EQ(*loudBack->notify(1), 8);
+  EXPECT_EQ(*publisher->lend(loud, 10), 17);
   // Kept by the server, called later, and released when the server drops it.
   auto other = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1000));
   EXPECT_EQ(*publisher->subscribe(listener), 1u);

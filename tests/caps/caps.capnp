@@ -10,6 +10,12 @@ interface Counter {
   label @1 () -> (label :Text);
 }
 
+interface Special extends(Counter) {
+  # A Counter with more: a capability of it may be held, passed and returned as a Counter.
+  twice @0 (n :Int64) -> (total :Int64);
+  # Adds 2n.
+}
+
 interface Factory {
   make @0 (label :Text, start :Int64) -> (counter :Counter);
   # A new counter; the server keeps it while the client holds it.
@@ -21,7 +27,11 @@ interface Factory {
   # The null capability.
   pair @4 (a :Int64, b :Int64) -> (first :Counter, second :Counter, sum :Int64);
   live @5 () -> (count :UInt32);
-  # Counters alive in the server process.
+  # Counters (Specials too) alive in the server process.
+  special @6 (start :Int64) -> (special :Special);
+  # A new Special, returned as one.
+  asCounter @7 (start :Int64) -> (counter :Counter);
+  # A new Special, returned where a Counter is declared.
 }
 
 struct Holder {
@@ -50,6 +60,11 @@ interface Listener {
   notify @0 (n :Int64) -> (reply :Int64);
   take @1 (counter :Counter) -> (total :Int64);
   # A counter the server serves, passed to the client's object: it adds 1, returns the total.
+}
+
+interface LoudListener extends(Listener) {
+  # A client's object of a derived interface, passed where a Listener is declared.
+  volume @0 () -> (level :UInt32);
 }
 
 interface Publisher {

@@ -37,6 +37,21 @@ class CounterImpl final : public caps::Counter::Server {
   std::atomic<int64_t> total_;
 };
 
+class SpecialImpl final : public caps::Special::Server {
+ public:
+  SpecialImpl(std::shared_ptr<std::atomic<uint32_t>> live, int64_t start) : live_(std::move(live)), total_(start) {
+    ++*live_;
+  }
+  ~SpecialImpl() override { --*live_; }
+  Result<int64_t> add(int64_t n) override { return total_ += n; }
+  Result<std::string> label() override { return std::string("special"); }
+  Result<int64_t> twice(int64_t n) override { return total_ += wrapAdd(n, n); }
+
+ private:
+  std::shared_ptr<std::atomic<uint32_t>> live_;
+  std::atomic<int64_t> total_;
+};
+
 class FactoryImpl final : public caps::Factory::Server {
  public:
   Result<caps::Counter::Client> make(std::string_view label, int64_t start) override {
@@ -53,6 +68,13 @@ class FactoryImpl final : public caps::Factory::Server {
     return out;
   }
   Result<uint32_t> live() override { return live_->load(); }
+  Result<caps::Special::Client> special(int64_t start) override {
+    return caps::Special::Client::serve(std::make_shared<SpecialImpl>(live_, start));
+  }
+  Result<caps::Counter::Client> asCounter(int64_t start) override {
+    // A Special is a Counter (one conversion: then Result's).
+    return caps::Counter::Client(caps::Special::Client::serve(std::make_shared<SpecialImpl>(live_, start)));
+  }
 
  private:
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
@@ -165,6 +187,25 @@ inline void checkCapabilities(caps::Factory::Client& factory) {
   EXPECT_EQ(*factory.live(), 1u);  // `same` still holds it
   same = Status(Errc::kCancelled);
   EXPECT_EQ(*factory.live(), 0u);
+
+  // Inheritance: a Special is a Counter, as a Client, as an argument and as a result.
+  auto special = factory.special(7);
+  ASSERT_TRUE(special.isOk()) << special.status().toString();
+  EXPECT_EQ(*special->twice(1), 9);
+  caps::Counter::Client asCounter = *special;  // the same object, through the same binding
+  EXPECT_EQ(*asCounter.add(1), 10);
+  EXPECT_EQ(*asCounter.label(), "special");
+  auto readSpecial = factory.read(*special);  // passed where a Counter is declared
+  ASSERT_TRUE(readSpecial.isOk()) << readSpecial.status().toString();
+  EXPECT_EQ(*readSpecial, 10);
+  auto returned = factory.asCounter(3);  // returned where a Counter is declared
+  ASSERT_TRUE(returned.isOk()) << returned.status().toString();
+  EXPECT_EQ(*returned->add(1), 4);
+  EXPECT_EQ(*factory.live(), 2u);
+  special = Status(Errc::kCancelled);
+  asCounter = caps::Counter::Client();
+  returned = Status(Errc::kCancelled);
+  EXPECT_EQ(*factory.live(), 0u);
 }
 
 // Asynchronous calls returning capabilities, and on a received capability, through `factory`
@@ -209,6 +250,13 @@ class ListenerImpl final : public caps::Listener::Server {
  private:
   std::shared_ptr<std::atomic<uint32_t>> live_;
   int64_t offset_;
+};
+
+class LoudListenerImpl final : public caps::LoudListener::Server {
+ public:
+  Result<int64_t> notify(int64_t n) override { return wrapAdd(n, 7); }
+  Result<int64_t> take(const caps::Counter::Client& counter) override { return counter.add(7); }
+  Result<uint32_t> volume() override { return 11; }
 };
 
 class PublisherImpl final : public caps::Publisher::Server {

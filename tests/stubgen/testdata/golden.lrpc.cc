@@ -244,6 +244,9 @@ const ::lrpc::InterfaceDescriptor Sensor::kDescriptor = {
     Sensor::kProcedures,
     Sensor::kProcedureCount,
     &Sensor::Server::dispatch,
+    false,  // carries no capabilities
+    Sensor::kPrefixBases,
+    1,
 };
 
 Sensor::Client::Client() : Client(nullptr) {}

@@ -118,6 +118,8 @@ struct Sensor {
       {5, 4, "append", 8, 8, 8, 5, 2048, true},
       {6, 5, "dump", 4, 16, 8, 5, 2048, true},
   };
+  // The interfaces it extends whose PDL opens this one's (its first-base chain).
+  static constexpr uint64_t kPrefixBases[] = {0xf5c4db747c7b3babull};
   static const ::lrpc::InterfaceDescriptor kDescriptor;
 
   class Client;
@@ -191,6 +193,10 @@ class Sensor::Client {
   static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+  // A Sensor is each interface it extends first (kPrefixBases): their methods open
+  // its PDL, so their clients call it through the same binding.
+  operator ::Named::Client() const { return ::Named::Client(binding_, options_); }  // NOLINT: implicit
+  operator ::lrpc::Cap<::Named>() const { return ::lrpc::Cap<::Named>(binding_); }  // NOLINT: implicit
 
   ::lrpc::Result<std::string> name() const {
     if (binding_->remote) [[unlikely]] {

@@ -356,6 +356,9 @@ const ::lrpc::InterfaceDescriptor Store::Writer::kDescriptor = {
     Store::Writer::kProcedures,
     Store::Writer::kProcedureCount,
     &Store::Writer::Server::dispatch,
+    false,  // carries no capabilities
+    Store::Writer::kPrefixBases,
+    1,
 };
 
 Store::Writer::Client::Client() : Client(nullptr) {}

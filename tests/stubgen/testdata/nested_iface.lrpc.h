@@ -130,6 +130,8 @@ struct Store {
         {0, 0, "get", 8, 8, 8, 5, 1500, true},
         {1, 0, "put", 16, 0, 8, 5, 1500, true},
     };
+    // The interfaces it extends whose PDL opens this one's (its first-base chain).
+    static constexpr uint64_t kPrefixBases[] = {0xfba712ec78ca4244ull};
     static const ::lrpc::InterfaceDescriptor kDescriptor;
 
     class Client;
@@ -638,6 +640,10 @@ class Store::Writer::Client {
   static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+  // A Writer is each interface it extends first (kPrefixBases): their methods open
+  // its PDL, so their clients call it through the same binding.
+  operator ::nested::Store::Reader::Client() const { return ::nested::Store::Reader::Client(binding_, options_); }  // NOLINT: implicit
+  operator ::lrpc::Cap<::nested::Store::Reader>() const { return ::lrpc::Cap<::nested::Store::Reader>(binding_); }  // NOLINT: implicit
 
   ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) const {
     if (binding_->remote) [[unlikely]] {

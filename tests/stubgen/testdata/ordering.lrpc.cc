@@ -122,6 +122,9 @@ const ::lrpc::InterfaceDescriptor Derived::kDescriptor = {
     Derived::kProcedures,
     Derived::kProcedureCount,
     &Derived::Server::dispatch,
+    false,  // carries no capabilities
+    Derived::kPrefixBases,
+    1,
 };
 
 Derived::Client::Client() : Client(nullptr) {}

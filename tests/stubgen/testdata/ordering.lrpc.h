@@ -119,6 +119,8 @@ struct Derived {
       {0, 0, "pair", 16, 32, 8, 5, 32, false},
       {1, 0, "own", 12, 12, 4, 5, 12, false},
   };
+  // The interfaces it extends whose PDL opens this one's (its first-base chain).
+  static constexpr uint64_t kPrefixBases[] = {0x9fd5d1d20c72d1ccull};
   static const ::lrpc::InterfaceDescriptor kDescriptor;
 
   class Client;
@@ -256,6 +258,10 @@ class Derived::Client {
   static Client serve(std::shared_ptr<Server> impl);
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
+  // A Derived is each interface it extends first (kPrefixBases): their methods open
+  // its PDL, so their clients call it through the same binding.
+  operator ::Base::Client() const { return ::Base::Client(binding_, options_); }  // NOLINT: implicit
+  operator ::lrpc::Cap<::Base>() const { return ::lrpc::Cap<::Base>(binding_); }  // NOLINT: implicit
 
   ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const {
     if (binding_->remote) [[unlikely]] {
