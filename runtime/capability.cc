@@ -366,24 +366,63 @@ std::shared_ptr<Binding> serveInProcess(HostedObject object) {
   return std::make_shared<Binding>(iface, raw, std::move(channel));
 }
 
-Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept {
+namespace {
+
+// Whether `cap` names an object of neither this connection (`conn`) nor this process: an
+// imported binding, or a capability received through another binding. Passed on, it becomes
+// a proxy (proxyOf).
+bool foreign(const Binding& conn, const std::shared_ptr<Binding>& cap) noexcept {
+  if (!cap || !cap->remote) return cap != nullptr;
+  if (cap->channel->isNullCap() || cap->channel->hostedObject() != nullptr) return false;
+  const CapImport* imp = cap->channel->importedCap();
+  return imp == nullptr || imp->root.get() != &conn;
+}
+
+// An object of this process that forwards every call to `cap`, through the binding it came on.
+Result<HostedObject> proxyOf(const std::shared_ptr<Binding>& cap) noexcept {
+  if (cap->iface->forward == nullptr) {
+    return Status(Errc::kUnsupported, std::string("capability of ") + cap->iface->name +
+                                          " cannot be passed on: its stubs were generated without forwarding");
+  }
+  try {
+    return HostedObject{cap->iface, cap->iface->forward(cap)};
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::kResourceExhausted, "proxy allocation failed");
+  }
+}
+
+// capToFrame, with the object this process serves for `cap` (its own, or a proxy) if any.
+Result<uint32_t> toFrame(const Binding& via, const std::shared_ptr<Binding>& cap, const HostedObject* hosted,
+                         bool proxy) noexcept {
   if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
   const Binding& conn = connectionOf(via);
-  if (cap->remote) {
+  if (hosted == nullptr && cap->remote) {
     if (const CapImport* imp = cap->channel->importedCap(); imp != nullptr && imp->root.get() == &conn) {
       return imp->id;
     }
-    if (const HostedObject* hosted = cap->channel->hostedObject()) {
-      if (!conn.remote) return conn.local->exportCallback(*hosted, CapTable::kDefaultLimit);
-      if (conn.channel->hostedObject() == nullptr) {
-        return Status(Errc::kUnsupported, "passing an object this process serves (a callback) over the network is not built yet");
-      }
-      // An in-process object: ClientCaps puts it in that object's table for the call.
-    }
   }
-  return Status(Errc::kUnsupported,
-                "passing a capability from another binding (a proxy) is not built yet: pass one received through "
-                "this binding");
+  if (hosted == nullptr) return Status(Errc::kInvalidArgument, "capability names no object to pass");
+  if (!conn.remote) return conn.local->exportCallback(*hosted, CapTable::kDefaultLimit);
+  if (conn.channel->hostedObject() == nullptr) {
+    return Status(Errc::kUnsupported,
+                  proxy ? "passing on a capability of another binding over the network (a proxy, which this process "
+                          "would serve as a callback) is not built yet"
+                        : "passing an object this process serves (a callback) over the network is not built yet");
+  }
+  // An in-process object: ClientCaps puts it in that object's table for the call.
+  return Status(Errc::kInvalidArgument, "an object for an in-process call goes through ClientCaps");
+}
+
+}  // namespace
+
+Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept {
+  const HostedObject* hosted = cap && cap->remote ? cap->channel->hostedObject() : nullptr;
+  if (hosted == nullptr && foreign(connectionOf(via), cap)) {
+    Result<HostedObject> proxy = proxyOf(cap);
+    if (!proxy.isOk()) return proxy.status();
+    return toFrame(via, cap, &*proxy, true);
+  }
+  return toFrame(via, cap, hosted, false);
 }
 
 Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, const InterfaceDescriptor& iface) noexcept {
@@ -420,6 +459,12 @@ uint32_t ClientCaps::out(const std::shared_ptr<Binding>& cap) noexcept {
 Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexcept {
   const Binding& conn = connectionOf(via_);
   const HostedObject* ours = cap && cap->remote ? cap->channel->hostedObject() : nullptr;
+  Result<HostedObject> proxy = Status(Errc::kNotFound, "no proxy");
+  if (ours == nullptr && foreign(conn, cap)) {
+    proxy = proxyOf(cap);
+    if (!proxy.isOk()) return proxy.status();
+    ours = &*proxy;
+  }
   if (ours != nullptr && conn.remote && conn.channel->hostedObject() != nullptr) {
     // A call on an object in this process: our object goes into its table for the call.
     CapTable* table = conn.channel->exportTable();
@@ -434,11 +479,10 @@ Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexce
     added_.push_back(*id);
     return id;
   }
-  Result<uint32_t> id = capToFrame(via_, cap);
-  const HostedObject* hosted = id.isOk() && (*id & kClientHostedCap) != 0 ? cap->channel->hostedObject() : nullptr;
-  if (hosted != nullptr) {
+  Result<uint32_t> id = detail::toFrame(via_, cap, ours, proxy.isOk());
+  if (ours != nullptr && id.isOk() && (*id & kClientHostedCap) != 0) {
     try {
-      sent_.emplace_back(*id, *hosted);
+      sent_.emplace_back(*id, *ours);
     } catch (const std::bad_alloc&) {
       // Only a returned copy of this object would then be unknown: a kBadFrame, not a wrong call.
     }
@@ -485,12 +529,15 @@ Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const Int
 Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap) noexcept {
   if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
   const HostedObject* hosted = cap->remote ? cap->channel->hostedObject() : nullptr;
+  Result<HostedObject> proxy = Status(Errc::kNotFound, "no proxy");
   if (hosted == nullptr) {
     // One of the client's own callbacks goes back as its id there.
     const CapImport* imp = cap->remote ? cap->channel->importedCap() : nullptr;
     if (imp != nullptr && imp->root != nullptr && imp->root == call.peerCallbacks()) return imp->id | kClientHostedCap;
-    return Status(Errc::kUnsupported,
-                  "returning a capability this process did not make with Client::serve (a proxy) is not built yet");
+    // Any other: an object of this process that forwards to it.
+    proxy = proxyOf(cap);
+    if (!proxy.isOk()) return proxy.status();
+    hosted = &*proxy;
   }
   CapTable* table = call.capTable();
   if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");

@@ -81,6 +81,9 @@ struct InterfaceDescriptor {
   // numbers, so a capability of this interface may be held as any of them.
   const uint64_t* prefixBases = nullptr;
   uint32_t prefixBaseCount = 0;
+  // Makes an object of this interface that forwards every call to `target` (a Foo::Server*,
+  // owned by the result): how a capability of one binding is passed on through another.
+  std::shared_ptr<void> (*forward)(std::shared_ptr<Binding> target) = nullptr;
 };
 
 // Whether an object of `iface` may be called as interface `id`: it is that interface, or

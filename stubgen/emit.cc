@@ -825,6 +825,43 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 }
 
+// The name of the generated class that forwards d's calls ("Forwarder_calc_Calc").
+std::string forwarderName(const InterfaceDecl& d) {
+  std::string n = "Forwarder";
+  for (char ch : d.cppName) n += ch == ':' ? '_' : ch;
+  std::string out;  // "::" became "__": one underscore each
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (n[i] == '_' && i + 1 < n.size() && n[i + 1] == '_') continue;
+    out += n[i];
+  }
+  return out;
+}
+
+// A Server that calls the same method on a Client of another binding: what a capability
+// becomes when it is passed on through a binding other than the one it came on (a proxy;
+// InterfaceDescriptor::forward).
+void emitForwarder(const InterfaceDecl& d, std::string& out) {
+  const std::string name = forwarderName(d);
+  out += "// Passes every call of " + d.name + " on to a capability of another binding.\n";
+  out += "class " + name + " final : public " + d.cppName + "::Server {\n";
+  out += " public:\n";
+  out += "  explicit " + name + "(" + d.cppName + "::Client target) : target_(std::move(target)) {}\n";
+  for (const auto& m : d.methods) {
+    std::string args;
+    for (const auto& p : m.params) args += (args.empty() ? "" : ", ") + p.name;
+    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") override { return target_." + m.name + "(" +
+           args + "); }\n";
+  }
+  out += "\n private:\n";
+  out += "  " + d.cppName + "::Client target_;\n";
+  out += "};\n\n";
+  out += "std::shared_ptr<void> " + name + "Make(std::shared_ptr<::lrpc::Binding> target) {\n";
+  out += "  auto f = std::make_shared<" + name + ">(" + d.cppName + "::Client(std::move(target)));\n";
+  out += "  void* self = static_cast<" + d.cppName + "::Server*>(f.get());\n";
+  out += "  return std::shared_ptr<void>(std::move(f), self);\n";
+  out += "}\n\n";
+}
+
 void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
   out += "::lrpc::Status " + d.relName + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
   if (!d.methods.empty()) {
@@ -955,6 +992,7 @@ FileText emitFile(const FileModel& f) {
     for (const auto* d : generated) {
       for (const auto& m : d->methods) emitDispatchMethod(*d, m, c);
     }
+    for (const auto* d : generated) emitForwarder(*d, c);
     c += "}  // namespace\n\n";
   }
   c += nsOpen(f);
@@ -967,15 +1005,16 @@ FileText emitFile(const FileModel& f) {
     c += "    " + d.relName + "::kProcedures,\n";
     c += "    " + d.relName + "::kProcedureCount,\n";
     c += "    &" + d.relName + "::Server::dispatch,\n";
-    if (d.carriesCaps) {
-      c += "    true,  // carries capabilities: the last procedure is the tunnel\n";
-    } else if (!d.prefixBases.empty()) {
-      c += "    false,  // carries no capabilities\n";
-    }
+    c += d.carriesCaps ? "    true,  // carries capabilities: the last procedure is the tunnel\n"
+                       : "    false,  // carries no capabilities\n";
     if (!d.prefixBases.empty()) {
       c += "    " + d.relName + "::kPrefixBases,\n";
       c += "    " + std::to_string(d.prefixBases.size()) + ",\n";
+    } else {
+      c += "    nullptr,  // extends nothing\n";
+      c += "    0,\n";
     }
+    c += "    &" + forwarderName(d) + "Make,\n";
     c += "};\n\n";
     c += d.relName + "::Client::Client() : Client(nullptr) {}\n\n";
     c += d.relName + "::Client::Client(std::shared_ptr<::lrpc::Binding> binding, const ::lrpc::CallOptions& options)\n";

@@ -241,6 +241,74 @@ TEST(SameHostCaps, CallsFailCleanlyOnceTheServerDies) {
   counter = Status(Errc::kCancelled);  // the release finds the server gone: no hang, no crash
 }
 
+// A server process exporting "broker" in `dir`, whose upstream is the Factory exported there.
+class BrokerProcess {
+ public:
+  explicit BrokerProcess(const std::string& dir)
+      : child_([&] {
+          auto upstream = importFactory(dir);
+          if (!upstream.isOk()) {
+            ready_.putByte('x');
+            return 1;
+          }
+          BrokerImpl impl(std::move(*upstream));
+          ServerOptions o;
+          o.dir = dir;
+          Exporter exporter(o);
+          const bool ok = exporter.add<caps::Broker>("broker", impl).isOk();
+          ready_.putByte(ok ? 'k' : 'x');
+          if (!ok) return 1;
+          for (;;) ::pause();
+        }) {
+    char c = 0;
+    up_ = ready_.get(&c, 1) && c == 'k';
+  }
+  bool up() const { return up_; }
+
+ private:
+  Pipe ready_;
+  Child child_;
+  bool up_ = false;
+};
+
+// Capabilities passed on through a binding other than the one they came on, across three
+// processes: the broker returns the factory's counters (a proxy in the broker), and this
+// process passes the factory's counters to the broker (a proxy here, called back).
+TEST_P(SameHost, ProxiesPassCapabilitiesOn) {
+  TempDir dir;
+  FactoryProcess factoryServer(dir.path());
+  ASSERT_TRUE(factoryServer.up());
+  BrokerProcess brokerServer(dir.path());
+  ASSERT_TRUE(brokerServer.up());
+  auto factory = importFactory(dir.path(), GetParam());
+  ASSERT_TRUE(factory.isOk()) << factory.status().toString();
+  ImportOptions io;
+  io.dir = dir.path();
+  io.mode = GetParam();
+  auto broker = lrpc::import<caps::Broker>("broker", io);
+  ASSERT_TRUE(broker.isOk()) << broker.status().toString();
+
+  auto relayed = broker->relay("r", 5);
+  ASSERT_TRUE(relayed.isOk()) << relayed.status().toString();
+  EXPECT_EQ(*relayed->add(1), 6);  // this process -> broker -> factory
+  EXPECT_EQ(*relayed->label(), "r");
+  EXPECT_EQ(*factory->live(), 1u);
+  EXPECT_EQ(*broker->read(*relayed), 6);  // the broker gets its own proxy back
+
+  auto made = factory->make("m", 10);
+  ASSERT_TRUE(made.isOk()) << made.status().toString();
+  auto read = broker->read(*made);  // broker -> this process (callback) -> factory
+  ASSERT_TRUE(read.isOk()) << read.status().toString();
+  EXPECT_EQ(*read, 10);
+  EXPECT_EQ(*factory->live(), 2u);
+
+  // Released along the chain: the proxies go, and with them their references upstream.
+  relayed = Status(Errc::kCancelled);
+  made = Status(Errc::kCancelled);
+  for (int i = 0; i < 500 && *factory->live() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(*factory->live(), 0u);
+}
+
 TEST(SameHostCallbacks, ManyThreadsCallBack) {
   TempDir dir;
   FactoryProcess server(dir.path());
@@ -363,8 +431,14 @@ uint16_t serveFactory(const std::string& bind) {
   auto* server = new net::UdpServer(o);
   auto* keeper = new KeeperImpl;
   auto* publisher = new PublisherImpl;
+  // The broker's upstream: a factory in another process on this host.
+  auto* dir = new TempDir;
+  auto* upstreamServer = new FactoryProcess(dir->path());
+  auto upstream = importFactory(dir->path());
+  if (!upstreamServer->up() || !upstream.isOk()) return 0;
+  auto* broker = new BrokerImpl(std::move(*upstream));
   if (!server->add<caps::Factory>("factory", *impl).isOk() || !server->add<caps::Keeper>("keeper", *keeper).isOk() ||
-      !server->add<caps::Publisher>("publisher", *publisher).isOk()) {
+      !server->add<caps::Publisher>("publisher", *publisher).isOk() || !server->add<caps::Broker>("broker", *broker).isOk()) {
     return 0;
   }
   auto port = server->bind(bind);
@@ -403,6 +477,19 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     auto listener = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1));
     auto r = publisher->ping(listener, 1);
     EXPECT_EQ(r.status().code(), Errc::kUnsupported) << r.status().toString();
+    // The server passes on a capability of another server (its same-host upstream): a proxy.
+    auto broker = net::connect<caps::Broker>(uri.substr(0, uri.rfind('/')) + "/broker");
+    ASSERT_TRUE(broker.isOk()) << broker.status().toString();
+    auto relayed = broker->relay("r", 5);
+    ASSERT_TRUE(relayed.isOk()) << relayed.status().toString();
+    EXPECT_EQ(*relayed->add(1), 6);
+    EXPECT_EQ(*broker->read(*relayed), 6);
+    // This client passing on a capability of its other session would serve a proxy: refused.
+    auto made = factory->make("m", 1);
+    ASSERT_TRUE(made.isOk()) << made.status().toString();
+    auto passed = broker->read(*made);
+    EXPECT_EQ(passed.status().code(), Errc::kUnsupported) << passed.status().toString();
+    EXPECT_NE(passed.status().toString().find("(a proxy"), std::string::npos) << passed.status().toString();
   });
 }
 

@@ -82,3 +82,11 @@ interface Publisher {
   lend @5 (listener :Listener, start :Int64) -> (total :Int64);
   # Makes a Counter(start) and passes it to listener.take: a callback that passes a capability.
 }
+
+interface Broker {
+  # Passes on capabilities of another server (a Factory it imported): proxies.
+  relay @0 (label :Text, start :Int64) -> (counter :Counter);
+  # A counter the other server made, returned through this one.
+  read @1 (counter :Counter) -> (total :Int64);
+  # A counter's total (it adds 0), called through whatever binding the counter came on.
+}

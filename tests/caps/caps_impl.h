@@ -252,6 +252,19 @@ class ListenerImpl final : public caps::Listener::Server {
   int64_t offset_;
 };
 
+class BrokerImpl final : public caps::Broker::Server {
+ public:
+  explicit BrokerImpl(caps::Factory::Client upstream) : upstream_(std::move(upstream)) {}
+  // The other server's capability, returned as it came: this process passes it on as a proxy.
+  Result<caps::Counter::Client> relay(std::string_view label, int64_t start) override {
+    return upstream_.make(label, start);
+  }
+  Result<int64_t> read(const caps::Counter::Client& counter) override { return counter.add(0); }
+
+ private:
+  caps::Factory::Client upstream_;
+};
+
 class LoudListenerImpl final : public caps::LoudListener::Server {
  public:
   Result<int64_t> notify(int64_t n) override { return wrapAdd(n, 7); }

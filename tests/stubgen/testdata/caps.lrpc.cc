@@ -298,6 +298,63 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Item on to a capability of another binding.
+class Forwarder_golden_caps_Item final : public ::golden::caps::Item::Server {
+ public:
+  explicit Forwarder_golden_caps_Item(::golden::caps::Item::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<uint32_t> get() override { return target_.get(); }
+  ::lrpc::Result<::golden::caps::Item::SplitResults> split() override { return target_.split(); }
+
+ private:
+  ::golden::caps::Item::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_golden_caps_ItemMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_golden_caps_Item>(::golden::caps::Item::Client(std::move(target)));
+  void* self = static_cast<::golden::caps::Item::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Hook on to a capability of another binding.
+class Forwarder_golden_caps_Shop_Hook final : public ::golden::caps::Shop::Hook::Server {
+ public:
+  explicit Forwarder_golden_caps_Shop_Hook(::golden::caps::Shop::Hook::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::golden::caps::Shop::Client> back() override { return target_.back(); }
+  ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwice() override { return target_.backTwice(); }
+
+ private:
+  ::golden::caps::Shop::Hook::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_golden_caps_Shop_HookMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_golden_caps_Shop_Hook>(::golden::caps::Shop::Hook::Client(std::move(target)));
+  void* self = static_cast<::golden::caps::Shop::Hook::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Shop on to a capability of another binding.
+class Forwarder_golden_caps_Shop final : public ::golden::caps::Shop::Server {
+ public:
+  explicit Forwarder_golden_caps_Shop(::golden::caps::Shop::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::golden::caps::Item::Client> make(uint32_t value) override { return target_.make(value); }
+  ::lrpc::Result<uint64_t> price(const ::golden::caps::Item::Client& item) override { return target_.price(item); }
+  ::lrpc::Result<::golden::caps::Shop::TwoResults> two() override { return target_.two(); }
+  ::lrpc::Result<::golden::caps::Box> box(const ::golden::caps::Box& box) override { return target_.box(box); }
+  ::lrpc::Result<uint32_t> all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) override { return target_.all(items); }
+  ::lrpc::Result<::golden::caps::Item::Client> swap(const ::golden::caps::Item::Client& item) override { return target_.swap(item); }
+  ::lrpc::Status write(std::span<const uint8_t> bytes) override { return target_.write(bytes); }
+  ::lrpc::Result<::golden::caps::Shop::Client> open(const ::golden::caps::Shop::Hook::Client& hook) override { return target_.open(hook); }
+
+ private:
+  ::golden::caps::Shop::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_golden_caps_ShopMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_golden_caps_Shop>(::golden::caps::Shop::Client(std::move(target)));
+  void* self = static_cast<::golden::caps::Shop::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 namespace golden::caps {
@@ -310,6 +367,9 @@ const ::lrpc::InterfaceDescriptor Item::kDescriptor = {
     Item::kProcedureCount,
     &Item::Server::dispatch,
     true,  // carries capabilities: the last procedure is the tunnel
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_golden_caps_ItemMake,
 };
 
 Item::Client::Client() : Client(nullptr) {}
@@ -346,6 +406,9 @@ const ::lrpc::InterfaceDescriptor Shop::Hook::kDescriptor = {
     Shop::Hook::kProcedureCount,
     &Shop::Hook::Server::dispatch,
     true,  // carries capabilities: the last procedure is the tunnel
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_golden_caps_Shop_HookMake,
 };
 
 Shop::Hook::Client::Client() : Client(nullptr) {}
@@ -382,6 +445,9 @@ const ::lrpc::InterfaceDescriptor Shop::kDescriptor = {
     Shop::kProcedureCount,
     &Shop::Server::dispatch,
     true,  // carries capabilities: the last procedure is the tunnel
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_golden_caps_ShopMake,
 };
 
 Shop::Client::Client() : Client(nullptr) {}

@@ -129,6 +129,24 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Trees on to a capability of another binding.
+class Forwarder_coded_Trees final : public ::coded::Trees::Server {
+ public:
+  explicit Forwarder_coded_Trees(::coded::Trees::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<uint32_t> put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) override { return target_.put(root, label); }
+  ::lrpc::Result<::coded::Trees::AllResults> all() override { return target_.all(); }
+  ::lrpc::Result<::coded::Link> link(const ::coded::Link& l) override { return target_.link(l); }
+
+ private:
+  ::coded::Trees::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_coded_TreesMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_coded_Trees>(::coded::Trees::Client(std::move(target)));
+  void* self = static_cast<::coded::Trees::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 namespace coded {
@@ -140,6 +158,10 @@ const ::lrpc::InterfaceDescriptor Trees::kDescriptor = {
     Trees::kProcedures,
     Trees::kProcedureCount,
     &Trees::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_coded_TreesMake,
 };
 
 Trees::Client::Client() : Client(nullptr) {}

@@ -118,6 +118,26 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Settings on to a capability of another binding.
+class Forwarder_defaults_Settings final : public ::defaults::Settings::Server {
+ public:
+  explicit Forwarder_defaults_Settings(::defaults::Settings::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<uint32_t> apply(const ::defaults::Config& config, bool dryRun) override { return target_.apply(config, dryRun); }
+  ::lrpc::Result<std::string> greet(std::string_view name, uint16_t times) override { return target_.greet(name, times); }
+  ::lrpc::Status tick() override { return target_.tick(); }
+  ::lrpc::Result<int32_t> mix(int32_t a, int32_t b, ::defaults::Level c) override { return target_.mix(a, b, c); }
+  ::lrpc::Result<int32_t> withResultDefault() override { return target_.withResultDefault(); }
+
+ private:
+  ::defaults::Settings::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_defaults_SettingsMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_defaults_Settings>(::defaults::Settings::Client(std::move(target)));
+  void* self = static_cast<::defaults::Settings::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 namespace defaults {
@@ -129,6 +149,10 @@ const ::lrpc::InterfaceDescriptor Settings::kDescriptor = {
     Settings::kProcedures,
     Settings::kProcedureCount,
     &Settings::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_defaults_SettingsMake,
 };
 
 Settings::Client::Client() : Client(nullptr) {}

@@ -233,6 +233,28 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Sensor on to a capability of another binding.
+class Forwarder_golden_v1_Sensor final : public ::golden::v1::Sensor::Server {
+ public:
+  explicit Forwarder_golden_v1_Sensor(::golden::v1::Sensor::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<std::string> name() override { return target_.name(); }
+  ::lrpc::Result<::golden::v1::Reading> read() override { return target_.read(); }
+  ::lrpc::Result<::golden::v1::Sensor::HistoryResults> history(uint16_t count) override { return target_.history(count); }
+  ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) override { return target_.label(text, tags); }
+  ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) override { return target_.upload(blob, delete_); }
+  ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) override { return target_.append(chunk); }
+  ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) override { return target_.dump(from); }
+
+ private:
+  ::golden::v1::Sensor::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_golden_v1_SensorMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_golden_v1_Sensor>(::golden::v1::Sensor::Client(std::move(target)));
+  void* self = static_cast<::golden::v1::Sensor::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 namespace golden::v1 {
@@ -247,6 +269,7 @@ const ::lrpc::InterfaceDescriptor Sensor::kDescriptor = {
     false,  // carries no capabilities
     Sensor::kPrefixBases,
     1,
+    &Forwarder_golden_v1_SensorMake,
 };
 
 Sensor::Client::Client() : Client(nullptr) {}

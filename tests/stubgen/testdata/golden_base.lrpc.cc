@@ -33,6 +33,22 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Named on to a capability of another binding.
+class Forwarder_Named final : public ::Named::Server {
+ public:
+  explicit Forwarder_Named(::Named::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<std::string> name() override { return target_.name(); }
+
+ private:
+  ::Named::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_NamedMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_Named>(::Named::Client(std::move(target)));
+  void* self = static_cast<::Named::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 const ::lrpc::InterfaceDescriptor Named::kDescriptor = {
@@ -42,6 +58,10 @@ const ::lrpc::InterfaceDescriptor Named::kDescriptor = {
     Named::kProcedures,
     Named::kProcedureCount,
     &Named::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_NamedMake,
 };
 
 Named::Client::Client() : Client(nullptr) {}

@@ -246,6 +246,119 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Browser on to a capability of another binding.
+class Forwarder_nested_Catalog_Browser final : public ::nested::Catalog::Browser::Server {
+ public:
+  explicit Forwarder_nested_Catalog_Browser(::nested::Catalog::Browser::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::nested::Catalog::Browser::ListResults> list(std::string_view prefix) override { return target_.list(prefix); }
+
+ private:
+  ::nested::Catalog::Browser::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_Catalog_BrowserMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Catalog_Browser>(::nested::Catalog::Browser::Client(std::move(target)));
+  void* self = static_cast<::nested::Catalog::Browser::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Cursor on to a capability of another binding.
+class Forwarder_nested_Store_Reader_Cursor final : public ::nested::Store::Reader::Cursor::Server {
+ public:
+  explicit Forwarder_nested_Store_Reader_Cursor(::nested::Store::Reader::Cursor::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> next() override { return target_.next(); }
+
+ private:
+  ::nested::Store::Reader::Cursor::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_Store_Reader_CursorMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Store_Reader_Cursor>(::nested::Store::Reader::Cursor::Client(std::move(target)));
+  void* self = static_cast<::nested::Store::Reader::Cursor::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Reader on to a capability of another binding.
+class Forwarder_nested_Store_Reader final : public ::nested::Store::Reader::Server {
+ public:
+  explicit Forwarder_nested_Store_Reader(::nested::Store::Reader::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) override { return target_.get(key); }
+
+ private:
+  ::nested::Store::Reader::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_Store_ReaderMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Store_Reader>(::nested::Store::Reader::Client(std::move(target)));
+  void* self = static_cast<::nested::Store::Reader::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Writer on to a capability of another binding.
+class Forwarder_nested_Store_Writer final : public ::nested::Store::Writer::Server {
+ public:
+  explicit Forwarder_nested_Store_Writer(::nested::Store::Writer::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<std::string> get(const ::nested::Store::Key& key) override { return target_.get(key); }
+  ::lrpc::Status put(const ::nested::Store::Key& key, std::string_view value) override { return target_.put(key, value); }
+
+ private:
+  ::nested::Store::Writer::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_Store_WriterMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Store_Writer>(::nested::Store::Writer::Client(std::move(target)));
+  void* self = static_cast<::nested::Store::Writer::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Store on to a capability of another binding.
+class Forwarder_nested_Store final : public ::nested::Store::Server {
+ public:
+  explicit Forwarder_nested_Store(::nested::Store::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<uint64_t> size() override { return target_.size(); }
+
+ private:
+  ::nested::Store::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_StoreMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Store>(::nested::Store::Client(std::move(target)));
+  void* self = static_cast<::nested::Store::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Audit on to a capability of another binding.
+class Forwarder_nested_Audit final : public ::nested::Audit::Server {
+ public:
+  explicit Forwarder_nested_Audit(::nested::Audit::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<bool> check(const ::nested::Store::Reader::Cursor::Pos& pos) override { return target_.check(pos); }
+
+ private:
+  ::nested::Audit::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_AuditMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Audit>(::nested::Audit::Client(std::move(target)));
+  void* self = static_cast<::nested::Audit::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Tagger on to a capability of another binding.
+class Forwarder_nested_Tagger final : public ::nested::Tagger::Server {
+ public:
+  explicit Forwarder_nested_Tagger(::nested::Tagger::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::nested::Tagger::TagResults> tag(const ::nested::Marker& m, const ::nested::Span& s) override { return target_.tag(m, s); }
+
+ private:
+  ::nested::Tagger::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_nested_TaggerMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_nested_Tagger>(::nested::Tagger::Client(std::move(target)));
+  void* self = static_cast<::nested::Tagger::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 namespace nested {
@@ -257,6 +370,10 @@ const ::lrpc::InterfaceDescriptor Catalog::Browser::kDescriptor = {
     Catalog::Browser::kProcedures,
     Catalog::Browser::kProcedureCount,
     &Catalog::Browser::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_nested_Catalog_BrowserMake,
 };
 
 Catalog::Browser::Client::Client() : Client(nullptr) {}
@@ -290,6 +407,10 @@ const ::lrpc::InterfaceDescriptor Store::Reader::Cursor::kDescriptor = {
     Store::Reader::Cursor::kProcedures,
     Store::Reader::Cursor::kProcedureCount,
     &Store::Reader::Cursor::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_nested_Store_Reader_CursorMake,
 };
 
 Store::Reader::Cursor::Client::Client() : Client(nullptr) {}
@@ -323,6 +444,10 @@ const ::lrpc::InterfaceDescriptor Store::Reader::kDescriptor = {
     Store::Reader::kProcedures,
     Store::Reader::kProcedureCount,
     &Store::Reader::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_nested_Store_ReaderMake,
 };
 
 Store::Reader::Client::Client() : Client(nullptr) {}
@@ -359,6 +484,7 @@ const ::lrpc::InterfaceDescriptor Store::Writer::kDescriptor = {
     false,  // carries no capabilities
     Store::Writer::kPrefixBases,
     1,
+    &Forwarder_nested_Store_WriterMake,
 };
 
 Store::Writer::Client::Client() : Client(nullptr) {}
@@ -393,6 +519,10 @@ const ::lrpc::InterfaceDescriptor Store::kDescriptor = {
     Store::kProcedures,
     Store::kProcedureCount,
     &Store::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_nested_StoreMake,
 };
 
 Store::Client::Client() : Client(nullptr) {}
@@ -426,6 +556,10 @@ const ::lrpc::InterfaceDescriptor Audit::kDescriptor = {
     Audit::kProcedures,
     Audit::kProcedureCount,
     &Audit::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_nested_AuditMake,
 };
 
 Audit::Client::Client() : Client(nullptr) {}
@@ -459,6 +593,10 @@ const ::lrpc::InterfaceDescriptor Tagger::kDescriptor = {
     Tagger::kProcedures,
     Tagger::kProcedureCount,
     &Tagger::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_nested_TaggerMake,
 };
 
 Tagger::Client::Client() : Client(nullptr) {}

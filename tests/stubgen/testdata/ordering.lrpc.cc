@@ -80,6 +80,54 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+// Passes every call of Base on to a capability of another binding.
+class Forwarder_Base final : public ::Base::Server {
+ public:
+  explicit Forwarder_Base(::Base::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) override { return target_.pair(p); }
+
+ private:
+  ::Base::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_BaseMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_Base>(::Base::Client(std::move(target)));
+  void* self = static_cast<::Base::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Derived on to a capability of another binding.
+class Forwarder_Derived final : public ::Derived::Server {
+ public:
+  explicit Forwarder_Derived(::Derived::Client target) : target_(std::move(target)) {}
+  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) override { return target_.pair(p); }
+  ::lrpc::Result<::Derived::OwnResults> own(::Base::Kind k, const ::Later& p) override { return target_.own(k, p); }
+
+ private:
+  ::Derived::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_DerivedMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_Derived>(::Derived::Client(std::move(target)));
+  void* self = static_cast<::Derived::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
+// Passes every call of Empty on to a capability of another binding.
+class Forwarder_Empty final : public ::Empty::Server {
+ public:
+  explicit Forwarder_Empty(::Empty::Client target) : target_(std::move(target)) {}
+
+ private:
+  ::Empty::Client target_;
+};
+
+std::shared_ptr<void> Forwarder_EmptyMake(std::shared_ptr<::lrpc::Binding> target) {
+  auto f = std::make_shared<Forwarder_Empty>(::Empty::Client(std::move(target)));
+  void* self = static_cast<::Empty::Server*>(f.get());
+  return std::shared_ptr<void>(std::move(f), self);
+}
+
 }  // namespace
 
 const ::lrpc::InterfaceDescriptor Base::kDescriptor = {
@@ -89,6 +137,10 @@ const ::lrpc::InterfaceDescriptor Base::kDescriptor = {
     Base::kProcedures,
     Base::kProcedureCount,
     &Base::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_BaseMake,
 };
 
 Base::Client::Client() : Client(nullptr) {}
@@ -125,6 +177,7 @@ const ::lrpc::InterfaceDescriptor Derived::kDescriptor = {
     false,  // carries no capabilities
     Derived::kPrefixBases,
     1,
+    &Forwarder_DerivedMake,
 };
 
 Derived::Client::Client() : Client(nullptr) {}
@@ -159,6 +212,10 @@ const ::lrpc::InterfaceDescriptor Empty::kDescriptor = {
     Empty::kProcedures,
     Empty::kProcedureCount,
     &Empty::Server::dispatch,
+    false,  // carries no capabilities
+    nullptr,  // extends nothing
+    0,
+    &Forwarder_EmptyMake,
 };
 
 Empty::Client::Client() : Client(nullptr) {}
