@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "runtime/capability.h"
@@ -28,23 +30,20 @@ using net::testing::ForkedServer;
 using net::testing::NetnsPair;
 using net::testing::runIn;
 
-// A server process exporting a fresh Factory as "factory" in `dir`.
-class FactoryProcess {
+// A server process exporting in `dir` what `setup` adds to its exporter; `setup` returns what
+// must live as long as the exports (the implementations), or null when it could not add them.
+class ServerProcess {
  public:
-  FactoryProcess(const std::string& dir, uint32_t maxCapabilities = CapTable::kDefaultLimit)
+  using Setup = std::function<std::shared_ptr<void>(Exporter&)>;
+  ServerProcess(const std::string& dir, const Setup& setup, uint32_t maxCapabilities = CapTable::kDefaultLimit)
       : child_([&] {
-          FactoryImpl impl;
           ServerOptions o;
           o.dir = dir;
           o.maxCapabilities = maxCapabilities;
           Exporter exporter(o);
-          KeeperImpl keeper;
-          PublisherImpl publisher;
-          const bool ok = exporter.add<caps::Factory>("factory", impl).isOk() &&
-                          exporter.add<caps::Keeper>("keeper", keeper).isOk() &&
-                          exporter.add<caps::Publisher>("publisher", publisher).isOk();
-          ready_.putByte(ok ? 'k' : 'x');
-          if (!ok) return 1;
+          const std::shared_ptr<void> impls = setup(exporter);
+          ready_.putByte(impls ? 'k' : 'x');
+          if (!impls) return 1;
           for (;;) ::pause();
         }) {
     char c = 0;
@@ -56,6 +55,22 @@ class FactoryProcess {
   Pipe ready_;
   Child child_;
   bool up_ = false;
+};
+
+// Exports a fresh Factory as "factory", with a Keeper and a Publisher, in `dir`.
+class FactoryProcess : public ServerProcess {
+ public:
+  explicit FactoryProcess(const std::string& dir, uint32_t maxCapabilities = CapTable::kDefaultLimit)
+      : ServerProcess(
+            dir,
+            [](Exporter& exporter) -> std::shared_ptr<void> {
+              auto impls = std::make_shared<std::tuple<FactoryImpl, KeeperImpl, PublisherImpl>>();
+              const bool ok = exporter.add<caps::Factory>("factory", std::get<0>(*impls)).isOk() &&
+                              exporter.add<caps::Keeper>("keeper", std::get<1>(*impls)).isOk() &&
+                              exporter.add<caps::Publisher>("publisher", std::get<2>(*impls)).isOk();
+              return ok ? impls : nullptr;
+            },
+            maxCapabilities) {}
 };
 
 Result<caps::Factory::Client> importFactory(const std::string& dir, TransferMode mode = TransferMode::kAdaptive) {
@@ -241,34 +256,16 @@ TEST(SameHostCaps, CallsFailCleanlyOnceTheServerDies) {
   counter = Status(Errc::kCancelled);  // the release finds the server gone: no hang, no crash
 }
 
-// A server process exporting "broker" in `dir`, whose upstream is the Factory exported there.
-class BrokerProcess {
+// Exports "broker" in `dir`, whose upstream is the Factory exported there.
+class BrokerProcess : public ServerProcess {
  public:
   explicit BrokerProcess(const std::string& dir)
-      : child_([&] {
+      : ServerProcess(dir, [&dir](Exporter& exporter) -> std::shared_ptr<void> {
           auto upstream = importFactory(dir);
-          if (!upstream.isOk()) {
-            ready_.putByte('x');
-            return 1;
-          }
-          BrokerImpl impl(std::move(*upstream));
-          ServerOptions o;
-          o.dir = dir;
-          Exporter exporter(o);
-          const bool ok = exporter.add<caps::Broker>("broker", impl).isOk();
-          ready_.putByte(ok ? 'k' : 'x');
-          if (!ok) return 1;
-          for (;;) ::pause();
-        }) {
-    char c = 0;
-    up_ = ready_.get(&c, 1) && c == 'k';
-  }
-  bool up() const { return up_; }
-
- private:
-  Pipe ready_;
-  Child child_;
-  bool up_ = false;
+          if (!upstream.isOk()) return nullptr;
+          auto impl = std::make_shared<BrokerImpl>(std::move(*upstream));
+          return exporter.add<caps::Broker>("broker", *impl).isOk() ? impl : nullptr;
+        }) {}
 };
 
 // Capabilities passed on through a binding other than the one they came on, across three
