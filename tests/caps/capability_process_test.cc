@@ -50,6 +50,10 @@ class ServerProcess {
     up_ = ready_.get(&c, 1) && c == 'k';
   }
   bool up() const { return up_; }
+  void kill() {
+    child_.kill();
+    (void)child_.wait();
+  }
 
  private:
   Pipe ready_;
@@ -304,6 +308,17 @@ TEST_P(SameHost, ProxiesPassCapabilitiesOn) {
   made = Status(Errc::kCancelled);
   for (int i = 0; i < 500 && *factory->live() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(*factory->live(), 0u);
+
+  // The upstream server dies: calls through the broker's proxy fail at once, and the broker,
+  // whose own process lives on, still answers.
+  auto orphan = broker->relay("o", 1);
+  ASSERT_TRUE(orphan.isOk()) << orphan.status().toString();
+  factoryServer.kill();
+  Result<int64_t> dead = orphan->add(1);
+  EXPECT_EQ(dead.status().code(), Errc::kPeerDied) << dead.status().toString();
+  EXPECT_FALSE(broker->relay("late", 1).isOk());
+  caps::Counter::Client unbound;
+  EXPECT_EQ(broker->read(unbound).status().code(), Errc::kBindingRejected);  // the broker itself still serves
 }
 
 TEST(SameHostCallbacks, ManyThreadsCallBack) {
