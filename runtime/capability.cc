@@ -391,9 +391,20 @@ Result<HostedObject> proxyOf(const std::shared_ptr<Binding>& cap) noexcept {
   }
 }
 
-// capToFrame, with the object this process serves for `cap` (its own, or a proxy) if any.
-Result<uint32_t> toFrame(const Binding& via, const std::shared_ptr<Binding>& cap, const HostedObject* hosted,
-                         bool proxy) noexcept {
+// The object this process serves for `cap` when it travels through `conn`: its own (made with
+// Client::serve), a proxy (foreign: kept in `proxy`), or none (null, or imported from `conn`).
+Result<const HostedObject*> servedFor(const Binding& conn, const std::shared_ptr<Binding>& cap,
+                                      Result<HostedObject>& proxy) noexcept {
+  if (cap && cap->remote && cap->channel->hostedObject() != nullptr) return cap->channel->hostedObject();
+  if (!foreign(conn, cap)) return static_cast<const HostedObject*>(nullptr);
+  proxy = proxyOf(cap);
+  if (!proxy.isOk()) return proxy.status();
+  return &*proxy;
+}
+
+// The id of `cap` in a frame of a call through `via`; `hosted`: servedFor's object.
+Result<uint32_t> idInFrame(const Binding& via, const std::shared_ptr<Binding>& cap, const HostedObject* hosted,
+                           bool proxy) noexcept {
   if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
   const Binding& conn = connectionOf(via);
   if (hosted == nullptr && cap->remote) {
@@ -414,16 +425,6 @@ Result<uint32_t> toFrame(const Binding& via, const std::shared_ptr<Binding>& cap
 }
 
 }  // namespace
-
-Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept {
-  const HostedObject* hosted = cap && cap->remote ? cap->channel->hostedObject() : nullptr;
-  if (hosted == nullptr && foreign(connectionOf(via), cap)) {
-    Result<HostedObject> proxy = proxyOf(cap);
-    if (!proxy.isOk()) return proxy.status();
-    return toFrame(via, cap, &*proxy, true);
-  }
-  return toFrame(via, cap, hosted, false);
-}
 
 Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, const InterfaceDescriptor& iface) noexcept {
   if (id == kNullCap) return std::shared_ptr<Binding>();
@@ -458,13 +459,10 @@ uint32_t ClientCaps::out(const std::shared_ptr<Binding>& cap) noexcept {
 
 Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexcept {
   const Binding& conn = connectionOf(via_);
-  const HostedObject* ours = cap && cap->remote ? cap->channel->hostedObject() : nullptr;
   Result<HostedObject> proxy = Status(Errc::kNotFound, "no proxy");
-  if (ours == nullptr && foreign(conn, cap)) {
-    proxy = proxyOf(cap);
-    if (!proxy.isOk()) return proxy.status();
-    ours = &*proxy;
-  }
+  Result<const HostedObject*> served = servedFor(conn, cap, proxy);
+  if (!served.isOk()) return served.status();
+  const HostedObject* ours = *served;
   if (ours != nullptr && conn.remote && conn.channel->hostedObject() != nullptr) {
     // A call on an object in this process: our object goes into its table for the call.
     CapTable* table = conn.channel->exportTable();
@@ -479,7 +477,7 @@ Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexce
     added_.push_back(*id);
     return id;
   }
-  Result<uint32_t> id = detail::toFrame(via_, cap, ours, proxy.isOk());
+  Result<uint32_t> id = idInFrame(via_, cap, ours, proxy.isOk());
   if (ours != nullptr && id.isOk() && (*id & kClientHostedCap) != 0) {
     try {
       sent_.emplace_back(*id, *ours);

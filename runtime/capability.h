@@ -103,8 +103,6 @@ constexpr ProcedureDescriptor capCallProcedure(uint32_t index) noexcept {
 
 // ---- what generated code calls ----
 
-// Client side: the id to write for capability `cap` in a frame of a call through `via`.
-Result<uint32_t> capToFrame(const Binding& via, const std::shared_ptr<Binding>& cap) noexcept;
 // Client side: the binding for id `id` that the server returned in a frame of a call through `via`.
 Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, const InterfaceDescriptor& iface) noexcept;
 // Server side: the binding for argument id `id` (an object this connection exported).
