@@ -35,6 +35,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/box.h"
+#include "runtime/view_arena.h"
 
 namespace lrpc {
 
@@ -130,9 +131,13 @@ struct Reader {
   uint64_t budget = 0;
   uint32_t depthLeft = kMaxDepth;
   CapCodec* caps = nullptr;  // resolves capability ids; null where the values hold none
+  // Where views read out of the tail keep their arrays (runtime/codec_view.h); null where the
+  // reader fills owning values, and then a view cannot be read.
+  ViewArena* arena = nullptr;
 
-  Reader(std::span<const std::byte> t, uint32_t maxDepth = kMaxDepth, CapCodec* capCodec = nullptr) noexcept
-      : tail(t), budget(t.size()), depthLeft(maxDepth), caps(capCodec) {}
+  Reader(std::span<const std::byte> t, uint32_t maxDepth = kMaxDepth, CapCodec* capCodec = nullptr,
+         ViewArena* views = nullptr) noexcept
+      : tail(t), budget(t.size()), depthLeft(maxDepth), caps(capCodec), arena(views) {}
 
   // Checks `ref` and spends its bytes.
   bool take(VarRef ref, size_t elemSize) noexcept {
@@ -165,6 +170,8 @@ template <class E>
 inline constexpr bool kIsView<std::span<const E>> = true;
 template <>
 inline constexpr bool kIsView<std::string_view> = true;
+template <class V>
+inline constexpr bool kIsView<BoxView<V>> = true;
 
 // Copied as bytes: numbers, enums and fixed-size generated structs (not views, which are
 // trivially copyable too but name their bytes elsewhere).
@@ -241,6 +248,13 @@ template <Coded S> bool get(Reader& r, VarRef ref, Box<S>& out) {
     return true;
   }
   return get(r, ref, out.emplace());
+}
+
+// A BoxView (runtime/codec_view.h) is written as the Box it views.
+template <Coded V> uint64_t head(const BoxView<V>& v) noexcept { return v ? head(*v) : 0; }
+template <Coded V> uint64_t size(const BoxView<V>& v, uint32_t depth) noexcept { return v ? size(*v, depth) : 0; }
+template <Coded V> uint64_t put(std::byte* t, uint64_t at, const BoxView<V>& v, CapCodec* caps) noexcept {
+  return v ? put(t, at, *v, caps) : at;
 }
 
 // Writes `v` at the next 8-aligned place from `end` (zeroing the gap), its VarRef into `slot`

@@ -34,6 +34,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/codec.h"
+#include "runtime/codec_view.h"
 #include "runtime/reclaim.h"
 
 // Generated headers check this against the value they were generated for.
