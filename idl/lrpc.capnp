@@ -41,3 +41,12 @@ annotation maxDepth @0xf7c1fa92522000df (method, interface) :UInt32;
 # reader (the server for arguments, the client for results) answers a deeper frame with
 # kBadFrame, so a hostile peer cannot recurse it off its stack. On an interface it is the default
 # for its methods; on a method it overrides the interface. At least 1.
+
+annotation views @0xe3a1c5d7b9f20468 (method, interface) :Void;
+# The method's arguments are views on both sides (idl/README.md, "Views"): a struct that travels
+# by reference is passed as S::View (std::string_view and std::span members instead of
+# std::string and std::vector) and a List of such values as std::span<const S::View>; the handler
+# receives every Text, Data, List and struct argument as a view into one private copy of the
+# argument tail, valid until it returns (lrpc::ownedOf keeps one). The frames are the same, so a
+# peer generated without it interoperates. On an interface: each of its own methods. Not with
+# $Lrpc.inPlace (a view already reads a private copy in place).

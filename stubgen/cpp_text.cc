@@ -78,6 +78,23 @@ std::string valueType(const Type& t) {
   }
 }
 
+std::string viewType(const Type& t) {
+  if (t.kind == Kind::kStruct && t.coded) {
+    return t.boxed ? "::lrpc::BoxView<" + t.cppName + "::View>" : t.cppName + "::View";
+  }
+  switch (t.kind) {
+    case Kind::kText: return "std::string_view";
+    case Kind::kData: return "std::span<const uint8_t>";
+    case Kind::kList: return "std::span<const " + viewType(elemOf(t)) + ">";
+    default: return memberType(t);
+  }
+}
+
+std::string viewParamType(const Type& t) {
+  if (!t.coded) return paramType(t);
+  return t.kind == Kind::kStruct ? "const " + viewType(t) + "&" : viewType(t);
+}
+
 std::string ind(int n) { return std::string(static_cast<size_t>(n), ' '); }
 
 std::string offsetList(const std::vector<uint32_t>& offsets) {

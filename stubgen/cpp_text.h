@@ -25,6 +25,10 @@ std::string paramType(const Type& t);
 std::string elemParamType(const Type& e);
 // What a client receives and a handler returns.
 std::string valueType(const Type& t);
+// A member of a generated S::View (runtime/codec_view.h): std::string_view, std::span, E::View.
+std::string viewType(const Type& t);
+// A parameter of a method with $Lrpc.views: a coded value's view; else as paramType.
+std::string viewParamType(const Type& t);
 
 std::string ind(int n);
 // `text` with every line indented by n more spaces.

@@ -20,7 +20,8 @@ std::string paramList(const Method& m, bool withDefaults = false) {
   while (withDefaults && firstDefault > 0 && !m.params[firstDefault - 1].defaultValue.empty()) --firstDefault;
   std::string s;
   for (size_t i = 0; i < m.params.size(); ++i) {
-    s += (i ? ", " : "") + paramType(m.params[i].type) + " " + m.params[i].name;
+    s += (i ? ", " : "") + (m.views ? viewParamType(m.params[i].type) : paramType(m.params[i].type)) + " " +
+         m.params[i].name;
     if (i >= firstDefault) s += " = " + m.params[i].defaultValue;
   }
   return s;
@@ -737,10 +738,30 @@ std::string dispatchFnName(const InterfaceDecl& d, const Method& m) {
   return "dispatch" + pascal(scope) + m.framePrefix;
 }
 
+// $Lrpc.views: one argument read as a view of the private tail (rd_), every kind through
+// runtime/codec_view.h, with one budget for the whole tail and maxBytes as the bytes it spent.
+void emitReadView(const Method& m, const Field& f, std::string& out) {
+  const std::string v = f.name + "View_";
+  out += "  " + viewType(f.type) + " " + v + "{};\n";
+  if (f.maxBytes) out += "  const uint64_t " + f.name + "Budget_ = rd_.budget;\n";
+  out += "  if (!::lrpc::codec::get(rd_, frame_." + f.name + ", " + v + ")" +
+         (f.maxBytes ? " || " + f.name + "Budget_ - rd_.budget > " + std::to_string(f.maxBytes) : std::string()) +
+         ") {\n";
+  out += "    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it\n";
+  out += "    return ::lrpc::Status(::lrpc::Errc::kBadFrame, " +
+         quoted(m.qualifiedName + ": argument " + f.schemaName +
+                " is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice "
+                "or is over its size limit") + ");\n";
+  out += "  }\n";
+}
+
 void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "::lrpc::Status " + dispatchFnName(d, m) + "(" + d.cppName + "::Server& server_, ::lrpc::ServerCall& call_) {\n";
   std::vector<std::string> callArgs;
-  if (anyCoded(m.params) || anyCoded(m.results)) {
+  bool anyVar = false;
+  for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type);
+  const bool asViews = m.views && anyVar;
+  if (anyCoded(m.params) || anyCoded(m.results) || asViews) {
     out += "  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values\n";
   }
   if (!m.params.empty()) {
@@ -753,10 +774,16 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
     out += "  " + m.frameScope + "::" + m.framePrefix + "ArgsFrame frame_;\n";
     out += "  std::memcpy(&frame_, args_.data(), sizeof frame_);\n";
     emitBoolFix("frame_", frameBoolOffsets(m.params), 2, out);
-    bool anyVar = false;
-    for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type);
     if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.argTail();\n";
-    if (anyCoded(m.params)) out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
+    if (asViews) {
+      out += "  ::lrpc::ViewArena arena_;  // what the views point into, until the handler returns\n";
+      out += "  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;\n";
+      out += "  // Copy \"E\" of the whole tail at once: the views read memory the client cannot write.\n";
+      out += "  const std::span<const std::byte> own_ = call_.argTailPrivate() ? tail_ : arena_.copy(tail_);\n";
+      out += "  ::lrpc::codec::Reader rd_(own_" + depthArg(m) + ", &arena_);\n";
+    } else if (anyCoded(m.params)) {
+      out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
+    }
     for (const auto& f : m.params) {
       if (f.type.kind == Kind::kBool) {
         callArgs.push_back("frame_." + f.name + " != 0");
@@ -772,6 +799,11 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
       }
       if (!isVariable(f.type)) {
         callArgs.push_back("frame_." + f.name);
+        continue;
+      }
+      if (asViews) {
+        emitReadView(m, f, out);
+        callArgs.push_back(f.name + "View_");
         continue;
       }
       const std::string store = f.name + "Store_";
@@ -961,6 +993,7 @@ FileText emitFile(const FileModel& f) {
   // Every struct is complete now: the functions that write and read them in a tail.
   std::vector<const StructDecl*> structs;
   forEachStruct(f, [&](const StructDecl& s) { structs.push_back(&s); });
+  emitViews(structs, f.cppNamespace, h);
   emitCodecFunctions(structs, h);
   std::set<std::string> complete;  // Client classes defined so far
   std::string later;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 
 #include "stubgen/cpp_text.h"
 #include "stubgen/names.h"
@@ -111,12 +113,14 @@ void getField(const Field& f, const std::string& I, std::string& out) {
   out += I + "}\n";
 }
 
-void emitCodedDefinitions(const StructDecl& s, std::string& out) {
-  const std::string S = s.cppName;
+// `view`: the functions for S::View, whose members have the same names (their union setters are
+// defined in the class).
+void emitCodedDefinitions(const StructDecl& s, bool view, std::string& out) {
+  const std::string S = s.cppName + (view ? "::View" : "");
   const std::string F = std::to_string(s.size);
   const auto members = unionMembers(s);
   for (const Field* f : members) {
-    if (f->isVoid) continue;
+    if (f->isVoid || view) continue;
     const std::string P = pascal(f->schemaName);
     const std::string T = memberType(f->type);
     out += "inline void " + S + "::set" + P + "(" + T + " value) {\n";
@@ -209,7 +213,115 @@ void emitCodedDefinitions(const StructDecl& s, std::string& out) {
   out += "}\n\n";
 }
 
+// lrpcViewOf and lrpcOwnedOf: member by member through runtime/codec_view.h (of a union, the
+// member which() names).
+void emitConversions(const StructDecl& s, std::string& out) {
+  const std::string S = s.cppName;
+  const auto members = unionMembers(s);
+  auto body = [&](const char* fn, const char* extra) {
+    for (const auto& f : s.fields) {
+      if (f.discriminant < 0 && !f.isVoid) {
+        out += "  out_." + f.member + " = ::lrpc::codec::" + fn + "(v_." + f.member + extra + ");\n";
+      }
+    }
+    if (members.empty()) return;
+    out += "  out_.which_ = v_.which_;\n";
+    out += "  switch (v_.which_) {\n";
+    for (const Field* f : members) {
+      if (f->isVoid) continue;
+      out += "    case " + whichName(s, *f) + ": out_." + f->member + " = ::lrpc::codec::" + fn + "(v_." + f->member +
+             extra + "); break;\n";
+    }
+    out += "    default: break;\n";
+    out += "  }\n";
+  };
+  out += "inline " + S + "::View lrpcViewOf(const " + S + "& v_, ::lrpc::ViewArena& a_) {\n";
+  out += "  static_cast<void>(a_);  // (a struct of numbers needs none)\n";
+  out += "  " + S + "::View out_;\n";
+  body("viewOf", ", a_");
+  out += "  return out_;\n";
+  out += "}\n\n";
+  out += "inline " + S + " lrpcOwnedOf(const " + S + "::View& v_) {\n";
+  out += "  " + S + " out_;\n";
+  body("ownedOf", "");
+  out += "  return out_;\n";
+  out += "}\n\n";
+}
+
+// A View member's initializer: the schema's default where a view can hold it (a Data or List
+// default is a constant kept alive by the Frozen it views), else a value-initialized one.
+std::string viewInitializer(const Field& f) {
+  if (f.defaultValue.empty()) return "{}";
+  const Kind k = f.type.kind;
+  const bool literal = k == Kind::kText && !f.defaultValue.empty() && f.defaultValue.front() == '"';
+  if (k == Kind::kData || k == Kind::kList || (k == Kind::kText && !literal)) {
+    return " = [] {\n      static const ::lrpc::codec::Frozen<" + memberType(f.type) + "> d_{" + f.defaultValue +
+           "};\n      return d_.view();\n    }()";
+  }
+  return " = " + f.defaultValue;
+}
+
+// S::View for one coded struct; `rel` is S's name inside the file's namespace.
+void emitView(const StructDecl& s, const std::string& rel, std::string& out) {
+  const auto members = unionMembers(s);
+  out += "// " + rel + " as views: to pass without building owning containers, and what a handler\n";
+  out += "// of a method with $Lrpc.views receives (idl/README.md, \"Views\").\n";
+  out += "struct " + rel + "::View {\n";
+  out += "  using Owned = " + s.cppName + ";\n";
+  if (!members.empty()) out += "  using Which = " + s.cppName + "::Which;\n";
+  for (const auto& f : s.fields) {
+    if (f.discriminant >= 0) continue;
+    out += "  " + viewType(f.type) + " " + f.member + viewInitializer(f) + ";\n";
+  }
+  if (!members.empty()) {
+    out += "\n  Which which() const noexcept { return which_; }\n";
+    for (const Field* f : members) {
+      const std::string P = pascal(f->schemaName);
+      out += "  bool is" + P + "() const noexcept { return which_ == Which::k" + P + "; }\n";
+      if (f->isVoid) {
+        out += "  void set" + P + "() noexcept { which_ = Which::k" + P + "; }\n";
+        continue;
+      }
+      const std::string T = viewType(f->type);
+      out += "  const " + T + "& get" + P + "() const noexcept { return " + f->member + "; }\n";
+      out += "  void set" + P + "(" + T + " value) noexcept {\n";
+      out += "    which_ = Which::k" + P + ";\n";
+      out += "    " + f->member + " = value;\n";
+      out += "  }\n";
+    }
+    out += "  Which which_ = Which::k" + pascal(members.front()->schemaName) + ";\n";
+    for (const Field* f : members) {
+      if (!f->isVoid) out += "  " + viewType(f->type) + " " + f->member + viewInitializer(*f) + ";\n";
+    }
+  }
+  out += "};\n\n";
+}
+
 }  // namespace
+
+void emitViews(const std::vector<const StructDecl*>& all, const std::string& cppNamespace, std::string& out) {
+  std::map<std::string, const StructDecl*> byName;
+  for (const StructDecl* s : all) {
+    if (s->refused.empty() && s->coded && s->templateParams.empty()) byName[s->cppName] = s;
+  }
+  // A view holds the views of its by-value coded fields: those are defined first.
+  std::set<std::string> done;
+  std::function<void(const StructDecl&)> define = [&](const StructDecl& s) {
+    if (!done.insert(s.cppName).second) return;
+    for (const auto& f : s.fields) {
+      if (f.type.kind != Kind::kStruct || !f.type.coded || f.type.boxed) continue;
+      auto it = byName.find(f.type.cppName);
+      if (it != byName.end()) define(*it->second);
+    }
+    const std::string prefix = cppNamespace.empty() ? "::" : "::" + cppNamespace + "::";
+    std::string rel = s.cppName;
+    if (rel.compare(0, prefix.size(), prefix) == 0) rel.erase(0, prefix.size());
+    emitView(s, rel, out);
+  };
+  for (const StructDecl* s : all) {
+    if (byName.count(s->cppName) != 0) define(*s);
+  }
+}
 
 void emitEnum(const EnumDecl& e, int in, std::string& out) {
   out += docLines(e.doc, in);
@@ -299,6 +411,8 @@ void emitStruct(const StructDecl& s, int in, std::string& out, const std::string
   nestedStructs(in + 2);
   emitNestedInterfaces(s.nestedInterfaces, in + 2, out);
   if (s.coded) {
+    out += ind(in + 2) + "// The same value as views (std::string_view, std::span), defined after every struct.\n";
+    out += ind(in + 2) + "struct View;\n";
     emitCodedMembers(s, in + 2, out);
   } else {
     for (const auto& f : s.fields) {
@@ -337,7 +451,16 @@ void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& 
       decls += "inline uint64_t lrpcSize(const " + S + "& v_, uint32_t depth_) noexcept;\n";
       decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
       decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_);\n";
-      emitCodedDefinitions(*s, defs);
+      emitCodedDefinitions(*s, false, defs);
+      const std::string V = S + "::View";
+      decls += "inline uint32_t lrpcHead(const " + V + "&) noexcept { return " + std::to_string(s->size) + "; }\n";
+      decls += "inline uint64_t lrpcSize(const " + V + "& v_, uint32_t depth_) noexcept;\n";
+      decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + V + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
+      decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + V + "& out_);\n";
+      decls += "inline " + V + " lrpcViewOf(const " + S + "& v_, ::lrpc::ViewArena& a_);\n";
+      decls += "inline " + S + " lrpcOwnedOf(const " + V + "& v_);\n";
+      emitCodedDefinitions(*s, true, defs);
+      emitConversions(*s, defs);
       continue;
     }
     if (!s->padding.empty()) {

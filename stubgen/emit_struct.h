@@ -26,9 +26,13 @@ void emitStruct(const StructDecl& s, int in, std::string& out, const std::string
 void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align, const std::vector<Field>& fields,
                        std::string& out);
 void emitStructAsserts(const StructDecl& s, std::string& out);
-// lrpcHead/lrpcSize/lrpcPut/lrpcGet for every coded struct among `structs` (nested ones too),
-// lrpcScrub/lrpcFixBools for flattened ones with padding or Bools: declarations first, so
-// that structs that refer to each other through Lists can call each other.
+// S::View for every coded struct among `structs`, once every struct is complete, in the order
+// their by-value members need (runtime/codec_view.h).
+void emitViews(const std::vector<const StructDecl*>& structs, const std::string& cppNamespace, std::string& out);
+// lrpcHead/lrpcSize/lrpcPut/lrpcGet for every coded struct among `structs` (nested ones too)
+// and for its View, lrpcViewOf/lrpcOwnedOf between the two, lrpcScrub/lrpcFixBools for
+// flattened ones with padding or Bools: declarations first, so that structs that refer to each
+// other through Lists can call each other.
 void emitCodecFunctions(const std::vector<const StructDecl*>& structs, std::string& out);
 
 // Defined in emit.cc: an interface's struct (frames, PDL, descriptor), for interfaces nested in

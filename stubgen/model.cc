@@ -1414,6 +1414,12 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
       diags.push_back(diag(fileId, line,
                            path + ": $Lrpc.maxDepth(0) admits no nested value (remove it, or give 1 or more)"));
     }
+    d.views = hasAnnotation(m.getAnnotations(), kViewsId) || hasAnnotation(iface.getAnnotations(), kViewsId);
+    if (d.views && std::any_of(d.params.begin(), d.params.end(), [](const Field& p) { return p.inPlace; })) {
+      diags.push_back(diag(fileId, line,
+                           path + ": $Lrpc.inPlace and $Lrpc.views together (a view already reads the server's "
+                                  "private copy in place: remove $Lrpc.inPlace)"));
+    }
     if (d.astackCount == 0) {
       diags.push_back(diag(fileId, line,
                            path + ": $Lrpc.astacks(0) leaves no A-stack to call it with (remove it, or give 1 or "

@@ -24,6 +24,7 @@ inline constexpr uint64_t kAstackBytesId = 0xc8c88bdaef2152a0ull;
 inline constexpr uint64_t kMaxBytesId = 0xd54e77b422219b17ull;
 inline constexpr uint64_t kInPlaceId = 0xd9d8806d032a08e7ull;
 inline constexpr uint64_t kMaxDepthId = 0xf7c1fa92522000dfull;
+inline constexpr uint64_t kViewsId = 0xe3a1c5d7b9f20468ull;
 
 inline constexpr uint64_t kStreamResultId = 0x995f9a3377c0b16eull;  // capnp/stream.capnp
 
@@ -167,6 +168,7 @@ struct Method {
   uint32_t maxDepth = 0;     // $Lrpc.maxDepth; 0: lrpc::codec::kMaxDepth
   bool variable = false;
   bool stream = false;       // declared `-> stream`: no results
+  bool views = false;        // $Lrpc.views: arguments are views (runtime/codec_view.h)
   std::string doc;
   bool inherited = false;
 };

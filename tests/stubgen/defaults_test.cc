@@ -95,6 +95,22 @@ TEST(Defaults, DataAndListLiteralsOnStructFields) {
   EXPECT_EQ(p.big, (std::vector<int64_t>{INT64_MIN, 7}));
 }
 
+// A View starts from the same defaults: a Data or List default is a constant it views, so a
+// view that nothing set converts to the owning value that nothing set.
+TEST(Defaults, ViewsStartFromTheSameDefaults) {
+  const defaults::Profile::View v;
+  EXPECT_EQ(ownedOf(v), defaults::Profile{});
+  EXPECT_EQ(v.names.size(), 2u);
+  EXPECT_EQ(v.names[1], "b \"c\"");
+  EXPECT_EQ(v.grid[0][1], -2);
+  EXPECT_EQ(v.primes.data(), defaults::Profile::View{}.primes.data());  // one constant, not a copy each
+  ViewArena arena;
+  defaults::Profile changed;
+  changed.primes = {11};
+  changed.flags.clear();
+  EXPECT_EQ(ownedOf(viewOf(changed, arena)), changed);
+}
+
 TEST(Defaults, VoidCarriesNothing) {
   // tick(Void) -> (Void): no frame at all; mix's Void parameter and result take no bytes.
   EXPECT_EQ(Settings::kProcedures[Settings::kTick].argsSize, 0u);

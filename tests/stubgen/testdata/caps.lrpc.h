@@ -31,6 +31,8 @@ struct Box;
 struct Item;
 
 struct Box {
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   // Which member of the union is set.
   enum class Which : uint16_t {
     kEmpty = 0,
@@ -267,11 +269,38 @@ static_assert(std::is_trivially_copyable_v<::golden::caps::Shop::OpenResultsFram
 static_assert(sizeof(::golden::caps::Shop::OpenResultsFrame) == 4 && alignof(::golden::caps::Shop::OpenResultsFrame) == 4);
 static_assert(offsetof(::golden::caps::Shop::OpenResultsFrame, shop) == 0);
 
+// Box as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Box::View {
+  using Owned = ::golden::caps::Box;
+  using Which = ::golden::caps::Box::Which;
+  ::lrpc::Cap<::golden::caps::Item> item{};
+  std::span<const ::lrpc::Cap<::golden::caps::Item>> items{};
+
+  Which which() const noexcept { return which_; }
+  bool isEmpty() const noexcept { return which_ == Which::kEmpty; }
+  void setEmpty() noexcept { which_ = Which::kEmpty; }
+  bool isSpare() const noexcept { return which_ == Which::kSpare; }
+  const ::lrpc::Cap<::golden::caps::Item>& getSpare() const noexcept { return spare_; }
+  void setSpare(::lrpc::Cap<::golden::caps::Item> value) noexcept {
+    which_ = Which::kSpare;
+    spare_ = value;
+  }
+  Which which_ = Which::kEmpty;
+  ::lrpc::Cap<::golden::caps::Item> spare_{};
+};
+
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline uint32_t lrpcHead(const ::golden::caps::Box&) noexcept { return 24; }
 inline uint64_t lrpcSize(const ::golden::caps::Box& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::golden::caps::Box& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::caps::Box& out_);
+inline uint32_t lrpcHead(const ::golden::caps::Box::View&) noexcept { return 24; }
+inline uint64_t lrpcSize(const ::golden::caps::Box::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::golden::caps::Box::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::caps::Box::View& out_);
+inline ::golden::caps::Box::View lrpcViewOf(const ::golden::caps::Box& v_, ::lrpc::ViewArena& a_);
+inline ::golden::caps::Box lrpcOwnedOf(const ::golden::caps::Box::View& v_);
 
 inline void ::golden::caps::Box::setSpare(::lrpc::Cap<::golden::caps::Item> value) {
   which_ = Which::kSpare;
@@ -338,6 +367,88 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::ca
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::golden::caps::Box::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.items, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::golden::caps::Box::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  ::lrpc::codec::putCap(f_ + 0, v_.item, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 12, v_.items, caps_);
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 4, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kEmpty:
+      break;
+    case ::golden::caps::Box::Which::kSpare:
+      ::lrpc::codec::putCap(f_ + 8, v_.spare_, caps_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::caps::Box::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 4) {
+    if (!::lrpc::codec::getCap(r_, f_ + 0, out_.item)) return false;
+  }
+  if (n_ >= 20) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 12, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.items)) return false;
+  }
+  uint16_t w_ = 0;
+  if (n_ >= 6) std::memcpy(&w_, f_ + 4, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::golden::caps::Box::Which::kEmpty;
+      break;
+    case 1:
+      out_.which_ = ::golden::caps::Box::Which::kSpare;
+      if (n_ >= 12) {
+        if (!::lrpc::codec::getCap(r_, f_ + 8, out_.spare_)) return false;
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::golden::caps::Box::View lrpcViewOf(const ::golden::caps::Box& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::golden::caps::Box::View out_;
+  out_.item = ::lrpc::codec::viewOf(v_.item, a_);
+  out_.items = ::lrpc::codec::viewOf(v_.items, a_);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kSpare: out_.spare_ = ::lrpc::codec::viewOf(v_.spare_, a_); break;
+    default: break;
+  }
+  return out_;
+}
+
+inline ::golden::caps::Box lrpcOwnedOf(const ::golden::caps::Box::View& v_) {
+  ::golden::caps::Box out_;
+  out_.item = ::lrpc::codec::ownedOf(v_.item);
+  out_.items = ::lrpc::codec::ownedOf(v_.items);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kSpare: out_.spare_ = ::lrpc::codec::ownedOf(v_.spare_); break;
+    default: break;
+  }
+  return out_;
 }
 
 struct Item::SplitResults {

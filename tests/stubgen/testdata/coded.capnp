@@ -50,4 +50,7 @@ interface Trees $Lrpc.maxDepth(32) {
   put @0 (root :Node, label :Tagged(Text)) -> (count :UInt32);
   all @1 () -> (nodes :List(Node), labels :List(Tagged(Text)));
   link @2 (l :Link) -> (l :Link);
+  putView @3 (root :Node, label :Tagged(Text), names :List(Text)) -> (count :UInt32) $Lrpc.views;
+  # The same arguments as views (runtime/codec_view.h), and Boxes as BoxViews.
+  linkView @4 (l :Link) -> () $Lrpc.views;
 }

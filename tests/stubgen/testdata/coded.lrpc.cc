@@ -129,6 +129,78 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchTreesPutView(::coded::Trees::Server& server_, ::lrpc::ServerCall& call_) {
+  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 24) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.putView: argument frame shorter than 24 bytes");
+  }
+  ::coded::Trees::PutViewArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::ViewArena arena_;  // what the views point into, until the handler returns
+  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
+  // Copy "E" of the whole tail at once: the views read memory the client cannot write.
+  const std::span<const std::byte> own_ = call_.argTailPrivate() ? tail_ : arena_.copy(tail_);
+  ::lrpc::codec::Reader rd_(own_, 32u, &caps_, &arena_);
+  ::coded::Node::View rootView_{};
+  if (!::lrpc::codec::get(rd_, frame_.root, rootView_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.putView: argument root is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  ::coded::Tagged<std::string>::View labelView_{};
+  if (!::lrpc::codec::get(rd_, frame_.label, labelView_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.putView: argument label is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  std::span<const std::string_view> namesView_{};
+  if (!::lrpc::codec::get(rd_, frame_.names, namesView_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.putView: argument names is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  std::optional<::lrpc::Result<uint32_t>> result_;
+  try {
+    result_.emplace(server_.putView(rootView_, labelView_, namesView_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Trees.putView");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  std::memcpy(fixed_ + 0, &value_, sizeof value_);
+  return ::lrpc::Status::ok();
+}
+
+::lrpc::Status dispatchTreesLinkView(::coded::Trees::Server& server_, ::lrpc::ServerCall& call_) {
+  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.linkView: argument frame shorter than 8 bytes");
+  }
+  ::coded::Trees::LinkViewArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::ViewArena arena_;  // what the views point into, until the handler returns
+  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
+  // Copy "E" of the whole tail at once: the views read memory the client cannot write.
+  const std::span<const std::byte> own_ = call_.argTailPrivate() ? tail_ : arena_.copy(tail_);
+  ::lrpc::codec::Reader rd_(own_, 32u, &caps_, &arena_);
+  ::coded::Link::View lView_{};
+  if (!::lrpc::codec::get(rd_, frame_.l, lView_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.linkView: argument l is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  std::optional<::lrpc::Status> result_;
+  try {
+    result_.emplace(server_.linkView(lView_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Trees.linkView");
+  }
+  return std::move(*result_);
+}
+
 // Passes every call of Trees on to a capability of another binding.
 class Forwarder_coded_Trees final : public ::coded::Trees::Server {
  public:
@@ -136,6 +208,8 @@ class Forwarder_coded_Trees final : public ::coded::Trees::Server {
   ::lrpc::Result<uint32_t> put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) override { return target_.put(root, label); }
   ::lrpc::Result<::coded::Trees::AllResults> all() override { return target_.all(); }
   ::lrpc::Result<::coded::Link> link(const ::coded::Link& l) override { return target_.link(l); }
+  ::lrpc::Result<uint32_t> putView(const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) override { return target_.putView(root, label, names); }
+  ::lrpc::Status linkView(const ::coded::Link::View& l) override { return target_.linkView(l); }
 
  private:
   ::coded::Trees::Client target_;
@@ -154,7 +228,7 @@ namespace coded {
 const ::lrpc::InterfaceDescriptor Trees::kDescriptor = {
     "coded.capnp:Trees",
     0xbed95a19d560871aull,
-    0x7e3c71a0e57ea13aull,  // FNV-1a 64 over method names, ordinals and types
+    0xa7f363c900ac3c58ull,  // FNV-1a 64 over method names, ordinals and types
     Trees::kProcedures,
     Trees::kProcedureCount,
     &Trees::Server::dispatch,
@@ -182,6 +256,8 @@ Trees::Client Trees::Client::serve(std::shared_ptr<Trees::Server> impl) {
       case kPut: return dispatchTreesPut(server, call);
       case kAll: return dispatchTreesAll(server, call);
       case kLink: return dispatchTreesLink(server, call);
+      case kPutView: return dispatchTreesPutView(server, call);
+      case kLinkView: return dispatchTreesLinkView(server, call);
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "coded.capnp:Trees: no procedure " + std::to_string(procedure));

@@ -48,6 +48,8 @@ struct Node {
   struct Meta {
     struct Kind;
     struct Kind {
+      // The same value as views (std::string_view, std::span), defined after every struct.
+      struct View;
       // Which member of the union is set.
       enum class Which : uint16_t {
         kLeaf = 0,
@@ -69,11 +71,15 @@ struct Node {
 
       bool operator==(const Kind&) const = default;
     };
+    // The same value as views (std::string_view, std::span), defined after every struct.
+    struct View;
     std::vector<uint8_t> tag;
     ::coded::Node::Meta::Kind kind{};
 
     bool operator==(const Meta&) const = default;
   };
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   // Which member of the union is set.
   enum class Which : uint16_t {
     kPlain = 0,
@@ -105,6 +111,8 @@ struct Node {
 template <class T> struct Tagged;
 
 struct Link {
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   // Holds itself by value: an lrpc::Box, empty at the end of the chain.
   ::lrpc::Box<::coded::Link> next{};
   ::lrpc::Box<::coded::Other> other{};
@@ -113,6 +121,8 @@ struct Link {
 };
 
 struct Other {
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   // Other and Link hold each other: both fields are Boxes.
   ::lrpc::Box<::coded::Link> back{};
   uint8_t n{};
@@ -122,6 +132,8 @@ struct Other {
 
 template <>
 struct Tagged<std::string> {
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   std::string value;
   std::vector<std::string> tags;
 
@@ -156,17 +168,34 @@ struct Trees {
   struct LinkResultsFrame {
     ::lrpc::VarRef l;
   };
+  // putView @3: frames
+  struct PutViewArgsFrame {
+    ::lrpc::VarRef root;
+    ::lrpc::VarRef label;
+    ::lrpc::VarRef names;
+  };
+  struct PutViewResultsFrame {
+    uint32_t count;
+  };
+  // linkView @4: frames
+  struct LinkViewArgsFrame {
+    ::lrpc::VarRef l;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kPut = 0;
   static constexpr uint32_t kAll = 1;
   static constexpr uint32_t kLink = 2;
-  static constexpr uint32_t kProcedureCount = 3;
+  static constexpr uint32_t kPutView = 3;
+  static constexpr uint32_t kLinkView = 4;
+  static constexpr uint32_t kProcedureCount = 5;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "put", 16, 4, 4, 5, 1500, true},
       {1, 1, "all", 0, 16, 4, 5, 1500, true},
       {2, 2, "link", 8, 8, 4, 5, 1500, true},
+      {3, 3, "putView", 24, 4, 4, 5, 1500, true},
+      {4, 4, "linkView", 8, 0, 4, 5, 1500, true},
   };
   static const ::lrpc::InterfaceDescriptor kDescriptor;
 
@@ -190,6 +219,92 @@ static_assert(offsetof(::coded::Trees::LinkArgsFrame, l) == 0);
 static_assert(std::is_trivially_copyable_v<::coded::Trees::LinkResultsFrame>);
 static_assert(sizeof(::coded::Trees::LinkResultsFrame) == 8 && alignof(::coded::Trees::LinkResultsFrame) == 4);
 static_assert(offsetof(::coded::Trees::LinkResultsFrame, l) == 0);
+static_assert(std::is_trivially_copyable_v<::coded::Trees::PutViewArgsFrame>);
+static_assert(sizeof(::coded::Trees::PutViewArgsFrame) == 24 && alignof(::coded::Trees::PutViewArgsFrame) == 4);
+static_assert(offsetof(::coded::Trees::PutViewArgsFrame, root) == 0);
+static_assert(offsetof(::coded::Trees::PutViewArgsFrame, label) == 8);
+static_assert(offsetof(::coded::Trees::PutViewArgsFrame, names) == 16);
+static_assert(std::is_trivially_copyable_v<::coded::Trees::PutViewResultsFrame>);
+static_assert(sizeof(::coded::Trees::PutViewResultsFrame) == 4 && alignof(::coded::Trees::PutViewResultsFrame) == 4);
+static_assert(offsetof(::coded::Trees::PutViewResultsFrame, count) == 0);
+static_assert(std::is_trivially_copyable_v<::coded::Trees::LinkViewArgsFrame>);
+static_assert(sizeof(::coded::Trees::LinkViewArgsFrame) == 8 && alignof(::coded::Trees::LinkViewArgsFrame) == 4);
+static_assert(offsetof(::coded::Trees::LinkViewArgsFrame, l) == 0);
+
+// Node::Meta::Kind as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Node::Meta::Kind::View {
+  using Owned = ::coded::Node::Meta::Kind;
+  using Which = ::coded::Node::Meta::Kind::Which;
+
+  Which which() const noexcept { return which_; }
+  bool isLeaf() const noexcept { return which_ == Which::kLeaf; }
+  void setLeaf() noexcept { which_ = Which::kLeaf; }
+  bool isBranch() const noexcept { return which_ == Which::kBranch; }
+  const uint32_t& getBranch() const noexcept { return branch_; }
+  void setBranch(uint32_t value) noexcept {
+    which_ = Which::kBranch;
+    branch_ = value;
+  }
+  Which which_ = Which::kLeaf;
+  uint32_t branch_{};
+};
+
+// Node::Meta as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Node::Meta::View {
+  using Owned = ::coded::Node::Meta;
+  std::span<const uint8_t> tag{};
+  ::coded::Node::Meta::Kind::View kind{};
+};
+
+// Node as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Node::View {
+  using Owned = ::coded::Node;
+  using Which = ::coded::Node::Which;
+  std::string_view name = "node";
+  std::span<const ::coded::Node::View> children{};
+  std::span<const std::span<const float>> weights{};
+  ::coded::Pos where{};
+  ::coded::Node::Meta::View meta{};
+
+  Which which() const noexcept { return which_; }
+  bool isPlain() const noexcept { return which_ == Which::kPlain; }
+  void setPlain() noexcept { which_ = Which::kPlain; }
+  bool isLabelled() const noexcept { return which_ == Which::kLabelled; }
+  const std::string_view& getLabelled() const noexcept { return labelled_; }
+  void setLabelled(std::string_view value) noexcept {
+    which_ = Which::kLabelled;
+    labelled_ = value;
+  }
+  Which which_ = Which::kPlain;
+  std::string_view labelled_{};
+};
+
+// Link as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Link::View {
+  using Owned = ::coded::Link;
+  ::lrpc::BoxView<::coded::Link::View> next{};
+  ::lrpc::BoxView<::coded::Other::View> other{};
+};
+
+// Other as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Other::View {
+  using Owned = ::coded::Other;
+  ::lrpc::BoxView<::coded::Link::View> back{};
+  uint8_t n{};
+};
+
+// Tagged<std::string> as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Tagged<std::string>::View {
+  using Owned = ::coded::Tagged<std::string>;
+  std::string_view value{};
+  std::span<const std::string_view> tags{};
+};
 
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline void lrpcScrub(::coded::Pos& v_) noexcept {
@@ -206,26 +321,62 @@ inline uint32_t lrpcHead(const ::coded::Node::Meta::Kind&) noexcept { return 8; 
 inline uint64_t lrpcSize(const ::coded::Node::Meta::Kind& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::Kind& out_);
+inline uint32_t lrpcHead(const ::coded::Node::Meta::Kind::View&) noexcept { return 8; }
+inline uint64_t lrpcSize(const ::coded::Node::Meta::Kind::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::Kind::View& out_);
+inline ::coded::Node::Meta::Kind::View lrpcViewOf(const ::coded::Node::Meta::Kind& v_, ::lrpc::ViewArena& a_);
+inline ::coded::Node::Meta::Kind lrpcOwnedOf(const ::coded::Node::Meta::Kind::View& v_);
 inline uint32_t lrpcHead(const ::coded::Node::Meta&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Node::Meta& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta& out_);
+inline uint32_t lrpcHead(const ::coded::Node::Meta::View&) noexcept { return 16; }
+inline uint64_t lrpcSize(const ::coded::Node::Meta::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::View& out_);
+inline ::coded::Node::Meta::View lrpcViewOf(const ::coded::Node::Meta& v_, ::lrpc::ViewArena& a_);
+inline ::coded::Node::Meta lrpcOwnedOf(const ::coded::Node::Meta::View& v_);
 inline uint32_t lrpcHead(const ::coded::Node&) noexcept { return 48; }
 inline uint64_t lrpcSize(const ::coded::Node& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node& out_);
+inline uint32_t lrpcHead(const ::coded::Node::View&) noexcept { return 48; }
+inline uint64_t lrpcSize(const ::coded::Node::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::View& out_);
+inline ::coded::Node::View lrpcViewOf(const ::coded::Node& v_, ::lrpc::ViewArena& a_);
+inline ::coded::Node lrpcOwnedOf(const ::coded::Node::View& v_);
 inline uint32_t lrpcHead(const ::coded::Link&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Link& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link& out_);
+inline uint32_t lrpcHead(const ::coded::Link::View&) noexcept { return 16; }
+inline uint64_t lrpcSize(const ::coded::Link::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link::View& out_);
+inline ::coded::Link::View lrpcViewOf(const ::coded::Link& v_, ::lrpc::ViewArena& a_);
+inline ::coded::Link lrpcOwnedOf(const ::coded::Link::View& v_);
 inline uint32_t lrpcHead(const ::coded::Other&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Other& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other& out_);
+inline uint32_t lrpcHead(const ::coded::Other::View&) noexcept { return 16; }
+inline uint64_t lrpcSize(const ::coded::Other::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other::View& out_);
+inline ::coded::Other::View lrpcViewOf(const ::coded::Other& v_, ::lrpc::ViewArena& a_);
+inline ::coded::Other lrpcOwnedOf(const ::coded::Other::View& v_);
 inline uint32_t lrpcHead(const ::coded::Tagged<std::string>&) noexcept { return 16; }
 inline uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tagged<std::string>& out_);
+inline uint32_t lrpcHead(const ::coded::Tagged<std::string>::View&) noexcept { return 16; }
+inline uint64_t lrpcSize(const ::coded::Tagged<std::string>::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tagged<std::string>::View& out_);
+inline ::coded::Tagged<std::string>::View lrpcViewOf(const ::coded::Tagged<std::string>& v_, ::lrpc::ViewArena& a_);
+inline ::coded::Tagged<std::string> lrpcOwnedOf(const ::coded::Tagged<std::string>::View& v_);
 
 inline void ::coded::Node::Meta::Kind::setBranch(uint32_t value) {
   which_ = Which::kBranch;
@@ -283,6 +434,73 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Nod
   return true;
 }
 
+inline uint64_t lrpcSize(const ::coded::Node::Meta::Kind::View& , uint32_t) noexcept {
+  uint64_t n_ = 8;
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind::View& v_, ::lrpc::codec::CapCodec*) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 0, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kLeaf:
+      break;
+    case ::coded::Node::Meta::Kind::Which::kBranch:
+      std::memcpy(f_ + 4, &v_.branch_, sizeof v_.branch_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::Kind::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  uint16_t w_ = 0;
+  if (n_ >= 2) std::memcpy(&w_, f_ + 0, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::coded::Node::Meta::Kind::Which::kLeaf;
+      break;
+    case 1:
+      out_.which_ = ::coded::Node::Meta::Kind::Which::kBranch;
+      if (n_ >= 8) {
+        std::memcpy(&out_.branch_, f_ + 4, sizeof out_.branch_);
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::coded::Node::Meta::Kind::View lrpcViewOf(const ::coded::Node::Meta::Kind& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Node::Meta::Kind::View out_;
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kBranch: out_.branch_ = ::lrpc::codec::viewOf(v_.branch_, a_); break;
+    default: break;
+  }
+  return out_;
+}
+
+inline ::coded::Node::Meta::Kind lrpcOwnedOf(const ::coded::Node::Meta::Kind::View& v_) {
+  ::coded::Node::Meta::Kind out_;
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kBranch: out_.branch_ = ::lrpc::codec::ownedOf(v_.branch_); break;
+    default: break;
+  }
+  return out_;
+}
+
 inline uint64_t lrpcSize(const ::coded::Node::Meta& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 16;
   n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tag, depth_));
@@ -317,6 +535,57 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Nod
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::coded::Node::Meta::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tag, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.kind, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.tag, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.kind, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.tag)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.kind)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::coded::Node::Meta::View lrpcViewOf(const ::coded::Node::Meta& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Node::Meta::View out_;
+  out_.tag = ::lrpc::codec::viewOf(v_.tag, a_);
+  out_.kind = ::lrpc::codec::viewOf(v_.kind, a_);
+  return out_;
+}
+
+inline ::coded::Node::Meta lrpcOwnedOf(const ::coded::Node::Meta::View& v_) {
+  ::coded::Node::Meta out_;
+  out_.tag = ::lrpc::codec::ownedOf(v_.tag);
+  out_.kind = ::lrpc::codec::ownedOf(v_.kind);
+  return out_;
 }
 
 inline void ::coded::Node::setLabelled(std::string value) {
@@ -418,6 +687,126 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Nod
   return true;
 }
 
+inline uint64_t lrpcSize(const ::coded::Node::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 48;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.children, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.weights, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.meta, depth_));
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.labelled_, depth_)); break;
+    default: break;
+  }
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 48);  // gaps and fields not set
+  uint64_t end_ = at_ + 48;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.children, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.weights, caps_);
+  std::memcpy(f_ + 24, &v_.where, sizeof v_.where);
+  std::memset(f_ + 24 + 3, 0, 1);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 28, v_.meta, caps_);
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 36, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::coded::Node::Which::kPlain:
+      break;
+    case ::coded::Node::Which::kLabelled:
+      end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.labelled_, caps_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[48] = {};
+  const uint32_t n_ = ref_.length < 48 ? ref_.length : 48;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.children)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.weights)) return false;
+  }
+  if (n_ >= 28) {
+    std::memcpy(&out_.where, f_ + 24, sizeof out_.where);
+    for (uint32_t o_ : std::initializer_list<uint32_t>{2u}) {
+      unsigned char* b_ = reinterpret_cast<unsigned char*>(&out_.where) + o_;
+      *b_ = *b_ != 0 ? 1 : 0;
+    }
+  }
+  if (n_ >= 36) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 28, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.meta)) return false;
+  }
+  uint16_t w_ = 0;
+  if (n_ >= 38) std::memcpy(&w_, f_ + 36, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::coded::Node::Which::kPlain;
+      break;
+    case 1:
+      out_.which_ = ::coded::Node::Which::kLabelled;
+      if (n_ >= 48) {
+        ::lrpc::VarRef ref;
+        std::memcpy(&ref, f_ + 40, sizeof ref);
+        if (!::lrpc::codec::get(r_, ref, out_.labelled_)) return false;
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::coded::Node::View lrpcViewOf(const ::coded::Node& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Node::View out_;
+  out_.name = ::lrpc::codec::viewOf(v_.name, a_);
+  out_.children = ::lrpc::codec::viewOf(v_.children, a_);
+  out_.weights = ::lrpc::codec::viewOf(v_.weights, a_);
+  out_.where = ::lrpc::codec::viewOf(v_.where, a_);
+  out_.meta = ::lrpc::codec::viewOf(v_.meta, a_);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: out_.labelled_ = ::lrpc::codec::viewOf(v_.labelled_, a_); break;
+    default: break;
+  }
+  return out_;
+}
+
+inline ::coded::Node lrpcOwnedOf(const ::coded::Node::View& v_) {
+  ::coded::Node out_;
+  out_.name = ::lrpc::codec::ownedOf(v_.name);
+  out_.children = ::lrpc::codec::ownedOf(v_.children);
+  out_.weights = ::lrpc::codec::ownedOf(v_.weights);
+  out_.where = ::lrpc::codec::ownedOf(v_.where);
+  out_.meta = ::lrpc::codec::ownedOf(v_.meta);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: out_.labelled_ = ::lrpc::codec::ownedOf(v_.labelled_); break;
+    default: break;
+  }
+  return out_;
+}
+
 inline uint64_t lrpcSize(const ::coded::Link& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 16;
   n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.next, depth_));
@@ -454,6 +843,57 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Lin
   return true;
 }
 
+inline uint64_t lrpcSize(const ::coded::Link::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.next, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.other, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.next, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.other, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.next)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.other)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::coded::Link::View lrpcViewOf(const ::coded::Link& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Link::View out_;
+  out_.next = ::lrpc::codec::viewOf(v_.next, a_);
+  out_.other = ::lrpc::codec::viewOf(v_.other, a_);
+  return out_;
+}
+
+inline ::coded::Link lrpcOwnedOf(const ::coded::Link::View& v_) {
+  ::coded::Link out_;
+  out_.next = ::lrpc::codec::ownedOf(v_.next);
+  out_.other = ::lrpc::codec::ownedOf(v_.other);
+  return out_;
+}
+
 inline uint64_t lrpcSize(const ::coded::Other& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 16;
   n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.back, depth_));
@@ -485,6 +925,54 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Oth
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::coded::Other::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.back, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.back, caps_);
+  std::memcpy(f_ + 8, &v_.n, sizeof v_.n);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.back)) return false;
+  }
+  if (n_ >= 9) {
+    std::memcpy(&out_.n, f_ + 8, sizeof out_.n);
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::coded::Other::View lrpcViewOf(const ::coded::Other& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Other::View out_;
+  out_.back = ::lrpc::codec::viewOf(v_.back, a_);
+  out_.n = ::lrpc::codec::viewOf(v_.n, a_);
+  return out_;
+}
+
+inline ::coded::Other lrpcOwnedOf(const ::coded::Other::View& v_) {
+  ::coded::Other out_;
+  out_.back = ::lrpc::codec::ownedOf(v_.back);
+  out_.n = ::lrpc::codec::ownedOf(v_.n);
+  return out_;
 }
 
 inline uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_) noexcept {
@@ -521,6 +1009,57 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tag
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::coded::Tagged<std::string>::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.value, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tags, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.value, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.tags, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tagged<std::string>::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.value)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.tags)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::coded::Tagged<std::string>::View lrpcViewOf(const ::coded::Tagged<std::string>& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Tagged<std::string>::View out_;
+  out_.value = ::lrpc::codec::viewOf(v_.value, a_);
+  out_.tags = ::lrpc::codec::viewOf(v_.tags, a_);
+  return out_;
+}
+
+inline ::coded::Tagged<std::string> lrpcOwnedOf(const ::coded::Tagged<std::string>::View& v_) {
+  ::coded::Tagged<std::string> out_;
+  out_.value = ::lrpc::codec::ownedOf(v_.value);
+  out_.tags = ::lrpc::codec::ownedOf(v_.tags);
+  return out_;
 }
 
 // Calls Trees through a binding, same host or remote. Copies share the binding.
@@ -570,6 +1109,25 @@ class Trees::Client {
     return linkVia(call_, l);
   }
 
+  // The same arguments as views (runtime/codec_view.h), and Boxes as BoxViews.
+  ::lrpc::Result<uint32_t> putView(const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kPutView, options_);
+      return putViewVia(call_, root, label, names);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kPutView, options_);
+    return putViewVia(call_, root, label, names);
+  }
+
+  ::lrpc::Status linkView(const ::coded::Link::View& l) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kLinkView, options_);
+      return linkViewVia(call_, l);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLinkView, options_);
+    return linkViewVia(call_, l);
+  }
+
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
@@ -592,6 +1150,18 @@ class Trees::Client {
           binding_, ::coded::Trees::kLink, options_, queue_,
           [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkIn_(call_, caps_, l); },
           [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<uint32_t>> putView(const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+          binding_, ::coded::Trees::kPutView, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putViewIn_(call_, caps_, root, label, names); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putViewOut_(call_, caps_); });
+    }
+    ::lrpc::Pending<::lrpc::Status> linkView(const ::coded::Link::View& l) const {
+      return ::lrpc::detail::startAsync<::lrpc::Status>(
+          binding_, ::coded::Trees::kLinkView, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkViewIn_(call_, caps_, l); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkViewOut_(call_, caps_); });
     }
 
    private:
@@ -628,6 +1198,18 @@ class Trees::Client {
   static ::lrpc::Result<::coded::Link> linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
   static ::lrpc::Result<::coded::Link> linkVia(Call& call_, const ::coded::Link& l);
+  template <class Call>
+  static ::lrpc::Status putViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
+  template <class Call>
+  static ::lrpc::Result<uint32_t> putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Result<uint32_t> putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
+  template <class Call>
+  static ::lrpc::Status linkViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l);
+  template <class Call>
+  static ::lrpc::Status linkViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status linkViewVia(Call& call_, const ::coded::Link::View& l);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -644,6 +1226,11 @@ class Trees::Server {
   virtual ::lrpc::Result<::coded::Trees::AllResults> all() = 0;
 
   virtual ::lrpc::Result<::coded::Link> link(const ::coded::Link& l) = 0;
+
+  // The same arguments as views (runtime/codec_view.h), and Boxes as BoxViews.
+  virtual ::lrpc::Result<uint32_t> putView(const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) = 0;
+
+  virtual ::lrpc::Status linkView(const ::coded::Link::View& l) = 0;
 
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Trees::Server*), writes the results.
@@ -787,6 +1374,115 @@ template <class Call>
   if (::lrpc::Status s_ = linkIn_(call_, caps_, l); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return linkOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::putViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+  const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
+  if (rootBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t rootAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t labelBytes_ = ::lrpc::codec::size(label, 32u);
+  if (labelBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: argument label nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t labelAt_ = ::lrpc::detail::alignTail(rootAt_ + rootBytes_);
+  const uint64_t namesLen_ = uint64_t{sizeof(::lrpc::VarRef)} * names.size();
+  uint64_t namesBytes_ = namesLen_;
+  for (const auto& e_ : names) namesBytes_ += e_.size();
+  const uint64_t namesAt_ = ::lrpc::detail::alignTail(labelAt_ + labelBytes_);
+  const uint64_t tailBytes_ = namesAt_ + namesBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef rootRef_{static_cast<uint32_t>(rootAt_), static_cast<uint32_t>(::lrpc::codec::head(root))};
+  std::memcpy(fixed_ + 0, &rootRef_, sizeof rootRef_);
+  const ::lrpc::VarRef labelRef_{static_cast<uint32_t>(labelAt_), static_cast<uint32_t>(::lrpc::codec::head(label))};
+  std::memcpy(fixed_ + 8, &labelRef_, sizeof labelRef_);
+  const ::lrpc::VarRef namesRef_{static_cast<uint32_t>(namesAt_), static_cast<uint32_t>(namesLen_)};
+  std::memcpy(fixed_ + 16, &namesRef_, sizeof namesRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, rootAt_, root, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  if (labelAt_ != rootAt_ + rootBytes_) std::memset(t_ + rootAt_ + rootBytes_, 0, labelAt_ - (rootAt_ + rootBytes_));
+  ::lrpc::codec::put(t_, labelAt_, label, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  if (namesAt_ != labelAt_ + labelBytes_) std::memset(t_ + labelAt_ + labelBytes_, 0, namesAt_ - (labelAt_ + labelBytes_));
+  {
+    uint64_t at_ = namesAt_ + uint64_t{sizeof(::lrpc::VarRef)} * names.size();
+    for (size_t i_ = 0; i_ < names.size(); ++i_) {
+      const auto& e_ = names[i_];
+      const ::lrpc::VarRef ref_{static_cast<uint32_t>(at_), static_cast<uint32_t>(e_.size())};
+      std::memcpy(t_ + namesAt_ + i_ * sizeof ref_, &ref_, sizeof ref_);
+      if (!e_.empty()) std::memcpy(t_ + at_, e_.data(), e_.size());
+      at_ += e_.size();
+    }
+  }
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::coded::Trees::PutViewResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  uint32_t value_{};
+  value_ = frame_.count;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = putViewIn_(call_, caps_, root, label, names); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return putViewOut_(call_, caps_);
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l) {
+  const uint64_t lBytes_ = ::lrpc::codec::size(l, 32u);
+  if (lBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.linkView: argument l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t lAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = lAt_ + lBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.linkView: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef lRef_{static_cast<uint32_t>(lAt_), static_cast<uint32_t>(::lrpc::codec::head(l))};
+  std::memcpy(fixed_ + 0, &lRef_, sizeof lRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, lAt_, l, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkViewVia(Call& call_, const ::coded::Link::View& l) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = linkViewIn_(call_, caps_, l); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return linkViewOut_(call_, caps_);
 }
 
 }  // namespace coded

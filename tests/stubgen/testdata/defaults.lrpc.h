@@ -61,6 +61,8 @@ static_assert(offsetof(::defaults::Config, forever) == 48);
 
 // Data and List literals on struct fields: std::vector initializers.
 struct Profile {
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   std::vector<uint8_t> key = std::vector<uint8_t>{0u, 255u, 16u};
   std::vector<uint16_t> primes = std::vector<uint16_t>{2u, 3u, 5u, 7u};
   std::vector<std::string> names = std::vector<std::string>{"a", "b \"c\""};
@@ -154,6 +156,48 @@ static_assert(std::is_trivially_copyable_v<::defaults::Settings::WithResultDefau
 static_assert(sizeof(::defaults::Settings::WithResultDefaultResultsFrame) == 4 && alignof(::defaults::Settings::WithResultDefaultResultsFrame) == 4);
 static_assert(offsetof(::defaults::Settings::WithResultDefaultResultsFrame, n) == 0);
 
+// Profile as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Profile::View {
+  using Owned = ::defaults::Profile;
+  std::span<const uint8_t> key = [] {
+      static const ::lrpc::codec::Frozen<std::vector<uint8_t>> d_{std::vector<uint8_t>{0u, 255u, 16u}};
+      return d_.view();
+    }();
+  std::span<const uint16_t> primes = [] {
+      static const ::lrpc::codec::Frozen<std::vector<uint16_t>> d_{std::vector<uint16_t>{2u, 3u, 5u, 7u}};
+      return d_.view();
+    }();
+  std::span<const std::string_view> names = [] {
+      static const ::lrpc::codec::Frozen<std::vector<std::string>> d_{std::vector<std::string>{"a", "b \"c\""}};
+      return d_.view();
+    }();
+  std::span<const ::defaults::Level> levels = [] {
+      static const ::lrpc::codec::Frozen<std::vector<::defaults::Level>> d_{std::vector<::defaults::Level>{::defaults::Level::kHigh, ::defaults::Level::kLow}};
+      return d_.view();
+    }();
+  std::span<const std::span<const int8_t>> grid = [] {
+      static const ::lrpc::codec::Frozen<std::vector<std::vector<int8_t>>> d_{std::vector<std::vector<int8_t>>{std::vector<int8_t>{1, -2}, std::vector<int8_t>{}}};
+      return d_.view();
+    }();
+  std::span<const std::span<const uint8_t>> blobs = [] {
+      static const ::lrpc::codec::Frozen<std::vector<std::vector<uint8_t>>> d_{std::vector<std::vector<uint8_t>>{std::vector<uint8_t>{1u}, std::vector<uint8_t>{2u, 3u}}};
+      return d_.view();
+    }();
+  std::span<const float> ratios = [] {
+      static const ::lrpc::codec::Frozen<std::vector<float>> d_{std::vector<float>{0x1p-1f, -0x1p+0f}};
+      return d_.view();
+    }();
+  std::span<const bool> flags = [] {
+      static const ::lrpc::codec::Frozen<std::vector<bool>> d_{std::vector<bool>{true, false}};
+      return d_.view();
+    }();
+  std::span<const int64_t> big = [] {
+      static const ::lrpc::codec::Frozen<std::vector<int64_t>> d_{std::vector<int64_t>{(-9223372036854775807LL - 1), 7LL}};
+      return d_.view();
+    }();
+};
+
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline void lrpcScrub(::defaults::Config& v_) noexcept {
   std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
@@ -171,6 +215,12 @@ inline uint32_t lrpcHead(const ::defaults::Profile&) noexcept { return 72; }
 inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile& out_);
+inline uint32_t lrpcHead(const ::defaults::Profile::View&) noexcept { return 72; }
+inline uint64_t lrpcSize(const ::defaults::Profile::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile::View& out_);
+inline ::defaults::Profile::View lrpcViewOf(const ::defaults::Profile& v_, ::lrpc::ViewArena& a_);
+inline ::defaults::Profile lrpcOwnedOf(const ::defaults::Profile::View& v_);
 
 inline uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 72;
@@ -255,6 +305,120 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::defaults::Profile::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 72;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.key, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.primes, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.names, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.levels, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.grid, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.blobs, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.ratios, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.flags, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.big, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 72);  // gaps and fields not set
+  uint64_t end_ = at_ + 72;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.key, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.primes, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.names, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 24, v_.levels, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 32, v_.grid, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.blobs, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 48, v_.ratios, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 56, v_.flags, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 64, v_.big, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[72] = {};
+  const uint32_t n_ = ref_.length < 72 ? ref_.length : 72;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.key)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.primes)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.names)) return false;
+  }
+  if (n_ >= 32) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 24, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.levels)) return false;
+  }
+  if (n_ >= 40) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 32, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.grid)) return false;
+  }
+  if (n_ >= 48) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 40, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.blobs)) return false;
+  }
+  if (n_ >= 56) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 48, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.ratios)) return false;
+  }
+  if (n_ >= 64) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 56, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.flags)) return false;
+  }
+  if (n_ >= 72) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 64, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.big)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::defaults::Profile::View lrpcViewOf(const ::defaults::Profile& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::defaults::Profile::View out_;
+  out_.key = ::lrpc::codec::viewOf(v_.key, a_);
+  out_.primes = ::lrpc::codec::viewOf(v_.primes, a_);
+  out_.names = ::lrpc::codec::viewOf(v_.names, a_);
+  out_.levels = ::lrpc::codec::viewOf(v_.levels, a_);
+  out_.grid = ::lrpc::codec::viewOf(v_.grid, a_);
+  out_.blobs = ::lrpc::codec::viewOf(v_.blobs, a_);
+  out_.ratios = ::lrpc::codec::viewOf(v_.ratios, a_);
+  out_.flags = ::lrpc::codec::viewOf(v_.flags, a_);
+  out_.big = ::lrpc::codec::viewOf(v_.big, a_);
+  return out_;
+}
+
+inline ::defaults::Profile lrpcOwnedOf(const ::defaults::Profile::View& v_) {
+  ::defaults::Profile out_;
+  out_.key = ::lrpc::codec::ownedOf(v_.key);
+  out_.primes = ::lrpc::codec::ownedOf(v_.primes);
+  out_.names = ::lrpc::codec::ownedOf(v_.names);
+  out_.levels = ::lrpc::codec::ownedOf(v_.levels);
+  out_.grid = ::lrpc::codec::ownedOf(v_.grid);
+  out_.blobs = ::lrpc::codec::ownedOf(v_.blobs);
+  out_.ratios = ::lrpc::codec::ownedOf(v_.ratios);
+  out_.flags = ::lrpc::codec::ownedOf(v_.flags);
+  out_.big = ::lrpc::codec::ownedOf(v_.big);
+  return out_;
 }
 
 // Calls Settings through a binding, same host or remote. Copies share the binding.

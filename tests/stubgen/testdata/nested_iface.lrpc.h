@@ -206,6 +206,8 @@ struct Catalog {
   static_assert(offsetof(::nested::Catalog::Browser::ListResultsFrame, names) == 0);
   static_assert(offsetof(::nested::Catalog::Browser::ListResultsFrame, first) == 8);
 
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   std::string name;
 
   bool operator==(const Catalog&) const = default;
@@ -213,6 +215,8 @@ struct Catalog {
 
 // Holds structs nested in an interface, so it is declared after Store.
 struct Marker {
+  // The same value as views (std::string_view, std::span), defined after every struct.
+  struct View;
   ::nested::Store::Reader::Cursor::Pos pos{};
   ::nested::Store::Key key{};
   std::string label;
@@ -302,15 +306,43 @@ static_assert(sizeof(::nested::Tagger::TagResultsFrame) == 16 && alignof(::neste
 static_assert(offsetof(::nested::Tagger::TagResultsFrame, m) == 0);
 static_assert(offsetof(::nested::Tagger::TagResultsFrame, s) == 8);
 
+// Catalog as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Catalog::View {
+  using Owned = ::nested::Catalog;
+  std::string_view name{};
+};
+
+// Marker as views: to pass without building owning containers, and what a handler
+// of a method with $Lrpc.views receives (idl/README.md, "Views").
+struct Marker::View {
+  using Owned = ::nested::Marker;
+  ::nested::Store::Reader::Cursor::Pos pos{};
+  ::nested::Store::Key key{};
+  std::string_view label{};
+};
+
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline uint32_t lrpcHead(const ::nested::Catalog&) noexcept { return 8; }
 inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog& out_);
+inline uint32_t lrpcHead(const ::nested::Catalog::View&) noexcept { return 8; }
+inline uint64_t lrpcSize(const ::nested::Catalog::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog::View& out_);
+inline ::nested::Catalog::View lrpcViewOf(const ::nested::Catalog& v_, ::lrpc::ViewArena& a_);
+inline ::nested::Catalog lrpcOwnedOf(const ::nested::Catalog::View& v_);
 inline uint32_t lrpcHead(const ::nested::Marker&) noexcept { return 24; }
 inline uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept;
 inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_, ::lrpc::codec::CapCodec*) noexcept;
 inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker& out_);
+inline uint32_t lrpcHead(const ::nested::Marker::View&) noexcept { return 24; }
+inline uint64_t lrpcSize(const ::nested::Marker::View& v_, uint32_t depth_) noexcept;
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker::View& v_, ::lrpc::codec::CapCodec*) noexcept;
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker::View& out_);
+inline ::nested::Marker::View lrpcViewOf(const ::nested::Marker& v_, ::lrpc::ViewArena& a_);
+inline ::nested::Marker lrpcOwnedOf(const ::nested::Marker::View& v_);
 
 inline uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept {
   uint64_t n_ = 8;
@@ -339,6 +371,48 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Ca
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::nested::Catalog::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 8;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::nested::Catalog::View lrpcViewOf(const ::nested::Catalog& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::nested::Catalog::View out_;
+  out_.name = ::lrpc::codec::viewOf(v_.name, a_);
+  return out_;
+}
+
+inline ::nested::Catalog lrpcOwnedOf(const ::nested::Catalog::View& v_) {
+  ::nested::Catalog out_;
+  out_.name = ::lrpc::codec::ownedOf(v_.name);
+  return out_;
 }
 
 inline uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept {
@@ -376,6 +450,60 @@ inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Ma
   }
   r_.leave();
   return true;
+}
+
+inline uint64_t lrpcSize(const ::nested::Marker::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.label, depth_));
+  return n_;
+}
+
+inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  std::memcpy(f_ + 0, &v_.pos, sizeof v_.pos);
+  std::memcpy(f_ + 8, &v_.key, sizeof v_.key);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.label, caps_);
+  return end_;
+}
+
+inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 4) {
+    std::memcpy(&out_.pos, f_ + 0, sizeof out_.pos);
+  }
+  if (n_ >= 16) {
+    std::memcpy(&out_.key, f_ + 8, sizeof out_.key);
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.label)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+inline ::nested::Marker::View lrpcViewOf(const ::nested::Marker& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::nested::Marker::View out_;
+  out_.pos = ::lrpc::codec::viewOf(v_.pos, a_);
+  out_.key = ::lrpc::codec::viewOf(v_.key, a_);
+  out_.label = ::lrpc::codec::viewOf(v_.label, a_);
+  return out_;
+}
+
+inline ::nested::Marker lrpcOwnedOf(const ::nested::Marker::View& v_) {
+  ::nested::Marker out_;
+  out_.pos = ::lrpc::codec::ownedOf(v_.pos);
+  out_.key = ::lrpc::codec::ownedOf(v_.key);
+  out_.label = ::lrpc::codec::ownedOf(v_.label);
+  return out_;
 }
 
 // Calls Browser through a binding, same host or remote. Copies share the binding.
