@@ -84,3 +84,13 @@ interface Contacts $Lrpc.astackBytes(4096) {
   matrix @4 (m :List(List(Int32)), words :List(List(Text))) -> (m :List(List(Int32)), words :List(List(Text)));
   rename @5 (id :UInt32, name :Text = "anonymous") -> ();
 }
+
+interface Directory $Lrpc.views $Lrpc.astackBytes(4096) {
+  # Contacts' kinds of argument as views: the client passes Person::View and spans of views,
+  # the handler reads every Text, Data, List and struct argument in its private copy of the tail.
+  add @0 (person :Person, tags :List(Text), photo :Data, nums :List(Int32), bits :List(Bool),
+          flags :List(Flags), note :Text $Lrpc.maxBytes(16)) -> (echo :Person, digest :Text);
+  shapes @1 (shapes :List(Shape), m :List(List(Int32)), lookup :Lookup, words :List(List(Text)))
+         -> (shapes :List(Shape), m :List(List(Int32)), lookup :Lookup, words :List(List(Text)));
+  none @2 (id :UInt32) -> (id :UInt32);
+}

@@ -49,5 +49,9 @@ interface Json {
   deepen @3 (levels :UInt32) -> (t :Tree);
   # Returns a chain of `levels` trees: deeper than the limit, the handler's result is refused.
   eval @4 (e :Expr) -> (value :Int64, e :Expr);
+  # The same values as views (idl/README.md, "Views"): recursion through a List and a Box.
+  echoView @5 (v :Value) -> (v :Value) $Lrpc.views;
+  evalView @6 (e :Expr) -> (value :Int64) $Lrpc.views;
+  countView @7 (t :Tree) -> (nodes :UInt32) $Lrpc.views $Lrpc.maxDepth(8);
   # Its value (a missing part, an empty Box, counts as 0) and the expression back.
 }

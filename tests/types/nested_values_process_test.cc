@@ -30,12 +30,14 @@ TEST_P(SameHost, NestedValuesRoundTrip) {
     ContactsImpl contactsImpl;
     JsonImpl jsonImpl;
     GenericImpl genericImpl;
+    DirectoryImpl directoryImpl;
     ServerOptions o;
     o.dir = dir.path();
     Exporter exporter(o);
     bool ok = exporter.add<contacts::Contacts>("contacts", contactsImpl).isOk() &&
               exporter.add<jsonv::Json>("json", jsonImpl).isOk() &&
-              exporter.add<gen::Generic>("generic", genericImpl).isOk();
+              exporter.add<gen::Generic>("generic", genericImpl).isOk() &&
+              exporter.add<contacts::Directory>("directory", directoryImpl).isOk();
     ready.putByte(ok ? 'k' : 'x');
     if (!ok) return 1;
     for (;;) ::pause();
@@ -53,6 +55,9 @@ TEST_P(SameHost, NestedValuesRoundTrip) {
   auto genericClient = lrpc::import<gen::Generic>("generic", io);
   ASSERT_TRUE(genericClient.isOk()) << genericClient.status().toString();
   checkGenerics(*genericClient);
+  auto directoryClient = lrpc::import<contacts::Directory>("directory", io);
+  ASSERT_TRUE(directoryClient.isOk()) << directoryClient.status().toString();
+  checkViews(*directoryClient, *jsonClient);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
@@ -62,11 +67,13 @@ uint16_t serveTypes(const std::string& bind) {
   auto* contactsImpl = new ContactsImpl;  // live until the child exits
   auto* jsonImpl = new JsonImpl;
   auto* genericImpl = new GenericImpl;
+  auto* directoryImpl = new DirectoryImpl;
   net::ServerOptions so;
   so.security.clearText = true;  // these tests are about values, not keys
   auto* server = new net::UdpServer(so);
   if (!server->add<contacts::Contacts>("contacts", *contactsImpl).isOk() ||
-      !server->add<jsonv::Json>("json", *jsonImpl).isOk() || !server->add<gen::Generic>("generic", *genericImpl).isOk()) {
+      !server->add<jsonv::Json>("json", *jsonImpl).isOk() || !server->add<gen::Generic>("generic", *genericImpl).isOk() ||
+      !server->add<contacts::Directory>("directory", *directoryImpl).isOk()) {
     return 0;
   }
   auto port = server->bind(bind);
@@ -89,6 +96,9 @@ TEST(TwoNamespaces, NestedValuesRoundTrip) {
     auto genericClient = net::connect<gen::Generic>(base + "/generic");
     ASSERT_TRUE(genericClient.isOk()) << genericClient.status().toString();
     checkGenerics(*genericClient);
+    auto directoryClient = net::connect<contacts::Directory>(base + "/directory");
+    ASSERT_TRUE(directoryClient.isOk()) << directoryClient.status().toString();
+    checkViews(*directoryClient, *jsonClient);
   });
 }
 

@@ -28,6 +28,16 @@ TEST(NestedValues, EveryFormRoundTrips) {
   checkNestedValues(b.contacts, b.json);
 }
 
+TEST(NestedValues, ViewsRoundTrip) {
+  DirectoryImpl dirImpl;
+  JsonImpl jsonImpl;
+  auto d = bindInProcess<contacts::Directory>(dirImpl);
+  auto j = bindInProcess<jsonv::Json>(jsonImpl);
+  contacts::Directory::Client dir(d.binding);
+  jsonv::Json::Client json(j.binding);
+  checkViews(dir, json);
+}
+
 TEST(NestedValues, GenericStructsWithConcreteTypes) {
   GenericImpl impl;
   auto bound = bindInProcess<gen::Generic>(impl);
@@ -197,6 +207,89 @@ TEST(NestedValues, NestingDeeperThanTheLimit) {
   b.j.channel->tamperRequest = nullptr;
   // A handler's result past the limit: the server refuses to send it.
   EXPECT_EQ(b.json.deepen(codec::kMaxDepth).status(), Errc::kServerFault);
+}
+
+// A handler of views reads the same frames under the same checks: Json.countView, echoView and
+// evalView take the arguments of count, echo and eval, byte for byte.
+TEST(NestedValues, HostileFramesToViewsAreBadFrames) {
+  Bound b;
+  auto sendAs = [&](std::vector<std::byte> frame, auto call) {
+    b.j.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = frame; };
+    Status st = call();
+    b.j.channel->tamperRequest = nullptr;
+    return st;
+  };
+  auto countView = [&] { return b.json.countView(jsonv::Tree::View{}).status(); };
+  auto good = countFrame(b, jsonv::Tree{"root", {{"a", {}}, {"b", {}}}});
+  ASSERT_TRUE(sendAs(good, countView).isOk());
+  const size_t tail = good.size() - kArgs;
+  for (VarRef bad : {VarRef{static_cast<uint32_t>(tail), 16}, VarRef{0xfffffff8u, 16}, VarRef{0, 0xffffffffu}}) {
+    auto f = good;
+    setRef(f, 0, bad);
+    EXPECT_EQ(sendAs(f, countView), Errc::kBadFrame) << bad.offset << "+" << bad.length;
+  }
+  // The only child is the root itself: a cycle, which runs out of budget.
+  const VarRef root = refAt(good, 0);
+  const VarRef list = refAt(good, kArgs + root.offset + 8);
+  auto cyc = good;
+  setRef(cyc, kArgs + list.offset, root);
+  EXPECT_EQ(sendAs(cyc, countView), Errc::kBadFrame);
+  // Deeper than countView's $Lrpc.maxDepth(8).
+  EXPECT_EQ(sendAs(countFrame(b, chain(10)), countView), Errc::kBadFrame);
+  auto four = sendAs(countFrame(b, chain(4)), countView);
+  EXPECT_TRUE(four.isOk()) << four.toString();
+
+  // An unknown union member.
+  jsonv::Value v;
+  v.setNumber(2.5);
+  ASSERT_TRUE(b.json.echo(v).isOk());
+  auto e = b.j.channel->lastRequest;
+  const uint16_t unknown = 6;
+  std::memcpy(e.data() + kArgs + refAt(e, 0).offset, &unknown, sizeof unknown);
+  EXPECT_EQ(sendAs(e, [&] { return b.json.echoView(jsonv::Value::View{}).status(); }), Errc::kBadFrame);
+
+  // A Box that names its holder.
+  ASSERT_TRUE(b.json.eval(negate(literal(3))).isOk());
+  auto x = b.j.channel->lastRequest;
+  const VarRef xroot = refAt(x, 0);
+  size_t neg = 0;
+  for (size_t p = 0; p + sizeof(VarRef) <= xroot.length; p += 4) {
+    const VarRef r = refAt(x, kArgs + xroot.offset + p);
+    if (r.offset > xroot.offset && r.offset < x.size() - kArgs && r.length == xroot.length) neg = kArgs + xroot.offset + p;
+  }
+  ASSERT_NE(neg, 0u);
+  auto evalView = [&] { return b.json.evalView(jsonv::Expr::View{}).status(); };
+  EXPECT_TRUE(sendAs(x, evalView).isOk());
+  setRef(x, neg, xroot);
+  EXPECT_EQ(sendAs(x, evalView), Errc::kBadFrame);
+}
+
+// What a view cannot point at in place is copied: Bool bytes that are not 0 or 1 (a bool
+// holding 2 is undefined behaviour) and a list a hostile writer misaligned.
+TEST(NestedValues, ViewsOfOddBytesAreCopiedNotRefused) {
+  DirectoryImpl impl;
+  auto bound = bindInProcess<contacts::Directory>(impl);
+  contacts::Directory::Client d(bound.binding);
+  const bool bits[] = {true, false};
+  const int32_t nums[] = {7, 8};
+  ASSERT_TRUE(d.add({}, {}, {}, nums, bits, {}, "").isOk());
+  auto f = bound.channel->lastRequest;
+  using Frame = contacts::Directory::AddArgsFrame;
+  constexpr size_t kNums = offsetof(Frame, nums), kBits = offsetof(Frame, bits), kFixed = sizeof(Frame);
+  const VarRef bitsRef = refAt(f, kBits);
+  ASSERT_EQ(bitsRef.length, 2u);
+  f[kFixed + bitsRef.offset] = std::byte{2};
+  // The two numbers again, one byte past an 8-aligned end of the tail.
+  const uint32_t at = static_cast<uint32_t>(codec::align8(f.size() - kFixed)) + 1;
+  f.resize(kFixed + at + 8, std::byte{0});
+  const int32_t moved[] = {-1, 65536};
+  std::memcpy(f.data() + kFixed + at, moved, sizeof moved);
+  setRef(f, kNums, VarRef{at, 8});
+  bound.channel->tamperRequest = [&](std::vector<std::byte>& req) { req = f; };
+  auto r = d.add({}, {}, {}, nums, bits, {}, "");
+  bound.channel->tamperRequest = nullptr;
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->digest, "|0:|-1,65536,|10||");
 }
 
 // Json.echo's fixed part: the Value's VarRef; a Value's discriminant sits first in its own.

@@ -85,6 +85,9 @@ class JsonImpl final : public jsonv::Json::Server {
     return nodes;
   }
   Result<jsonv::Json::EvalResults> eval(const jsonv::Expr& e) override { return jsonv::Json::EvalResults{value(e), e}; }
+  Result<jsonv::Value> echoView(const jsonv::Value::View& v) override { return ownedOf(v); }
+  Result<int64_t> evalView(const jsonv::Expr::View& e) override { return viewValue(e); }
+  Result<uint32_t> countView(const jsonv::Tree::View& t) override { return viewNodes(t); }
 
  private:
   static uint32_t walk(const jsonv::Tree& t, uint32_t depth, uint32_t& nodes) {
@@ -92,6 +95,21 @@ class JsonImpl final : public jsonv::Json::Server {
     uint32_t deepest = depth;
     for (const auto& c : t.children) deepest = std::max(deepest, walk(c, depth + 1, nodes));
     return deepest;
+  }
+  // The same walks over views: a BoxView and a span of views are read like a Box and a vector.
+  static int64_t viewValue(const BoxView<jsonv::Expr::View>& e) { return e ? viewValue(*e) : 0; }
+  static int64_t viewValue(const jsonv::Expr::View& e) {
+    switch (e.which()) {
+      case jsonv::Expr::Which::kLiteral: return e.getLiteral();
+      case jsonv::Expr::Which::kNeg: return -viewValue(e.getNeg());
+      case jsonv::Expr::Which::kSum: return e.getSum() ? viewValue(e.getSum()->left) + viewValue(e.getSum()->right) : 0;
+    }
+    return 0;
+  }
+  static uint32_t viewNodes(const jsonv::Tree::View& t) {
+    uint32_t n = 1;
+    for (const auto& c : t.children) n += viewNodes(c);
+    return n;
   }
   static int64_t value(const Box<jsonv::Expr>& e) { return e ? value(*e) : 0; }
   static int64_t value(const jsonv::Expr& e) {
@@ -134,6 +152,42 @@ class GenericImpl final : public gen::Generic::Server {
     for (const auto& n : h.names.value) out.all.push_back({n, h.names.label});
     return out;
   }
+};
+
+// Directory takes Contacts' kinds of argument as views ($Lrpc.views): it answers with owning
+// copies of what it read (lrpc::ownedOf) and a digest of the flat ones.
+class DirectoryImpl final : public contacts::Directory::Server {
+ public:
+  Result<contacts::Directory::AddResults> add(const contacts::Person::View& person, std::span<const std::string_view> tags,
+                                              std::span<const uint8_t> photo, std::span<const int32_t> nums,
+                                              std::span<const bool> bits, std::span<const contacts::Flags> flags,
+                                              std::string_view note) override {
+    contacts::Directory::AddResults out{};
+    out.echo = ownedOf(person);
+    for (auto t : tags) out.digest += std::string(t) + ",";
+    out.digest += "|" + std::to_string(photo.size()) + ":";
+    for (uint8_t b : photo) out.digest += std::to_string(b) + ".";
+    out.digest += "|";
+    for (int32_t n : nums) out.digest += std::to_string(n) + ",";
+    out.digest += "|";
+    for (bool b : bits) out.digest += b ? '1' : '0';
+    out.digest += "|";
+    for (const auto& f : flags) out.digest += std::to_string(f.on) + "/" + std::to_string(f.level) + "/" + std::to_string(f.mask) + ",";
+    out.digest += "|" + std::string(note);
+    return out;
+  }
+  Result<contacts::Directory::ShapesResults> shapes(std::span<const contacts::Shape::View> shapes,
+                                                    std::span<const std::span<const int32_t>> m,
+                                                    const contacts::Lookup::View& lookup,
+                                                    std::span<const std::span<const std::string_view>> words) override {
+    contacts::Directory::ShapesResults out{};
+    out.shapes = ownedOf(shapes);
+    out.m = ownedOf(m);
+    out.lookup = ownedOf(lookup);
+    out.words = ownedOf(words);
+    return out;
+  }
+  Result<uint32_t> none(uint32_t id) override { return id; }
 };
 
 inline contacts::Person samplePerson(const std::string& name) {
@@ -334,6 +388,102 @@ inline void checkNestedValues(contacts::Contacts::Client& c, jsonv::Json::Client
   jsonv::Expr deepExpr = literal(1);
   for (uint32_t i = 0; i < codec::kMaxDepth; ++i) deepExpr = negate(std::move(deepExpr));
   EXPECT_EQ(j.eval(deepExpr).status(), Errc::kInvalidArgument);  // one level per Expr: past the limit
+}
+
+// Every method of Directory and Json's view methods ($Lrpc.views): values built as views with
+// no owning container, views of owning values, defaults, and the limits a view reader keeps.
+inline void checkViews(contacts::Directory::Client& d, jsonv::Json::Client& j) {
+  // Built from the caller's own storage: arrays and literals, no std::string or std::vector.
+  const std::string_view emails[] = {"carol@example.org", ""};
+  const contacts::Phone::View phones[] = {{"+44 20 7946 0000", contacts::Phone::Kind::kHome}, {"", contacts::Phone::Kind::kMobile}};
+  const int32_t row0[] = {5, -6};
+  const std::span<const int32_t> scores[] = {row0, {}};
+  const uint8_t photo[] = {9, 0, 255};
+  const contacts::Flags flags[] = {{true, 3, 0xfedcba9876543210ull}};
+  contacts::Person::View carol;
+  carol.name = "carol";
+  carol.emails = emails;
+  carol.phones = phones;
+  carol.photo = photo;
+  carol.home = {10, -10};
+  carol.flags = flags;
+  carol.address.street = "1 Main St";
+  carol.employment.setSchool("Springfield Elementary");
+  carol.scores = scores;
+  const std::string_view tags[] = {"x", "", "yz"};
+  const int32_t nums[] = {1, -2, 2147483647};
+  const bool bits[] = {true, false, true};
+  const contacts::Flags flagArgs[] = {{false, 255, 1}, {true, 0, 0}};
+  auto added = d.add(carol, tags, photo, nums, bits, flagArgs, "short note");
+  ASSERT_TRUE(added.isOk()) << added.status().toString();
+  contacts::Person expected;
+  expected.name = "carol";
+  expected.emails = {"carol@example.org", ""};
+  expected.phones = {{"+44 20 7946 0000", contacts::Phone::Kind::kHome}, {"", contacts::Phone::Kind::kMobile}};
+  expected.photo = {9, 0, 255};
+  expected.home = {10, -10};
+  expected.flags = {{true, 3, 0xfedcba9876543210ull}};
+  expected.address.street = "1 Main St";
+  expected.employment.setSchool("Springfield Elementary");
+  expected.scores = {{5, -6}, {}};
+  EXPECT_EQ(added->echo, expected);
+  EXPECT_EQ(added->digest, "x,,yz,|3:9.0.255.|1,-2,2147483647,|101|0/255/1,1/0/0,|short note");
+
+  // A view of an owning value, and a view left at its defaults (which are the schema's).
+  {
+    ViewArena arena;
+    const contacts::Person alice = samplePerson("alice");
+    auto again = d.add(viewOf(alice, arena), {}, {}, {}, {}, {}, "");
+    ASSERT_TRUE(again.isOk()) << again.status().toString();
+    EXPECT_EQ(again->echo, alice);
+    EXPECT_EQ(again->digest, "|0:||||");
+    auto defaults = d.add(contacts::Person::View{}, {}, {}, {}, {}, {}, "");
+    ASSERT_TRUE(defaults.isOk()) << defaults.status().toString();
+    EXPECT_EQ(defaults->echo, contacts::Person{});
+  }
+  // $Lrpc.maxBytes(16) holds for a view as for a copy: refused by the client before sending.
+  EXPECT_EQ(d.add(carol, {}, {}, {}, {}, {}, "seventeen bytes!!").status(), Errc::kInvalidArgument);
+
+  std::vector<contacts::Shape> shapes(3);
+  shapes[0].area = 1.0;
+  shapes[0].setPolygon({{0, 0}, {1, 1}});
+  shapes[1].setSquare({3, 4});
+  shapes[2].setEmpty();
+  contacts::Lookup lookup;
+  lookup.setFound(samplePerson("dave"));
+  const std::vector<std::vector<int32_t>> m{{1}, {}, {2, 3}};
+  const std::vector<std::vector<std::string>> words{{"a", ""}, {}, {"bc"}};
+  ViewArena arena;
+  auto sh = d.shapes(viewOf(shapes, arena), viewOf(m, arena), viewOf(lookup, arena), viewOf(words, arena));
+  ASSERT_TRUE(sh.isOk()) << sh.status().toString();
+  EXPECT_EQ(sh->shapes, shapes);
+  EXPECT_EQ(sh->m, m);
+  EXPECT_EQ(sh->lookup, lookup);
+  EXPECT_EQ(sh->words, words);
+  contacts::Lookup missing;
+  missing.initMissing() = contacts::Error{7, "gone"};
+  auto sh2 = d.shapes({}, {}, viewOf(missing, arena), {});
+  ASSERT_TRUE(sh2.isOk()) << sh2.status().toString();
+  EXPECT_EQ(sh2->lookup, missing);
+  EXPECT_TRUE(sh2->shapes.empty());
+  ASSERT_TRUE(d.none(4).isOk());
+  EXPECT_EQ(*d.none(4), 4u);
+
+  // Recursion through Lists and through Boxes, as views.
+  const jsonv::Value v = sampleJson(5);
+  auto e = j.echoView(viewOf(v, arena));
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(*e, v);
+  const jsonv::Expr x = add(negate(literal(5)), add(literal(7), {}));
+  auto r = j.evalView(viewOf(x, arena));
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(*r, 2);
+  jsonv::Tree t{"root", {chain(3), {"leaf", {}}}};
+  auto n = j.countView(viewOf(t, arena));
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  EXPECT_EQ(*n, 5u);
+  // countView's $Lrpc.maxDepth(8): a deeper view is refused before it is sent.
+  EXPECT_EQ(j.countView(viewOf(chain(9), arena)).status(), Errc::kInvalidArgument);
 }
 
 }  // namespace lrpc::testing
