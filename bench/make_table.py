@@ -56,6 +56,8 @@ PAIRED = [
 # pass the same values as one struct or as three parameters, StructArgs/<key> alternates them
 # (a_ns: struct, b_ns: flat). (path, paired key)
 FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
+# StructView/<path> passes the struct as views ($Lrpc.views); StructView/paired_<path>_flat
+# alternates it with FlatArgs (a_ns: view, b_ns: flat).
 
 # Calls on capabilities (bench/caps.h): CapNull/<path> on an object the server returned,
 # RootNull/<path> on the imported binding, CapNull/<key> alternates them (a_ns: cap, b_ns: root),
@@ -290,14 +292,19 @@ def main():
         out.append("StructArgs calls `structEcho(r :Rec) -> (r :Rec)`, FlatArgs `flatEcho(name :Text, note :Text, "
                    "nums :List(Int32))` with the same three results; the values are two Text of 16 and 24 bytes and "
                    "8 Int32 (bench/struct_args.capnp). The paired cell alternates bursts of the two forms on one "
-                   "session, as the paired ratios do: struct / flat [min-max] (struct ns / flat ns).\n")
-        out.append("| path | StructArgs | FlatArgs | struct / flat (medians) | paired struct / flat |")
-        out.append("|---|---|---|---|---|")
+                   "session, as the paired ratios do: struct / flat [min-max] (struct ns / flat ns). StructView "
+                   "calls `viewEcho(r :Rec) -> (r :Rec) $Lrpc.views`: the client passes `Rec::View` (views of its "
+                   "own bytes) and the handler reads the argument in place (idl/README.md, \"Views\"); its paired "
+                   "cell is view / flat.\n")
+        out.append("| path | StructArgs | FlatArgs | struct / flat (medians) | paired struct / flat "
+                   "| StructView | paired view / flat |")
+        out.append("|---|---|---|---|---|---|---|")
         for p, key in forms:
             ts, tf = times("StructArgs", p), times("FlatArgs", p)
             ratio = f"{ts[0] / tf[0]:.2f}x" if ts and tf and tf[0] > 0 else "-"
             out.append(f"| {p} | {cell('StructArgs', p)} | {cell('FlatArgs', p)} | {ratio} "
-                       f"| {paired_cell('StructArgs', key)} |")
+                       f"| {paired_cell('StructArgs', key)} | {cell('StructView', p)} "
+                       f"| {paired_cell('StructView', key)} |")
         out.append("")
 
     caps = [(p, key) for (p, key) in CAPS

@@ -4,6 +4,7 @@
 @0xedf642360219ef48;
 
 using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
 $Cxx.namespace("lrpc::bench::structargs");
 
 struct Rec {
@@ -17,4 +18,7 @@ interface StructArgs {
   # The struct goes there and comes back (StructArgs/<path>).
   flatEcho @1 (name :Text, note :Text, nums :List(Int32)) -> (name :Text, note :Text, nums :List(Int32));
   # The same values as three parameters and three results (FlatArgs/<path>).
+  viewEcho @2 (r :Rec) -> (r :Rec) $Lrpc.views;
+  # The struct as a view on both sides: built from the caller's bytes, read in place by the
+  # handler (StructView/<path>).
 }

@@ -32,9 +32,11 @@ namespace {
 using structargs::Rec;
 using structargs::StructArgs;
 
-enum class Form { kStruct, kFlat };
+enum class Form { kStruct, kFlat, kView };
 
-constexpr const char* formName(Form f) { return f == Form::kStruct ? "StructArgs" : "FlatArgs"; }
+constexpr const char* formName(Form f) {
+  return f == Form::kStruct ? "StructArgs" : f == Form::kFlat ? "FlatArgs" : "StructView";
+}
 
 // The values of every call, built once per benchmark outside the timed loop: two Text of 16
 // and 24 bytes (both past std::string's inline buffer) and a List(Int32) of 8.
@@ -50,6 +52,7 @@ Rec makeRec() {
 class StructArgsImpl final : public StructArgs::Server {
  public:
   Result<Rec> structEcho(const Rec& r) override { return r; }
+  Result<Rec> viewEcho(const Rec::View& r) override { return ownedOf(r); }
   Result<StructArgs::FlatEchoResults> flatEcho(std::string_view name, std::string_view note,
                                                std::span<const int32_t> nums) override {
     return StructArgs::FlatEchoResults{std::string(name), std::string(note),
@@ -62,6 +65,14 @@ class StructArgsSession : public Session {
   // One call of each form with `in`'s values, the reply checked against them.
   bool structEcho(const Rec& in) {
     Result<Rec> r = client_.structEcho(in);
+    return r && *r == in;
+  }
+  bool viewEcho(const Rec& in) {
+    Rec::View v;  // views of in's bytes: nothing allocated to pass them
+    v.name = in.name;
+    v.note = in.note;
+    v.nums = in.nums;
+    Result<Rec> r = client_.viewEcho(v);
     return r && *r == in;
   }
   bool flatEcho(const Rec& in) {
@@ -91,18 +102,25 @@ auto withForm(S& client, Form form, Rec& rec, Loop&& loop) {
       return client.structEcho(rec);
     });
   }
+  if (form == Form::kView) {
+    return loop([&] {
+      next();
+      return client.viewEcho(rec);
+    });
+  }
   return loop([&] {
     next();
     return client.flatEcho(rec);
   });
 }
 
-// Registers StructArgs/<path>, FlatArgs/<path> and StructArgs/paired_<path>_flat, all three on
-// one server (the same session), so that both forms call the same process.
+// Registers StructArgs/<path>, FlatArgs/<path>, StructView/<path>, StructArgs/paired_<path>_flat
+// and StructView/paired_<path>_flat, all on one server (the same session), so that every form
+// calls the same process.
 template <class S, class Make>
 void addForms(BenchContext& ctx, const std::string& path, Make make) {
   std::string key = "structargs/" + path;
-  for (Form form : {Form::kStruct, Form::kFlat}) {
+  for (Form form : {Form::kStruct, Form::kFlat, Form::kView}) {
     std::string name = std::string(formName(form)) + "/" + path;
     benchmark::RegisterBenchmark(name.c_str(), [&ctx, key, form, make](benchmark::State& state) {
       Result<S*> session = ctx.sessions.get<S>(key, make);
@@ -133,22 +151,26 @@ void addForms(BenchContext& ctx, const std::string& path, Make make) {
           benchmark::Counter(static_cast<double>(serverCpu), benchmark::Counter::kAvgIterations);
     })->UseRealTime();
   }
-  std::string pairName = "StructArgs/paired_" + path + "_flat";
-  benchmark::RegisterBenchmark(pairName.c_str(), [&ctx, key, make](benchmark::State& state) {
-    Result<S*> session = ctx.sessions.get<S>(key, make);
-    if (!session) {
-      state.SkipWithError(session.status().toString().c_str());
-      return;
-    }
-    S& client = *session.value();
-    Rec rec = makeRec();
-    auto burst = [&](Form form) {
-      return withForm(client, form, rec, [](auto once) {
-        return timedBurst(once, paired::kWarmUp, paired::kBurstCalls);
-      });
-    };
-    paired::rounds(state, [&] { return burst(Form::kStruct); }, [&] { return burst(Form::kFlat); });
-  })->UseManualTime();
+  // Paired: bursts of forms a and b alternate on the session (a_ns: a, b_ns: b).
+  auto addPair = [&ctx, key, make](const std::string& pairName, Form a, Form b) {
+    benchmark::RegisterBenchmark(pairName.c_str(), [&ctx, key, make, a, b](benchmark::State& state) {
+      Result<S*> session = ctx.sessions.get<S>(key, make);
+      if (!session) {
+        state.SkipWithError(session.status().toString().c_str());
+        return;
+      }
+      S& client = *session.value();
+      Rec rec = makeRec();
+      auto burst = [&](Form form) {
+        return withForm(client, form, rec, [](auto once) {
+          return timedBurst(once, paired::kWarmUp, paired::kBurstCalls);
+        });
+      };
+      paired::rounds(state, [&] { return burst(a); }, [&] { return burst(b); });
+    })->UseManualTime();
+  };
+  addPair("StructArgs/paired_" + path + "_flat", Form::kStruct, Form::kFlat);
+  addPair("StructView/paired_" + path + "_flat", Form::kView, Form::kFlat);
 }
 
 #if LRPC_BENCH_LOCAL
