@@ -96,13 +96,19 @@ class JsonImpl final : public jsonv::Json::Server {
     for (const auto& c : t.children) deepest = std::max(deepest, walk(c, depth + 1, nodes));
     return deepest;
   }
+  // A peer picks the literals: the arithmetic wraps (two's complement) instead of overflowing.
+  static int64_t wrapAdd(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+  static int64_t wrapNeg(int64_t a) { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
   // The same walks over views: a BoxView and a span of views are read like a Box and a vector.
   static int64_t viewValue(const BoxView<jsonv::Expr::View>& e) { return e ? viewValue(*e) : 0; }
   static int64_t viewValue(const jsonv::Expr::View& e) {
     switch (e.which()) {
       case jsonv::Expr::Which::kLiteral: return e.getLiteral();
-      case jsonv::Expr::Which::kNeg: return -viewValue(e.getNeg());
-      case jsonv::Expr::Which::kSum: return e.getSum() ? viewValue(e.getSum()->left) + viewValue(e.getSum()->right) : 0;
+      case jsonv::Expr::Which::kNeg: return wrapNeg(viewValue(e.getNeg()));
+      case jsonv::Expr::Which::kSum:
+        return e.getSum() ? wrapAdd(viewValue(e.getSum()->left), viewValue(e.getSum()->right)) : 0;
     }
     return 0;
   }
@@ -115,8 +121,8 @@ class JsonImpl final : public jsonv::Json::Server {
   static int64_t value(const jsonv::Expr& e) {
     switch (e.which()) {
       case jsonv::Expr::Which::kLiteral: return e.getLiteral();
-      case jsonv::Expr::Which::kNeg: return -value(e.getNeg());
-      case jsonv::Expr::Which::kSum: return e.getSum() ? value(e.getSum()->left) + value(e.getSum()->right) : 0;
+      case jsonv::Expr::Which::kNeg: return wrapNeg(value(e.getNeg()));
+      case jsonv::Expr::Which::kSum: return e.getSum() ? wrapAdd(value(e.getSum()->left), value(e.getSum()->right)) : 0;
     }
     return 0;
   }
