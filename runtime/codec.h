@@ -122,6 +122,25 @@ inline constexpr bool kIsCap = false;
 template <class I>
 inline constexpr bool kIsCap<Cap<I>> = true;
 
+// A small tail, copied in one go before its values are decoded. Decoding a coded value is a
+// chain of dependent loads (the frame, the struct's fixed part, then its fields), and in memory
+// another core has just written each link is a cache miss of its own; one bulk copy makes the
+// misses overlap instead (StructArgs/paired_lrpc_flat went from 1.12x to 1.00x). A large tail
+// is decoded in place, where a second copy would cost more than the misses it saves.
+class TailCopy {
+ public:
+  static constexpr size_t kMaxBytes = 512;
+  // `tail`, or this object's copy of it when it is at most kMaxBytes.
+  std::span<const std::byte> of(std::span<const std::byte> tail) noexcept {
+    if (tail.empty() || tail.size() > kMaxBytes) return tail;
+    std::memcpy(bytes_, tail.data(), tail.size());
+    return {bytes_, tail.size()};
+  }
+
+ private:
+  alignas(64) std::byte bytes_[kMaxBytes];  // left uninitialized: only the copied prefix is read
+};
+
 // What one frame may still make its reader do. `budget` starts at the tail's size and every
 // value read spends its length: the values a writer lays out never overlap, so an honest
 // frame fits, while one whose VarRefs name the same bytes again and again (a DAG, a cycle)

@@ -580,6 +580,16 @@ class ServerCall {
 
 namespace detail {
 
+// The argument tail that coded values are decoded from: the tail itself where it is private
+// or large, else `copy`'s snapshot of it (codec::TailCopy), taken once the client has written
+// all of it.
+inline Status decodableArgTail(ServerCall& call, std::span<const std::byte>& tail, codec::TailCopy& copy) noexcept {
+  if (call.argTailPrivate() || tail.size() > codec::TailCopy::kMaxBytes) return {};
+  if (Status s = call.awaitArgTail(tail.size()); !s.isOk()) return s;
+  tail = copy.of(tail);
+  return {};
+}
+
 // Copy "E" of a Data argument, a chunk at a time as the client streams the tail (`ref` has
 // been checked against the tail already).
 inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {

@@ -676,8 +676,13 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     emitBoolFix("frame_", frameBoolOffsets(m.results), 2, out);
     bool anyVar = false;
     for (const auto& f : m.results) anyVar = anyVar || isVariable(f.type);
-    if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
-    if (anyCoded(m.results)) out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
+    if (anyCoded(m.results)) {
+      out += "  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy\n";
+      out += "  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());\n";
+      out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
+    } else if (anyVar) {
+      out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
+    }
     const bool single = m.results.size() == 1;
     if (single) {
       out += "  " + valueType(m.results[0].type) + " value_{};\n";
@@ -774,7 +779,13 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
     out += "  " + m.frameScope + "::" + m.framePrefix + "ArgsFrame frame_;\n";
     out += "  std::memcpy(&frame_, args_.data(), sizeof frame_);\n";
     emitBoolFix("frame_", frameBoolOffsets(m.params), 2, out);
-    if (anyVar) out += "  const std::span<const std::byte> tail_ = call_.argTail();\n";
+    if (anyCoded(m.params) && !asViews) {
+      out += "  std::span<const std::byte> tail_ = call_.argTail();\n";
+      out += "  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy\n";
+      out += "  if (::lrpc::Status s_ = ::lrpc::detail::decodableArgTail(call_, tail_, tailCopy_); !s_.isOk()) return s_;\n";
+    } else if (anyVar) {
+      out += "  const std::span<const std::byte> tail_ = call_.argTail();\n";
+    }
     if (asViews) {
       out += "  ::lrpc::ViewArena arena_;  // what the views point into, until the handler returns\n";
       out += "  if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;\n";

@@ -319,6 +319,18 @@ inline void checkNestedValues(contacts::Contacts::Client& c, jsonv::Json::Client
   EXPECT_TRUE(b.verified);
   EXPECT_TRUE(b.employment.isUnemployed());
 
+  // Either side of codec::TailCopy's limit: a small tail is decoded from one bulk copy, a
+  // larger one in place; both ways, arguments and results.
+  for (size_t n : {size_t{300}, codec::TailCopy::kMaxBytes, codec::TailCopy::kMaxBytes + 1, size_t{64 * 1024}}) {
+    const contacts::Person big = samplePerson(std::string(n, 'x'));
+    auto bigId = c.add(big);
+    ASSERT_TRUE(bigId.isOk()) << n << ": " << bigId.status().toString();
+    auto back = c.get(*bigId);
+    ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
+    ASSERT_TRUE(back->isFound());
+    EXPECT_EQ(back->getFound(), big) << n;
+  }
+
   auto missing = c.get(999);
   ASSERT_TRUE(missing.isOk());
   ASSERT_TRUE(missing->isMissing());

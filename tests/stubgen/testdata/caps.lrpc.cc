@@ -151,7 +151,9 @@ namespace {
   }
   ::golden::caps::Shop::BoxArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  if (::lrpc::Status s_ = ::lrpc::detail::decodableArgTail(call_, tail_, tailCopy_); !s_.isOk()) return s_;
   ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
   ::golden::caps::Box boxStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
@@ -196,7 +198,9 @@ namespace {
   }
   ::golden::caps::Shop::AllArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  if (::lrpc::Status s_ = ::lrpc::detail::decodableArgTail(call_, tail_, tailCopy_); !s_.isOk()) return s_;
   ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
   std::vector<::lrpc::Cap<::golden::caps::Item>> itemsStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;

@@ -17,7 +17,9 @@ namespace {
   }
   ::coded::Trees::PutArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  if (::lrpc::Status s_ = ::lrpc::detail::decodableArgTail(call_, tail_, tailCopy_); !s_.isOk()) return s_;
   ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
   ::coded::Node rootStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;
@@ -93,7 +95,9 @@ namespace {
   }
   ::coded::Trees::LinkArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  if (::lrpc::Status s_ = ::lrpc::detail::decodableArgTail(call_, tail_, tailCopy_); !s_.isOk()) return s_;
   ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
   ::coded::Link lStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;

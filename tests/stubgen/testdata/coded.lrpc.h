@@ -1305,7 +1305,8 @@ template <class Call>
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::AllResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
   ::coded::Trees::AllResults out_{};
   if (!::lrpc::codec::get(rd_, frame_.nodes, out_.nodes)) {
@@ -1357,7 +1358,8 @@ template <class Call>
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::LinkResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
   ::coded::Link value_{};
   if (!::lrpc::codec::get(rd_, frame_.l, value_)) {

@@ -209,7 +209,9 @@ namespace {
   }
   ::nested::Tagger::TagArgsFrame frame_;
   std::memcpy(&frame_, args_.data(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const std::byte> tail_ = call_.argTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  if (::lrpc::Status s_ = ::lrpc::detail::decodableArgTail(call_, tail_, tailCopy_); !s_.isOk()) return s_;
   ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
   ::nested::Marker mStore_;
   if (::lrpc::Status s_ = call_.awaitArgTail(tail_.size()); !s_.isOk()) return s_;

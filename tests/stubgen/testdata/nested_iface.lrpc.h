@@ -1354,7 +1354,8 @@ template <class Call>
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Tagger::TagResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
   ::nested::Tagger::TagResults out_{};
   if (!::lrpc::codec::get(rd_, frame_.m, out_.m)) {
