@@ -111,6 +111,21 @@ class Direct final : public Session {
   std::unique_ptr<Paper::Server> impl_;
 };
 
+// The whole generated client and server code of a call in one thread, with no handoff: the
+// stub's remote branch, a message buffer, the in-process channel and the generated dispatch
+// (bench/breakdown.h).
+class InProcess final : public PaperClientSession {
+ public:
+  static Result<std::unique_ptr<InProcess>> start() {
+    std::unique_ptr<InProcess> s(new InProcess());
+    s->client_ = Paper::Client::serve(std::shared_ptr<Paper::Server>(makePaperImpl()));
+    return s;
+  }
+
+ private:
+  InProcess() = default;
+};
+
 #if LRPC_BENCH_LOCAL
 class LrpcLocal final : public PaperClientSession {
  public:
@@ -210,6 +225,7 @@ void addFirstCall(BenchContext& ctx, const std::string& path, Make make) {
 
 void registerLrpcPaths(BenchContext& ctx) {
   addPath<Direct>(ctx, "direct", [] { return Direct::start(); });
+  addPath<InProcess>(ctx, "inproc", [] { return InProcess::start(); });
 #if LRPC_BENCH_LOCAL
   addPath<LrpcLocal>(ctx, "lrpc", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); });
   addPath<LrpcLocal>(ctx, "lrpc_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); });
@@ -230,6 +246,9 @@ void registerLrpcPaths(BenchContext& ctx) {
   addPair<LrpcLocal, ShmFloor>(
       ctx, "lrpc", "floor_spin", [] { return LrpcLocal::start(TransferMode::kAdaptive, kServerCpu); },
       [] { return ShmFloor::start(WaitMode::kSpin); });
+  addPair<LrpcLocal, ShmFloor>(
+      ctx, "lrpc_spin", "floor_spin", [] { return LrpcLocal::start(TransferMode::kSpin, kServerCpu); },
+      [] { return ShmFloor::start(WaitMode::kSpin); }, Parking::kStopped);
   addPair<LrpcLocal, ShmFloor>(
       ctx, "lrpc_block", "floor_futex", [] { return LrpcLocal::start(TransferMode::kBlock, kServerCpu); },
       [] { return ShmFloor::start(WaitMode::kBlock); });

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "bench/breakdown.h"
 #include "bench/calls.h"
 #include "bench/caps.h"
 #include "bench/curves.h"
@@ -50,6 +51,7 @@ void registerAll(BenchContext& ctx) {
   addPath<UdpFloor>(ctx, "floor_udp_busy", udpBusy);
   addTail<UdpFloor>(ctx, "floor_udp_busy", udpBusy);
   registerCurves(ctx);  // Echo/*, Sink/*: the curves, as far as this build has lrpc
+  registerBreakdown(ctx);   // Cost/*: the pieces of a same-host call, one thread
   registerStructArgs(ctx);  // StructArgs/*, FlatArgs/*: a struct against flat parameters
   registerCaps(ctx);        // CapNull/*, RootNull/*, CapMake/*, Callback/*: calls on capabilities
 }

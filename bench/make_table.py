@@ -14,7 +14,7 @@ import sys
 
 CALLS = ["Null", "Add", "BigIn", "BigInOut"]
 
-SAME_HOST = ["direct", "lrpc", "lrpc_spin", "lrpc_block", "lrpc_block_samecore",
+SAME_HOST = ["direct", "inproc", "lrpc", "lrpc_spin", "lrpc_block", "lrpc_block_samecore",
              "floor_spin", "floor_futex", "floor_futex_samecore", "msg_uds", "msg_uds_samecore", "capnp_rpc", "grpc_uds"]
 NETWORK = ["net_loopback", "net_veth", "net_veth_secure", "net_veth_block", "floor_udp_busy", "floor_udp"]
 
@@ -46,11 +46,21 @@ RATIOS = [
 # repetition and reports the median per-round ratio a / b ("ratio") and the two times.
 PAIRED = [
     ("paired_lrpc_floor_spin", "lrpc", "floor_spin"),
+    ("paired_lrpc_spin_floor_spin", "lrpc_spin", "floor_spin"),
     ("paired_lrpc_block_floor_futex", "lrpc_block", "floor_futex"),
     ("paired_net_veth_block_floor_udp", "net_veth_block", "floor_udp"),
     ("paired_net_veth_floor_udp_busy", "net_veth", "floor_udp_busy"),
     ("paired_net_veth_secure_net_veth", "net_veth_secure", "net_veth"),
 ]
+
+# Overhead over the spin floor in ns (bench/paired.h's diff_ns): (paired key, path), and the
+# goal per call.
+OVERHEAD = [("paired_lrpc_floor_spin", "lrpc"), ("paired_lrpc_spin_floor_spin", "lrpc_spin")]
+OVERHEAD_GOAL = {"Null": 15, "Add": 15, "BigIn": 25, "BigInOut": 25}
+
+# Cost/<piece> (bench/breakdown.h): pieces of a same-host call timed alone in one thread.
+COST_PIECES = [("astack", "take and return an A-stack (a LocalCall made and dropped)"),
+               ("result", "a Result<int32_t> built ok, checked and read")]
 
 # A struct against flat parameters (bench/struct_args.h): StructArgs/<path> and FlatArgs/<path>
 # pass the same values as one struct or as three parameters, StructArgs/<key> alternates them
@@ -267,6 +277,60 @@ def main():
         out.append("|---|" + "---|" * len(paired_cols))
         for call in CALLS:
             out.append(f"| {call} | " + " | ".join(paired_cell(call, key) for key, _, _ in paired_cols) + " |")
+        out.append("")
+
+    overhead_cols = [(key, p) for (key, p) in OVERHEAD if key in paths]
+    if overhead_cols:
+        def diff_cell(call, key):
+            if (call, key) in errors and (call, key) not in runs:
+                return "error: " + errors[(call, key)].replace("|", "/")
+            d = counter(call, key, "diff_ns")
+            if not d:
+                return "-"
+            return f"{d[0]:+,.0f} [{d[1]:+,.0f} to {d[2]:+,.0f}]"
+
+        floors = [counter("Null", key, "b_ns") for key, _ in overhead_cols]
+        floors = [f[0] for f in floors if f]
+        out.append("## Overhead over the spin floor, ns per call (paired)\n")
+        out.append("What a call costs beyond moving its cache lines: the per-round difference (path minus "
+                   "floor_spin) in the paired cells, median over the repetitions [min to max]. The floor's own "
+                   "Null took " + (f"{min(floors):,.0f}-{max(floors):,.0f} ns" if floors else "-") +
+                   " in these cells: about 60-100 ns is a fast placement of the two vCPUs, 250-450 ns a slow "
+                   "one (bench/README.md, \"Overhead in ns\"). Goal: at most 15 ns for Null and Add, 25 ns for "
+                   "BigIn and BigInOut.\n")
+        out.append("| call | " + " | ".join(f"{p} - floor_spin" for _, p in overhead_cols) + " | floor_spin | goal |")
+        out.append("|---|" + "---|" * (len(overhead_cols) + 2))
+        for call in CALLS:
+            fl = counter(call, overhead_cols[0][0], "b_ns")
+            out.append(f"| {call} | " + " | ".join(diff_cell(call, key) for key, _ in overhead_cols) +
+                       f" | {fmt(fl[0]) if fl else '-'} | {OVERHEAD_GOAL[call]} |")
+        out.append("")
+
+    cost_rows = [(f"Cost/{piece}", why, ("Cost", piece)) for piece, why in COST_PIECES]
+    cost_rows += [(f"Cost/dispatch/{c}", "the generated server dispatch: copy out and check, handler, results",
+                   ("Cost", f"dispatch/{c}")) for c in CALLS]
+    cost_rows += [(f"{c}/inproc", "the whole generated client and server code, one thread, message buffer",
+                   (c, "inproc")) for c in CALLS]
+    cost_rows += [(f"{c}/direct", "the handler's virtual call alone", (c, "direct")) for c in CALLS]
+    cost_rows = [r for r in cost_rows if r[2] in runs or r[2] in errors]
+    if any(k[0] == "Cost" for _, _, k in cost_rows):
+        has_instr = any("instructions" in r for _, _, k in cost_rows for r in runs.get(k, []))
+        out.append("## Cost breakdown: the pieces of a call, one thread, no handoff, ns\n")
+        out.append("Each piece timed alone in the client's thread (bench/breakdown.h), so that none pays a "
+                   "cache-line handoff: set beside the overhead above, they show where a call's own time goes. "
+                   "The client stub's copy-in and copy-out are inside `inproc`. " +
+                   ("Instructions: user-space instructions per piece (perf_event_open)." if has_instr else
+                    "Instructions per piece: not available, this machine's performance counters cannot be "
+                    "opened (perf_event_open fails; `perf stat -e instructions` reports <not supported>).") + "\n")
+        out.append("| piece | what it is | ns | instructions |")
+        out.append("|---|---|---|---|")
+        for name, why, k in cost_rows:
+            if k not in runs:
+                out.append(f"| {name} | {why} | error: {errors[k]} | - |")
+                continue
+            t = summary([r["real_time"] for r in runs[k]])
+            ins = summary([r["instructions"] for r in runs[k] if "instructions" in r])
+            out.append(f"| {name} | {why} | {fmt(t[0])} [{fmt(t[1])}-{fmt(t[2])}] | {f'{ins[0]:,.0f}' if ins else '-'} |")
         out.append("")
 
     first = [p for p in FIRST_CALL if ("FirstCall", p) in runs or ("FirstCall", p) in errors]

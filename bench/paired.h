@@ -8,7 +8,8 @@
 // <Call>/paired_<a>_<b> runs rounds of one burst on each path (the order alternates), each
 // burst timed after a warm-up long enough for the other path's server to have gone to sleep
 // (both servers are pinned to CPU 1 and sleep when idle). Its counters are the medians over
-// the rounds: `ratio` (a's time per call / b's, per round), `a_ns` and `b_ns`.
+// the rounds: `ratio` (a's time per call / b's, per round), `diff_ns` (a's minus b's, per
+// round: what a costs over b in ns), `a_ns` and `b_ns`.
 //
 // Servers that busy-poll by design never sleep, and two of them on CPU 1 would take turns by
 // time slice in the middle of each other's bursts. For those (Parking::kStopped) the idle
@@ -83,10 +84,11 @@ double burst(C& client, Call call, CallInputs& io) {
 // The rounds of one repetition of a paired cell: `runA()` and `runB()` each run one burst and
 // return its ns per call (negative when a call failed or returned a wrong result), in
 // alternating order. Reports the medians over the rounds as the counters `ratio` (a / b per
-// round), `a_ns` and `b_ns`, or the benchmark's error when a call failed.
+// round), `diff_ns` (a - b per round), `a_ns` and `b_ns`, or the benchmark's error when a call
+// failed.
 template <class RunA, class RunB>
 void rounds(benchmark::State& state, RunA&& runA, RunB&& runB) {
-  std::vector<double> ratios, aNs, bNs;
+  std::vector<double> ratios, diffs, aNs, bNs;
   bool aFirst = true;
   for (auto _ : state) {
     double ta = 0, tb = 0;
@@ -103,11 +105,13 @@ void rounds(benchmark::State& state, RunA&& runA, RunB&& runB) {
     }
     aFirst = !aFirst;
     ratios.push_back(ta / tb);
+    diffs.push_back(ta - tb);
     aNs.push_back(ta);
     bNs.push_back(tb);
     state.SetIterationTime((ta + tb) * kBurstCalls * 1e-9);
   }
   state.counters["ratio"] = medianOf(ratios);
+  state.counters["diff_ns"] = medianOf(diffs);
   state.counters["a_ns"] = medianOf(aNs);
   state.counters["b_ns"] = medianOf(bNs);
 }

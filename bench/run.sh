@@ -30,7 +30,7 @@ results=$here/results
 mkdir -p "$results"
 [ -x "$bin" ] || { echo "run.sh: $bin not built (configure with -DLRPC_BUILD_BENCH=ON)" >&2; exit 1; }
 
-table_filter='--benchmark_filter=^(Null|Add|BigIn|BigInOut|StructArgs|FlatArgs|StructView|CapNull|RootNull|CapMake|Callback|FirstCall|Tail)/'
+table_filter='--benchmark_filter=^(Null|Add|BigIn|BigInOut|StructArgs|FlatArgs|StructView|CapNull|RootNull|CapMake|Callback|FirstCall|Tail|Cost)/'
 curves_filter='--benchmark_filter=^(Echo|Sink|Throughput|CellStep)/'
 if [ $quick = 1 ]; then
   args=(--benchmark_min_time=0.2 --benchmark_repetitions=1)

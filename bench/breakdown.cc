@@ -1,0 +1,201 @@
+#include "bench/breakdown.h"
+
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "bench/lrpc_common.h"
+#include "runtime/base/fd.h"
+
+#if LRPC_BENCH_DIRECT
+#include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
+#endif
+#if LRPC_BENCH_LOCAL
+#include "runtime/local_call.h"
+#endif
+
+namespace lrpc::bench {
+
+#if LRPC_BENCH_DIRECT
+// The handler every lrpc column calls (bench/paper_impl.cc).
+std::unique_ptr<paper::Paper::Server> makePaperImpl();
+
+namespace {
+
+using paper::Paper;
+
+// User-space instructions retired by this thread, where the machine's performance counters
+// allow it (a VM often has none: then available() is false and no counter is reported).
+class InstructionCounter {
+ public:
+  InstructionCounter() noexcept {
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.config = PERF_COUNT_HW_INSTRUCTIONS;
+    attr.disabled = 1;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    fd_ = OwnedFd(static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0)));
+  }
+
+  bool available() const noexcept { return fd_.valid(); }
+  void start() noexcept {
+    if (!available()) return;
+    ::ioctl(fd_.get(), PERF_EVENT_IOC_RESET, 0);
+    ::ioctl(fd_.get(), PERF_EVENT_IOC_ENABLE, 0);
+  }
+  // Instructions since start(), or 0 when there is no counter.
+  uint64_t stop() noexcept {
+    if (!available()) return 0;
+    ::ioctl(fd_.get(), PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t n = 0;
+    if (::read(fd_.get(), &n, sizeof n) != static_cast<ssize_t>(sizeof n)) return 0;
+    return n;
+  }
+
+ private:
+  OwnedFd fd_;
+};
+
+// Runs `piece` (false: it failed) once per iteration, and reports its instructions per
+// iteration where the counters allow.
+template <class Piece>
+void timePiece(benchmark::State& state, Piece&& piece) {
+  InstructionCounter counter;
+  counter.start();
+  for (auto _ : state) {
+    if (!piece()) {
+      state.SkipWithError("the piece failed");
+      return;
+    }
+  }
+  const uint64_t instructions = counter.stop();
+  if (counter.available() && state.iterations() > 0) {
+    state.counters["instructions"] = static_cast<double>(instructions) / static_cast<double>(state.iterations());
+  }
+}
+
+// A server call over frames in this thread's own memory: the dispatch code alone, with no
+// other core's cache lines to fetch. Paper's results are all fixed-size (no result tail).
+class FrameCall final : public ServerCall {
+ public:
+  FrameCall(std::span<const std::byte> args, std::byte* results) noexcept : ServerCall(args, {}, results) {}
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (n == 0) return std::span<std::byte>();
+    return Status(Errc::kInvalidArgument, "no result tail in this benchmark");
+  }
+};
+
+void addDispatch(Call call) {
+  const std::string name = std::string("Cost/dispatch/") + callName(call);
+  benchmark::RegisterBenchmark(name.c_str(), [call](benchmark::State& state) {
+    std::unique_ptr<Paper::Server> impl = makePaperImpl();
+    alignas(64) std::byte args[256] = {};
+    alignas(64) std::byte results[256] = {};
+    uint32_t procedure = Paper::kNull;
+    size_t argsBytes = 0;
+    if (call == Call::kAdd) {
+      const Paper::AddArgsFrame frame{20, 22};
+      std::memcpy(args, &frame, sizeof frame);
+      procedure = Paper::kAdd;
+      argsBytes = sizeof frame;
+    } else if (call == Call::kBigIn || call == Call::kBigInOut) {
+      for (size_t i = 0; i < 200; ++i) args[i] = static_cast<std::byte>(i);
+      procedure = call == Call::kBigIn ? Paper::kBigIn : Paper::kBigInOut;
+      argsBytes = 200;
+    }
+    void* self = impl.get();
+    timePiece(state, [&] {
+      FrameCall frameCall(std::span<const std::byte>(args, argsBytes), results);
+      benchmark::ClobberMemory();  // the next call's arguments are new memory to the compiler
+      return Paper::Server::dispatch(self, procedure, frameCall).isOk();
+    });
+  });
+}
+
+void addResult() {
+  benchmark::RegisterBenchmark("Cost/result", [](benchmark::State& state) {
+    int32_t x = 1;
+    timePiece(state, [&] {
+      benchmark::DoNotOptimize(x);
+      Result<int32_t> r(x);
+      benchmark::DoNotOptimize(r);
+      return r.isOk() && *r == x;
+    });
+  });
+}
+
+#if LRPC_BENCH_LOCAL
+// A same-host binding to a real server process, for the pieces that need one.
+class LocalBindingSession final : public Session {
+ public:
+  static Result<std::unique_ptr<LocalBindingSession>> start() {
+    std::unique_ptr<LocalBindingSession> s(new LocalBindingSession());
+    ServerSpec spec;
+    spec.kind = "lrpc_local";
+    spec.cpu = kServerCpu;
+    if (Status st = startLocal<Paper>(spec, "paper", s->dir_, TransferMode::kAdaptive, s->server_, s->client_); !st) {
+      return st;
+    }
+    if (Status st = s->client_.null(); !st.isOk()) return st;  // the first call starts the A-stack
+    return s;
+  }
+  ~LocalBindingSession() override {
+    client_ = Paper::Client();
+    server_.reset();
+    ::rmdir(dir_.c_str());
+  }
+  const Binding& binding() const { return *client_.binding(); }
+  const ServerProcess* server() const override { return server_.get(); }
+
+ private:
+  LocalBindingSession() : dir_(namesDir()) {}
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  Paper::Client client_;
+};
+
+void addAStack(BenchContext& ctx) {
+  benchmark::RegisterBenchmark("Cost/astack", [&ctx](benchmark::State& state) {
+    Result<LocalBindingSession*> session =
+        ctx.sessions.get<LocalBindingSession>("Cost/astack", [] { return LocalBindingSession::start(); });
+    if (!session) {
+      state.SkipWithError(session.status().toString().c_str());
+      return;
+    }
+    const Binding& binding = session.value()->binding();
+    const CallOptions options = withDeadline();
+    timePiece(state, [&] {
+      LocalCall call(binding, Paper::kNull, options);  // takes an A-stack; its destructor returns it
+      return call.status().isOk();
+    });
+  });
+}
+#endif
+
+}  // namespace
+
+void registerBreakdown(BenchContext& ctx) {
+#if LRPC_BENCH_LOCAL
+  addAStack(ctx);
+#else
+  (void)ctx;
+#endif
+  addResult();
+  for (Call call : kCalls) addDispatch(call);
+}
+
+#else
+void registerBreakdown(BenchContext&) {}
+#endif  // LRPC_BENCH_DIRECT
+
+}  // namespace lrpc::bench
