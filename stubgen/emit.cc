@@ -524,7 +524,8 @@ void emitClientAsync(const InterfaceDecl& d, const std::set<std::string>& comple
     const std::string caps = usesCaps(m) ? ", caps_" : "";
     const std::string unused = usesCaps(m) ? "" : " (void)caps_;";
     const std::string head = "::lrpc::Pending<" + returnType(m) + "> ";
-    const std::string params = "(" + paramList(m, true) + ") const";
+    std::string params = "(";  // not "(" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
+    params += paramList(m, true) + ") const";
     std::string body;
     body += "  return ::lrpc::detail::startAsync<" + returnType(m) + ">(\n";
     body += "      binding_, " + d.cppName + "::" + m.constName + ", options_, queue_,\n";
@@ -868,17 +869,22 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 }
 
-// The name of the generated class that forwards d's calls ("Forwarder_calc_Calc").
-std::string forwarderName(const InterfaceDecl& d) {
-  std::string n = "Forwarder";
-  for (char ch : d.cppName) n += ch == ':' ? '_' : ch;
-  std::string out;  // "::" became "__": one underscore each
-  for (size_t i = 0; i < n.size(); ++i) {
-    if (n[i] == '_' && i + 1 < n.size() && n[i + 1] == '_') continue;
-    out += n[i];
+// A C++ name as one identifier piece: "::calc::Calc" -> "_calc_Calc".
+std::string flatName(const std::string& cppName) {
+  std::string out;
+  for (size_t i = 0; i < cppName.size(); ++i) {
+    if (cppName[i] != ':') {
+      out += cppName[i];
+    } else if (i + 1 < cppName.size() && cppName[i + 1] == ':') {
+      out += '_';  // one underscore per "::"
+      ++i;
+    }
   }
   return out;
 }
+
+// The name of the generated class that forwards d's calls ("Forwarder_calc_Calc").
+std::string forwarderName(const InterfaceDecl& d) { return "Forwarder" + flatName(d.cppName); }
 
 // A Server that calls the same method on a Client of another binding: what a capability
 // becomes when it is passed on through a binding other than the one it came on (a proxy;
