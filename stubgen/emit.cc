@@ -586,6 +586,14 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
     out += "  operator ::lrpc::Cap<" + base + ">() const { return ::lrpc::Cap<" + base +
            ">(binding_); }  // NOLINT: implicit\n";
   }
+  if (!d.otherBases.empty()) {
+    out += "  // Every other interface it extends: their methods sit further into its PDL, so their\n";
+    out += "  // clients call it through an adaptor served in this process, one per conversion.\n";
+  }
+  for (const auto& o : d.otherBases) {
+    out += "  operator " + o.cppName + "::Client() const;  // NOLINT: implicit\n";
+    out += "  operator ::lrpc::Cap<" + o.cppName + ">() const;  // NOLINT: implicit\n";
+  }
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
@@ -911,6 +919,46 @@ void emitForwarder(const InterfaceDecl& d, std::string& out) {
   out += "}\n\n";
 }
 
+// The class that serves `base` (an interface d extends but does not open its PDL with) by
+// calling the same methods on a d::Client: "Forwarder_calc_Calc_As_calc_Base".
+std::string adaptorName(const InterfaceDecl& d, const InterfaceDecl::OtherBase& base) {
+  return forwarderName(d) + "_As" + flatName(base.cppName);
+}
+
+// Per other base: a base::Server whose every method calls d's Client (which has them all,
+// further into its PDL), and d::Client's conversions to base::Client and Cap<base> through it.
+void emitBaseAdaptors(const InterfaceDecl& d, std::string& out) {
+  for (const auto& o : d.otherBases) {
+    const std::string name = adaptorName(d, o);
+    out += "// " + d.name + " seen as " + o.cppName + ": its calls go on to the " + d.name + " client.\n";
+    out += "class " + name + " final : public " + o.cppName + "::Server {\n";
+    out += " public:\n";
+    out += "  explicit " + name + "(" + d.cppName + "::Client target) : target_(std::move(target)) {}\n";
+    for (const auto& m : d.methods) {
+      if (o.scopes.count(m.frameScope) == 0) continue;
+      std::string args;
+      for (const auto& p : m.params) args += (args.empty() ? "" : ", ") + p.name;
+      out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") override { return target_." + m.name +
+             "(" + args + "); }\n";
+    }
+    out += "\n private:\n";
+    out += "  " + d.cppName + "::Client target_;\n";
+    out += "};\n\n";
+  }
+}
+
+void emitBaseConversions(const InterfaceDecl& d, std::string& out) {
+  for (const auto& o : d.otherBases) {
+    out += d.relName + "::Client::operator " + o.cppName + "::Client() const {\n";
+    out += "  if (binding_->remote && binding_->channel->isNullCap()) return " + o.cppName + "::Client();  // null stays null\n";
+    out += "  return " + o.cppName + "::Client::serve(std::make_shared<" + adaptorName(d, o) + ">(*this));\n";
+    out += "}\n\n";
+    out += d.relName + "::Client::operator ::lrpc::Cap<" + o.cppName + ">() const {\n";
+    out += "  return ::lrpc::Cap<" + o.cppName + ">(operator " + o.cppName + "::Client().binding());\n";
+    out += "}\n\n";
+  }
+}
+
 void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
   out += "::lrpc::Status " + d.relName + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
   if (!d.methods.empty()) {
@@ -1043,6 +1091,7 @@ FileText emitFile(const FileModel& f) {
       for (const auto& m : d->methods) emitDispatchMethod(*d, m, c);
     }
     for (const auto* d : generated) emitForwarder(*d, c);
+    for (const auto* d : generated) emitBaseAdaptors(*d, c);
     c += "}  // namespace\n\n";
   }
   c += nsOpen(f);
@@ -1074,6 +1123,7 @@ FileText emitFile(const FileModel& f) {
     c += "  void* self = static_cast<" + d.relName + "::Server*>(impl.get());\n";
     c += "  return Client(::lrpc::detail::serveInProcess({&kDescriptor, std::shared_ptr<void>(std::move(impl), self)}));\n";
     c += "}\n\n";
+    emitBaseConversions(d, c);
     emitServerDispatch(d, c);
   }
   c += nsClose(f);

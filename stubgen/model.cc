@@ -1325,6 +1325,34 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t, std::set
   }
 }
 
+// The interfaces `ifaceId` extends, transitively, in the order addMethods meets them (generic
+// ones are refused there, so they are left out here).
+void ModelBuilder::collectBases(uint64_t ifaceId, std::vector<uint64_t>& out) const {
+  for (auto sup : node(ifaceId).getProto().getInterface().getSuperclasses()) {
+    if (sup.getBrand().getScopes().size() > 0 || node(sup.getId()).getProto().getIsGeneric()) continue;
+    if (std::find(out.begin(), out.end(), sup.getId()) != out.end()) continue;
+    out.push_back(sup.getId());
+    collectBases(sup.getId(), out);
+  }
+}
+
+void ModelBuilder::addOtherBases(InterfaceDecl& d) const {
+  std::vector<uint64_t> all;
+  collectBases(d.id, all);
+  for (uint64_t b : all) {
+    auto onPrefix = [b](const auto& p) { return p.first == b; };
+    if (std::any_of(d.prefixBases.begin(), d.prefixBases.end(), onPrefix)) continue;
+    InterfaceDecl::OtherBase o;
+    o.id = b;
+    o.cppName = cppNameOf(b);
+    std::vector<uint64_t> below;
+    collectBases(b, below);
+    o.scopes.insert(o.cppName);
+    for (uint64_t x : below) o.scopes.insert(cppNameOf(x));
+    d.otherBases.push_back(std::move(o));
+  }
+}
+
 void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::vector<Method>& out,
                               std::vector<Diag>& diags) {
   if (!seen.insert(ifaceId).second) return;  // a diamond: each interface's methods once
@@ -1471,6 +1499,7 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
       if (b.getIsGeneric()) break;
       d.prefixBases.emplace_back(b.getId(), cppNameOf(b.getId()));
     }
+    addOtherBases(d);
     const std::string self = d.cppName;
     std::string signature;
     for (size_t i = 0; i < all.size(); ++i) {

@@ -189,6 +189,15 @@ struct InterfaceDecl {
   // The first-base chain (first base, its first base, ...): each one's PDL opens this one's, so
   // a Client of this interface converts to theirs (InterfaceDescriptor::prefixBases).
   std::vector<std::pair<uint64_t, std::string>> prefixBases;  // id, C++ name
+  // Every other interface it extends, directly or through a base (a second base, and that
+  // base's own bases): their methods sit further into this PDL, so a Client converts to theirs
+  // through an in-process adaptor that forwards each of their methods (emitted per base).
+  struct OtherBase {
+    uint64_t id = 0;
+    std::string cppName;
+    std::set<std::string> scopes;  // the C++ names of the base and of everything it extends
+  };
+  std::vector<OtherBase> otherBases;
   std::vector<EnumDecl> nestedEnums;
   std::vector<StructDecl> nestedStructs;
   std::vector<InterfaceDecl> nestedInterfaces;  // declared inside it, emitted inside its struct
@@ -292,6 +301,8 @@ class ModelBuilder {
   EnumDecl makeEnum(uint64_t id);
   StructDecl makeStruct(uint64_t id);
   InterfaceDecl makeInterface(uint64_t id);
+  void collectBases(uint64_t ifaceId, std::vector<uint64_t>& out) const;
+  void addOtherBases(InterfaceDecl& d) const;
   void addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::vector<Method>& out, std::vector<Diag>& diags);
   bool makeFields(uint64_t structId, const std::string& methodPath, bool params, uint64_t fileId,
                   const std::vector<Step>& methodSteps, int methodLine, std::vector<Field>& out,

@@ -94,6 +94,7 @@ TEST_P(SameHost, CapabilitiesRoundTrip) {
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   checkCapabilities(*factory);
   checkAsyncCapabilities(*factory);
+  checkSecondBase(*factory, true);
   ImportOptions io;
   io.dir = dir.path();
   io.mode = GetParam();
@@ -469,6 +470,7 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     ASSERT_TRUE(factory.isOk()) << factory.status().toString();
     checkCapabilities(*factory);
     checkAsyncCapabilities(*factory);
+    checkSecondBase(*factory, false);
     // The session's bound (4 here).
     std::vector<caps::Counter::Client> kept;
     for (int i = 0; i < 4; ++i) {

@@ -16,6 +16,11 @@ TEST(Capability, InProcessRoundTrip) {
   checkCapabilities(factory);
 }
 
+TEST(Capability, SecondBaseInProcess) {
+  auto factory = caps::Factory::Client::serve(std::make_shared<FactoryImpl>());
+  checkSecondBase(factory, true);
+}
+
 TEST(Capability, InsideValuesInProcess) {
   auto keeper = caps::Keeper::Client::serve(std::make_shared<KeeperImpl>());
   checkNestedCapabilities(keeper);

@@ -16,6 +16,16 @@ interface Special extends(Counter) {
   # Adds 2n.
 }
 
+interface Named {
+  name @0 () -> (name :Text);
+}
+
+interface Tagged extends(Counter, Named) {
+  # Two bases: Counter opens its PDL, Named's method comes after Counter's, so a Tagged is a
+  # Named through an adaptor in the process that converts it.
+  tag @0 () -> (tag :Text);
+}
+
 interface Factory {
   make @0 (label :Text, start :Int64) -> (counter :Counter);
   # A new counter; the server keeps it while the client holds it.
@@ -32,6 +42,10 @@ interface Factory {
   # A new Special, returned as one.
   asCounter @7 (start :Int64) -> (counter :Counter);
   # A new Special, returned where a Counter is declared.
+  tagged @8 (start :Int64, name :Text) -> (tagged :Tagged);
+  # A new Tagged.
+  nameOf @9 (named :Named) -> (name :Text);
+  # Calls named.name().
 }
 
 struct Holder {

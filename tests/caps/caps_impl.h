@@ -52,6 +52,24 @@ class SpecialImpl final : public caps::Special::Server {
   std::atomic<int64_t> total_;
 };
 
+class TaggedImpl final : public caps::Tagged::Server {
+ public:
+  TaggedImpl(std::shared_ptr<std::atomic<uint32_t>> live, int64_t start, std::string name)
+      : live_(std::move(live)), total_(start), name_(std::move(name)) {
+    ++*live_;
+  }
+  ~TaggedImpl() override { --*live_; }
+  Result<int64_t> add(int64_t n) override { return total_ += n; }
+  Result<std::string> label() override { return std::string("tagged"); }
+  Result<std::string> name() override { return name_; }
+  Result<std::string> tag() override { return "tag:" + name_; }
+
+ private:
+  std::shared_ptr<std::atomic<uint32_t>> live_;
+  std::atomic<int64_t> total_;
+  std::string name_;
+};
+
 class FactoryImpl final : public caps::Factory::Server {
  public:
   Result<caps::Counter::Client> make(std::string_view label, int64_t start) override {
@@ -75,6 +93,10 @@ class FactoryImpl final : public caps::Factory::Server {
     // A Special is a Counter (one conversion: then Result's).
     return caps::Counter::Client(caps::Special::Client::serve(std::make_shared<SpecialImpl>(live_, start)));
   }
+  Result<caps::Tagged::Client> tagged(int64_t start, std::string_view name) override {
+    return caps::Tagged::Client::serve(std::make_shared<TaggedImpl>(live_, start, std::string(name)));
+  }
+  Result<std::string> nameOf(const caps::Named::Client& named) override { return named.name(); }
 
  private:
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
@@ -205,6 +227,39 @@ inline void checkCapabilities(caps::Factory::Client& factory) {
   special = Status(Errc::kCancelled);
   asCounter = caps::Counter::Client();
   returned = Status(Errc::kCancelled);
+  EXPECT_EQ(*factory.live(), 0u);
+}
+
+// A second base: a Tagged (extends Counter, then Named) converts to Counter through its own
+// binding and to Named through an adaptor served in this process. `callbacks`: the path lets
+// this process serve objects to the server (not yet over the network), so the adaptor can be
+// passed where a Named is declared.
+inline void checkSecondBase(caps::Factory::Client& factory, bool callbacks) {
+  auto tagged = factory.tagged(5, "t5");
+  ASSERT_TRUE(tagged.isOk()) << tagged.status().toString();
+  EXPECT_EQ(*tagged->tag(), "tag:t5");
+  EXPECT_EQ(*tagged->name(), "t5");
+  caps::Counter::Client asCounter = *tagged;  // the first base: the same binding
+  EXPECT_EQ(*asCounter.add(1), 6);
+  caps::Named::Client named = *tagged;  // the second base: the adaptor
+  auto n = named.name();
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  EXPECT_EQ(*n, "t5");
+  {
+    const Cap<caps::Named> cap = *tagged;
+    EXPECT_EQ(*cap.client().name(), "t5");
+  }
+  EXPECT_EQ(caps::Named::Client(caps::Tagged::Client()).name().status().code(), Errc::kBindingRejected);  // null stays null
+  auto passed = factory.nameOf(named);
+  if (callbacks) {
+    ASSERT_TRUE(passed.isOk()) << passed.status().toString();
+    EXPECT_EQ(*passed, "t5");
+  } else {
+    EXPECT_FALSE(passed.isOk());  // the adaptor is this process's object: a callback
+  }
+  named = caps::Named::Client();
+  asCounter = caps::Counter::Client();
+  tagged = Status(Errc::kCancelled);
   EXPECT_EQ(*factory.live(), 0u);
 }
 
