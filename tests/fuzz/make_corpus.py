@@ -77,3 +77,36 @@ write("handshake", "hello_wrong_version", bytes([0]) + struct.pack("<H", HELLO_B
       struct.pack("<II", 0x4c525048, 2).ljust(HELLO_BYTES, b"\0"))
 write("handshake", "hello_too_long", hello(body=b"x" * 300))
 write("handshake", "hello_bad_mode", hello(mode=1, body=b"\0" * 28 + b"\x09"))
+
+# ---- secure_endpoint: the packet seeds inside the secure session (records [len u16][mode][bytes];
+#      packet mode bit 0 "name the session" becomes seal + name (1|2), bit 1 "other address" 16),
+#      plus what only the secure endpoint sees.
+def records(data):
+    pos, out = 0, []
+    while pos + 3 <= len(data):
+        n = data[pos] | (data[pos + 1] << 8)
+        mode = data[pos + 2]
+        pos += 3
+        out.append((mode, data[pos:pos + n]))
+        pos += n
+    return out
+
+def record(mode, body):
+    return struct.pack("<HB", len(body), mode) + body
+
+for name in sorted(os.listdir("corpus/packet")):
+    with open(f"corpus/packet/{name}", "rb") as f:
+        seed = f.read()
+    out = b""
+    for mode, body in records(seed):
+        out += record(1 | (2 if mode & 1 else 0) | (16 if mode & 2 else 0), body)
+    write("secure_endpoint", "sealed_" + name, out)
+SEAL, NAME, XOR_HELLO, REPLAY, OTHER_ADDR = 1, 2, 4, 8, 16
+write("secure_endpoint", "raw_garbage", record(0, bytes(range(64))))
+write("secure_endpoint", "fresh_hello", record(XOR_HELLO, b""))
+write("secure_endpoint", "fresh_hello_flipped", record(XOR_HELLO, b"\0" * 40 + b"\x01"))
+write("secure_endpoint", "fresh_hello_other_address", record(XOR_HELLO | OTHER_ADDR, b""))
+write("secure_endpoint", "hello_storm", record(XOR_HELLO, b"") * 40)
+write("secure_endpoint", "sealed_then_replayed", record(SEAL | NAME, bytes(32)) + record(REPLAY, b"") * 3)
+write("secure_endpoint", "replay_from_other_address", record(SEAL | NAME, bytes(32)) + record(REPLAY | OTHER_ADDR, b""))
+write("secure_endpoint", "data_magic_garbage", record(0, b"\x4c\x53\x04\x00" + bytes(60)))
