@@ -20,8 +20,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # expect <description> <regex> <file>: the file's text matches the regex.
 expect() { grep -Eq -- "$2" "$3" || { echo "--- $3:" >&2; cat "$3" >&2; fail "$1"; }; }
 
+# The secure port takes only this client's key.
+"$LRPC" keygen "$work/client" >/dev/null 2>&1 || fail "keygen exited non-zero"
 start_server() {
-  "$SERVER" "$1" 3 >"$work/server.out" 2>"$work/server.err" &
+  "$SERVER" "$1" 3 "$work/client.pub" >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   for _ in $(seq 100); do
     grep -q '^ready' "$work/server.out" 2>/dev/null && break
@@ -30,6 +32,8 @@ start_server() {
   done
   grep -q '^ready' "$work/server.out" || fail "server not ready after 10 s"
   port=$(awk '/^ready/ {print $2}' "$work/server.out")
+  secure_port=$(awk '/^ready/ {print $3}' "$work/server.out")
+  server_key=$(awk '/^ready/ {print $4}' "$work/server.out")
 }
 
 start_server paper
@@ -94,6 +98,25 @@ expect "ping of a wrong name says so" '^lrpc ping: not found: no server exports 
 expect "stat of a wrong name says so" '^lrpc stat: not found: no server exports "nosuch"' "$work/err.out"
 "$LRPC" ping -c 2 -i 0 "udp+clear://127.0.0.1:$port/nosuch" >"$work/err.out" 2>&1 && fail "udp ping of a wrong name succeeded"
 expect "udp ping of a wrong name says so" "^lrpc ping: not found: .*nosuch" "$work/err.out"
+
+# A secure server: the handshake checks its key, then the probes go sealed.
+secure_uri="udp://127.0.0.1:$secure_port/paper?key=$server_key"
+"$LRPC" ping -c 3 -i 0 --key "$work/client.key" "$secure_uri" >"$work/secure.out" 2>&1 || { cat "$work/secure.out" >&2; fail "secure udp ping exited non-zero"; }
+expect "secure udp ping names the interface and the handshake" "^PING 127\\.0\\.0\\.1:$secure_port: \"paper\" serves paper\\.capnp:Paper \\(secure: server key verified, handshake " "$work/secure.out"
+expect "secure udp ping summary" '^3 sent, 3 answered, 0 errors$' "$work/secure.out"
+"$LRPC" ping -c 1 -i 0 --key "$work/client.key" "udp://127.0.0.1:$secure_port/nosuch?key=$server_key" >"$work/err.out" 2>&1 && fail "secure udp ping of a wrong name succeeded"
+expect "secure udp ping of a wrong name says so" "^lrpc ping: not found: .*nosuch" "$work/err.out"
+# A client key the server does not list (a fresh one), and a wrong pinned key: no answer.
+"$LRPC" ping -c 1 -W 0.5 "$secure_uri" >"$work/err.out" 2>&1 && fail "secure udp ping with an unlisted client key succeeded"
+expect "an unlisted client key gets no handshake" 'no answer to the secure handshake from 127\.0\.0\.1' "$work/err.out"
+wrong_key=$(awk '{print $2}' "$work/client.pub")  # the client's own key: not the server's
+"$LRPC" ping -c 1 -W 0.5 --key "$work/client.key" "udp://127.0.0.1:$secure_port/paper?key=$wrong_key" >"$work/err.out" 2>&1 && fail "secure udp ping with a wrong pinned key succeeded"
+expect "a wrong pinned key gets no handshake" 'no answer to the secure handshake' "$work/err.out"
+# The clear-text probe gets nothing from a secure-only port, and key files need a pinned key.
+"$LRPC" ping -c 1 -W 0.3 "udp+clear://127.0.0.1:$secure_port/paper" >"$work/err.out" 2>&1 && fail "clear ping of a secure port succeeded"
+expect "clear ping of a secure port gets no answer" 'no answer from 127\.0\.0\.1' "$work/err.out"
+"$LRPC" ping -c 1 --key "$work/client.key" "udp+clear://127.0.0.1:$port/paper" >"$work/err.out" 2>&1 && fail "--key without a pinned key succeeded"
+expect "--key without a pinned key says so" 'pin its key in the address' "$work/err.out"
 "$LRPC" ping 'bad/name' >"$work/err.out" 2>&1 && fail "ping of an invalid name succeeded"
 expect "ping of an invalid name says so" '^lrpc ping: invalid argument: bad character in name' "$work/err.out"
 "$LRPC" frobnicate >"$work/err.out" 2>&1; [ $? -eq 2 ] || fail "unknown command is not a usage error"
@@ -131,4 +154,4 @@ expect "ls marks the dead name" '^paper +- +- +- +\(not found: the server of "pa
 "$LRPC" ping -c 2 -i 0 -W 0.3 "udp+clear://127.0.0.1:$port/paper" >"$work/err.out" 2>&1 && fail "udp ping of a dead server succeeded"
 expect "udp ping of a dead server says so" '(nothing listens on|no answer from) 127\.0\.0\.1' "$work/err.out"
 
-echo "PASS: lrpc ls, ping (same host in 3 modes, udp), stat; wrong names; dead server"
+echo "PASS: lrpc ls, ping (same host in 3 modes, udp, secure udp), stat; wrong names; dead server"

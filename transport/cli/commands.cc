@@ -55,18 +55,25 @@ std::string interfaceFromRefusal(const std::string& text) {
 bool isUdpUri(const std::string& target) { return target.rfind("udp://", 0) == 0 || target.rfind("udp+clear://", 0) == 0; }
 
 int pingUdp(const CommonOptions& common, const PingOptions& opts, const std::string& target) {
-  Result<std::unique_ptr<UdpProbe>> probe = UdpProbe::open(target);
+  Result<std::unique_ptr<UdpProbe>> probe = UdpProbe::open(target, ProbeKeys{opts.keyFile, opts.pskFile});
   if (!probe.isOk()) return fail("ping", probe.status());
   UdpProbe& p = **probe;
   LatencySamples samples;
   int errors = 0;
+  Status lastError;
   for (int i = 1; i <= opts.count; ++i) {
     if (i > 1) std::this_thread::sleep_for(opts.interval);
     Result<std::chrono::nanoseconds> rtt = p.probe(common.timeout);
+    if (!rtt.isOk()) lastError = rtt.status();
     if (!rtt.isOk() && rtt.status().code() == Errc::kNotFound) return fail("ping", rtt.status());
     if (i == 1 && rtt.isOk()) {
-      std::printf("PING %s: \"%s\" serves %s (session handshake round trips)\n", p.server().c_str(), p.name().c_str(),
-                  interfaceFromRefusal(p.lastAnswer()).c_str());
+      std::string how = "session handshake round trips";
+      if (p.secure() && p.handshakeTime()) {
+        how = "secure: server key verified, handshake " + formatDuration(p.handshakeTime()->count()) +
+              "; then sealed session handshake round trips";
+      }
+      std::printf("PING %s: \"%s\" serves %s (%s)\n", p.server().c_str(), p.name().c_str(),
+                  interfaceFromRefusal(p.lastAnswer()).c_str(), how.c_str());
     }
     if (!rtt.isOk()) {
       ++errors;
@@ -80,10 +87,7 @@ int pingUdp(const CommonOptions& common, const PingOptions& opts, const std::str
   std::printf("--- %s ping statistics ---\n%d sent, %zu answered, %d errors\n", target.c_str(), opts.count,
               samples.size(), errors);
   if (samples.size() > 0) std::printf("rtt %s\n", samples.summary().c_str());
-  if (samples.size() == 0) {
-    std::fprintf(stderr, "lrpc ping: no answer from %s (server dead or unreachable)\n", p.server().c_str());
-    return 1;
-  }
+  if (samples.size() == 0) return fail("ping", lastError);  // what went wrong, e.g. the handshake
   return 0;
 }
 

@@ -19,13 +19,16 @@ struct PingOptions {
   std::chrono::milliseconds interval = std::chrono::milliseconds(200);
   TransferMode mode = TransferMode::kAdaptive;
   bool quiet = false;  // summary only
+  std::string keyFile;  // udp://...?key=: this client's private key (empty: a fresh one)
+  std::string pskFile;  // udp://...?key=: the pre-shared key the server requires
 };
 
 // `all`: every user's names directory this process can read (the default directories of
 // every uid: /run/user/*/lrpc and /tmp/lrpc-*), not only ours.
 int listCommand(const CommonOptions& common, bool all);
 int statCommand(const CommonOptions& common, const std::string& name);
-// `target` is a same-host name or udp+clear://host:port/name (udp:// too: the probe is clear text).
+// `target` is a same-host name, udp+clear://host:port/name, or udp://host:port/name?key=... for
+// a secure server (transport/cli/udp_probe.h).
 int pingCommand(const CommonOptions& common, const PingOptions& ping, const std::string& target);
 // Writes a new X25519 key pair as <prefix>.key (0600) and <prefix>.pub, printing the public key
 // in the text form addresses use; never overwrites.

@@ -1,6 +1,7 @@
 // lrpc: the operator's tool.
 //   lrpc ls [--all]                          the exported names, their interfaces and servers
-//   lrpc ping [-c N] [-i SEC] [-q] [--mode M] <name | udp+clear://host:port/name>
+//   lrpc ping [-c N] [-i SEC] [-q] [--mode M] [--key F] [--psk F]
+//             <name | udp+clear://host:port/name | udp://host:port/name?key=K>
 //   lrpc stat <name>                         a server's bindings, A-stacks, calls and errors
 //   lrpc keygen <prefix> | --psk <file>      a key pair (or a pre-shared key) for secure udp://
 // Common options: --dir DIR (names directory), -W/--timeout SEC (per answer, default 1).
@@ -21,7 +22,9 @@ constexpr char kUsage[] =
     "                            (--all: every user's default names directory that we can read)\n"
     "  ping <name>               Null round trips through the server's runtime (a built-in A-stack)\n"
     "  ping udp+clear://host:port/name  session-handshake round trips to a server that takes\n"
-    "                            clear text (a secure-only server answers no unauthenticated probe)\n"
+    "                            clear text\n"
+    "  ping udp://host:port/name?key=K  the same to a secure server, sealed, after a handshake that\n"
+    "                            checks the server holds key K (--key, --psk: this client's key, the psk)\n"
     "  stat <name>               the server's bindings, A-stacks in use, calls served and errors\n"
     "  keygen <prefix>           write a new key pair: <prefix>.key (secret, 0600) and <prefix>.pub\n"
     "  keygen --psk <file>       write a new pre-shared key (secret, 0600)\n"
@@ -31,7 +34,9 @@ constexpr char kUsage[] =
     "  -c COUNT                  ping: round trips (default 10)\n"
     "  -i SEC                    ping: pause between round trips (default 0.2; 0 for back to back)\n"
     "  -q                        ping: print the summary only\n"
-    "  --mode adaptive|spin|block  ping: how the server thread and we wait (default adaptive)\n";
+    "  --mode adaptive|spin|block  ping: how the server thread and we wait (default adaptive)\n"
+    "  --key FILE                ping udp://: this client's private key (lrpc keygen; default: a fresh one)\n"
+    "  --psk FILE                ping udp://: the pre-shared key the server requires\n";
 
 int usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "lrpc: %s\n", why);
@@ -78,6 +83,10 @@ int main(int argc, char** argv) {
       if (ping.count <= 0) return usage("bad count");
     } else if (a == "-i" && hasValue) {
       if (!parseSeconds(argv[++i], &ping.interval)) return usage("bad interval");
+    } else if (a == "--key" && hasValue) {
+      ping.keyFile = argv[++i];
+    } else if (a == "--psk" && hasValue) {
+      ping.pskFile = argv[++i];
     } else if (a == "--all" || a == "-a") {
       all = true;
     } else if (a == "-q") {
