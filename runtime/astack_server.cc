@@ -30,6 +30,8 @@ class AStackServerCall final : public ServerCall {
         cancelWord_(cancelWord),
         seq_(seq) {}
 
+  std::vector<uint8_t>* spareBytes() noexcept override { return &slot_->spareBytes; }
+
   Status awaitArgTail(size_t end) noexcept override {
     if (argReady_ == nullptr || end <= ready_) return {};
     if (end > argTail_.size()) return Status(Errc::kBadFrame, "argument stream read past its tail");

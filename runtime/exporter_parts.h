@@ -80,6 +80,10 @@ struct ServerSlot {
   Mutex segMu;
   std::shared_ptr<SharedMemory> argSegment LRPC_GUARDED_BY(segMu);
   std::shared_ptr<SharedMemory> resultSegment LRPC_GUARDED_BY(segMu);
+  // The copy "E" buffer of the last large Data argument (detail::SpareBytes), for the next:
+  // used only by whoever serves this A-stack's current call (the served/finished chain orders
+  // them). At most the largest Data argument this binding has sent; freed with the binding.
+  std::vector<uint8_t> spareBytes;
 };
 
 // One binding: a client process bound to one exported name. Its clerk thread owns it.

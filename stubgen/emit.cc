@@ -829,6 +829,9 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
       const std::string store = f.name + "Store_";
       const std::string view = f.name + "View_";
       if (!f.inPlace) out += "  " + valueType(f.type) + " " + store + ";\n";
+      if (!f.inPlace && f.type.kind == Kind::kData) {
+        out += "  const ::lrpc::detail::SpareBytes " + f.name + "Spare_(call_, " + store + ");  // a large copy's buffer, kept\n";
+      }
       if (f.type.kind == Kind::kData) out += "  std::span<const uint8_t> " + view + ";\n";
       emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out, view);
       Type e = elemOf(f.type);

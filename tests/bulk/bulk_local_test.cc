@@ -117,6 +117,22 @@ TEST_P(BulkLocal, SharedBufferSixtyFourMiBRoundTrip) {
   EXPECT_EQ(*client_->data(small), small);
 }
 
+// Large Data arguments of changing sizes, one after another on the same A-stacks: the server
+// copies each into the buffer it kept from the previous one (detail::SpareBytes), larger or
+// smaller, and every echo comes back with exactly its own bytes.
+TEST_P(BulkLocal, LargeArgumentsOfChangingSizesKeepTheirOwnBytes) {
+  const size_t sizes[] = {size_t{3} << 20, (size_t{1} << 20) + 5, size_t{2} << 20, size_t{6} << 20,
+                          (size_t{1} << 20) - 1, size_t{1} << 20, 4096};
+  uint32_t seed = 11;
+  for (size_t n : sizes) {
+    const std::vector<uint8_t> sent = pattern(n, ++seed);
+    Result<std::vector<uint8_t>> back = client_->data(sent);
+    ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
+    ASSERT_EQ(back->size(), n);
+    EXPECT_TRUE(*back == sent) << n;
+  }
+}
+
 TEST_P(BulkLocal, AtTheServersLimitWithTheOtherAStackHeld) {
   // `data` has two A-stacks ($Lrpc.astacks(2)): hold one, so the calls below get the last.
   auto held = std::make_unique<Result<SharedBuffer>>(

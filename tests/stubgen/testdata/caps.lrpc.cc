@@ -257,6 +257,7 @@ namespace {
   std::memcpy(&frame_, args_.data(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.argTail();
   std::vector<uint8_t> bytesStore_;
+  const ::lrpc::detail::SpareBytes bytesSpare_(call_, bytesStore_);  // a large copy's buffer, kept
   std::span<const uint8_t> bytesView_;
   if (!::lrpc::detail::varRefOk(frame_.bytes, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.write: argument bytes lies outside the tail, is misaligned or is over its size limit");

@@ -146,6 +146,7 @@ namespace {
   std::memcpy(&frame_, args_.data(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.argTail();
   std::vector<uint8_t> blobStore_;
+  const ::lrpc::detail::SpareBytes blobSpare_(call_, blobStore_);  // a large copy's buffer, kept
   std::span<const uint8_t> blobView_;
   if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.upload: argument blob lies outside the tail, is misaligned or is over its size limit");
