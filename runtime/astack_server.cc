@@ -257,8 +257,12 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
     ServerSlot* slot;
     std::vector<uint32_t> seen;
   } helper{this, slot, std::vector<uint32_t>(slots.size(), 0)};
-  // Only where there is another A-stack to serve.
-  const detail::Help help = slots.size() > 1 ? detail::Help{[](void* h) {
+  // Only where there is another A-stack to serve, and not where the interface carries
+  // capabilities: a helper blocked in another A-stack's call leaves its own A-stack unserved,
+  // and there that call may wait on a callback that calls back on this very A-stack (server ->
+  // client -> server), which would then wait forever.
+  const bool mayHelp = slots.size() > 1 && !exp->iface->carriesCaps;
+  const detail::Help help = mayHelp ? detail::Help{[](void* h) {
     auto* self = static_cast<Helper*>(h);
     return self->conn->help(self->slot, self->seen);
   }, &helper} : detail::Help{};
