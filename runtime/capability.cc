@@ -192,7 +192,7 @@ template <class C>
 Status tunnelVia(C& call, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply) noexcept {
   if (Status s = tunnelIn(call, head, request); !s.isOk()) return s;
   if (Status s = call.invoke(); !s.isOk()) return s;
-  if (head.procedure == kReleaseCap) return {};
+  if (head.procedure == kReleaseCap || head.procedure == kAttachCallbacks) return {};
   return tunnelOut(call, reply);
 }
 
@@ -338,6 +338,13 @@ Status serveCapCall(ServerCall& call) noexcept {
   if (head.procedure == kReleaseCap) return table->release(head.object);
   const std::span<const std::byte> tail = call.argTail();
   if (!varRefOk(head.frame, tail.size(), 1)) return Status(Errc::kBadFrame, "capability call: frame outside the tail");
+  if (head.procedure == kAttachCallbacks) {
+    if (head.frame.length > 64) return Status(Errc::kBadFrame, "callback address too long");
+    if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
+    std::byte where[64];  // read once: a same-host tail is shared with the client
+    if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
+    return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
+  }
   Result<HostedObject> object = table->find(head.object, head.iface);
   if (!object.isOk()) return object.status();
   // The tunnel's own procedure is not a target: a capability call never nests another.
@@ -415,10 +422,12 @@ Result<uint32_t> idInFrame(const Binding& via, const std::shared_ptr<Binding>& c
   if (hosted == nullptr) return Status(Errc::kInvalidArgument, "capability names no object to pass");
   if (!conn.remote) return conn.local->exportCallback(*hosted, CapTable::kDefaultLimit);
   if (conn.channel->hostedObject() == nullptr) {
-    return Status(Errc::kUnsupported,
-                  proxy ? "passing on a capability of another binding over the network (a proxy, which this process "
-                          "would serve as a callback) is not built yet"
-                        : "passing an object this process serves (a callback) over the network is not built yet");
+    Result<uint32_t> id = conn.channel->exportCallback(conn, *hosted);
+    if (id.isOk() || id.status().code() != Errc::kUnsupported) return id;
+    return Status(Errc::kUnsupported, std::string(proxy ? "passing on a capability of another binding (a proxy, "
+                                                          "which this process would serve as a callback): "
+                                                        : "passing an object this process serves (a callback): ") +
+                                          id.status().detail());
   }
   // An in-process object: ClientCaps puts it in that object's table for the call.
   return Status(Errc::kInvalidArgument, "an object for an in-process call goes through ClientCaps");
@@ -432,8 +441,8 @@ Result<std::shared_ptr<Binding>> capFromFrame(const Binding& via, uint32_t id, c
   try {
     if ((id & kClientHostedCap) != 0) {
       // One of our own callbacks, passed back.
-      if (conn.remote) return Status(Errc::kBadFrame, "the server returned a capability id the client hosts");
-      Result<HostedObject> object = conn.local->findCallback(id, iface.id);
+      Result<HostedObject> object =
+          conn.remote ? conn.channel->findCallback(id & ~kClientHostedCap, iface.id) : conn.local->findCallback(id, iface.id);
       if (!object.isOk()) return object.status();
       return serveInProcess(std::move(*object));
     }
@@ -542,5 +551,25 @@ Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap
   return table->add(*hosted);
 }
 
+Status attachCallbacks(const Binding& conn, std::span<const std::byte> where, const CallOptions& options) noexcept {
+  if (!conn.iface->carriesCaps) return Status(Errc::kUnsupported, "this binding carries no capabilities");
+  MessageBuffer none;
+  const CapCallArgs head{{0, static_cast<uint32_t>(where.size())}, kNullCap, kAttachCallbacks, 0};
+  return tunnel(conn, head, OutMessage(where), none, options);
+}
+
 }  // namespace detail
+
+Result<uint32_t> CallChannel::exportCallback(const Binding&, const HostedObject&) noexcept {
+  return Status(Errc::kUnsupported, "this channel carries no objects of its client's");
+}
+
+Result<HostedObject> CallChannel::findCallback(uint32_t, uint64_t) const noexcept {
+  return Status(Errc::kBadFrame, "the server returned a capability id the client hosts, and this channel carries none");
+}
+
+Status ServerCall::attachCallbacks(std::span<const std::byte>) noexcept {
+  return Status(Errc::kUnsupported, "this path does not call its clients back through an address");
+}
+
 }  // namespace lrpc

@@ -95,6 +95,12 @@ struct CapCallResults {
   VarRef frame;  // the inner result frame, in the tail
 };
 inline constexpr uint32_t kReleaseCap = UINT32_MAX;
+// The tunnel's other control call: the inner frame says where the server calls this client's
+// objects back (ServerCall::attachCallbacks); no object is named.
+inline constexpr uint32_t kAttachCallbacks = UINT32_MAX - 1;
+
+// Client side: tells the server at the other end of `conn` where to call back (kAttachCallbacks).
+Status attachCallbacks(const Binding& conn, std::span<const std::byte> where, const CallOptions& options) noexcept;
 
 // The descriptor of the tunnel procedure at PDL index `index`.
 constexpr ProcedureDescriptor capCallProcedure(uint32_t index) noexcept {

@@ -277,6 +277,12 @@ class CallChannel {
   virtual bool isNullCap() const noexcept { return false; }
   // An in-process object's own table: where ids of capabilities passed to it are kept.
   virtual CapTable* exportTable() noexcept { return nullptr; }
+  // Objects of this process passed to the peer through this channel (callbacks): the id to
+  // write for `object` (kClientHostedCap set), `conn` being this channel's binding; and the
+  // object a peer's frame names by such an id. By default the channel carries none
+  // (kUnsupported, and kBadFrame for an id).
+  virtual Result<uint32_t> exportCallback(const Binding& conn, const HostedObject& object) noexcept;
+  virtual Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept;
   // call(), for a procedure whose only variable-size result is a Data value, so that the
   // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
   // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. The caller then
@@ -558,6 +564,9 @@ class ServerCall {
   // The binding that reaches objects the connection's client serves (runtime/callbacks.h), or
   // null when it has passed none.
   virtual std::shared_ptr<Binding> peerCallbacks() noexcept { return nullptr; }
+  // The client asks to be called back at `where` (what its path needs to reach it: the UDP
+  // transport's port), before it passes its first callback. By default refused (kUnsupported).
+  virtual Status attachCallbacks(std::span<const std::byte> where) noexcept;
   // Whether the caller has given up on this call (cancelled it, dropped its Pending, or passed
   // its deadline) while the handler runs. A hint: a handler that sees it may stop early; its
   // result then goes nowhere.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/capability.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
+#include "transport/callback_host.h"
 #include "transport/random.h"
 #include "transport/secure/messages.h"
 #include "transport/secure_client_endpoint.h"
@@ -91,14 +93,36 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
   if (Status s = lrpc::detail::checkName(parts->name); !s.isOk()) return s;
   auto keys = loadClientKeys(options.security, parts->key, parts->clear);
   if (!keys) return keys.status();
-  const bool secure = keys->initiator.has_value();
+  auto server = parseAddress(parts->hostPort);
+  if (!server) return server.status();
+  std::unique_ptr<ReverseSetup> reverse;
+  try {
+    reverse = std::make_unique<ReverseSetup>();
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::kResourceExhausted, "out of memory for a channel");
+  }
+  reverse->mode = options.mode;
+  reverse->emulatedEndpoint = options.emulatedEndpoint;
+  reverse->maxDatagram = options.maxDatagram;
+  reverse->netns = SocketNamespace::current();  // where openBinding makes the channel's socket
+  if (keys->initiator) {
+    // The callback host accepts only the server's key, and proves ours.
+    reverse->self = keys->self;
+    reverse->peer = *keys->server;
+    reverse->psk = keys->psk;
+  }
+  return openBinding(*server, parts->name, iface, options, std::move(keys->initiator), std::move(reverse));
+}
+
+Result<std::shared_ptr<Binding>> openBinding(NetAddress server, std::string_view name, const InterfaceDescriptor& iface,
+                                             const ClientOptions& options, std::optional<secure::Initiator> initiator,
+                                             std::unique_ptr<ReverseSetup> reverse) {
+  const bool secure = initiator.has_value();
   if (secure && options.maxDatagram < kMinDatagram + secure::data::kOverhead) {
     return Status(Errc::kInvalidArgument, "ClientOptions::maxDatagram must be at least 160 for secure sessions");
   }
-  auto server = parseAddress(parts->hostPort);
-  if (!server) return server.status();
   EndpointOptions eo;
-  eo.peer = *server;
+  eo.peer = server;
   eo.connect = true;
   eo.maxDatagram = options.maxDatagram;
   eo.spinBeforeBlock = options.spinBeforeBlock;
@@ -115,17 +139,57 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
     timing.maxRto = options.maxRto;
     timing.mode = options.mode == ReceiveMode::kBusyPoll ? ReceiveMode::kBusyPoll : ReceiveMode::kBlocking;
     timing.rehandshakeAfter = options.security.rehandshakeAfter;
-    auto sec = SecureClientEndpoint::connect(std::move(endpoint), *server, std::move(*keys->initiator), timing,
+    auto sec = SecureClientEndpoint::connect(std::move(endpoint), server, std::move(*initiator), timing,
                                              options.security.data);
     if (!sec) return sec.status();
     endpoint = std::move(*sec);
     // The lrpc datagram travels inside a sealed one, 32 bytes larger.
     channelOptions.maxDatagram -= secure::data::kOverhead;
   }
-  auto channel = UdpChannel::open(std::move(endpoint), *server, parts->name, iface, channelOptions);
+  auto channel = UdpChannel::open(std::move(endpoint), server, name, iface, channelOptions);
   if (!channel) return channel.status();
+  if (reverse) (*channel)->enableCallbacks(std::move(reverse));
   CallChannel* raw = channel->get();
   return std::make_shared<Binding>(iface, raw, std::shared_ptr<void>(std::move(*channel)));
+}
+
+void UdpChannel::enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept { reverse_ = std::move(setup); }
+
+Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObject& object) noexcept {
+  std::unique_ptr<NetCallbackHost> stale;  // destroyed after the lock is let go (see afterCall)
+  std::lock_guard lock(callbacksMu_);
+  if (!reverse_) {
+    return Status(Errc::kUnsupported,
+                  "this channel was opened without the keys to be called back (lrpc::net::connect gives them)");
+  }
+  uint32_t session;
+  {
+    std::lock_guard inner(mu_);
+    session = session_;
+  }
+  // A new session (the server lost the old one: it restarted) knows nothing of our host, and
+  // the objects the old one held are referenced by nobody now: a new host, told to the server.
+  if (callbackHost_ && attachedSession_ != session) stale = std::move(callbackHost_);
+  if (!callbackHost_) {
+    Result<std::unique_ptr<NetCallbackHost>> host = NetCallbackHost::start(*reverse_, endpoint_->localAddress());
+    if (!host.isOk()) return host.status();
+    const uint16_t port = (*host)->port();
+    const std::byte where[2] = {std::byte(port & 0xFF), std::byte(port >> 8)};
+    CallOptions options;
+    options.timeout = options_.connectTimeout + std::chrono::seconds(1);  // the server shakes hands with the host
+    if (Status s = lrpc::detail::attachCallbacks(conn, where, options); !s.isOk()) return s;
+    callbackHost_ = std::move(*host);
+    attachedSession_ = session;
+  }
+  Result<uint32_t> id = callbackHost_->table().add(object);
+  if (!id.isOk()) return id.status();
+  return *id | kClientHostedCap;
+}
+
+Result<HostedObject> UdpChannel::findCallback(uint32_t id, uint64_t ifaceId) const noexcept {
+  std::lock_guard lock(callbacksMu_);
+  if (!callbackHost_) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
+  return callbackHost_->table().find(id, ifaceId);
 }
 
 Status validate(const ClientOptions& o) {
@@ -277,7 +341,7 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, co
   (void)iface;
   Pending p;
   p.reply = &reply;
-  return run(procedure, p, request, options);
+  return afterCall(run(procedure, p, request, options));
 }
 
 Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
@@ -290,7 +354,22 @@ Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedur
   p.tail = &tail;
   p.tailFrom = fixedBytes;
   p.apart = apart;
-  return run(procedure, p, request, options);
+  return afterCall(run(procedure, p, request, options));
+}
+
+Status UdpChannel::afterCall(Status s) noexcept {
+  if (s.code() != Errc::kPeerDied) return s;
+  {
+    std::lock_guard lock(mu_);
+    if (dead_.isOk()) return s;
+  }
+  // The server is gone, and with it every reference to the objects we passed it.
+  std::unique_ptr<NetCallbackHost> host;
+  {
+    std::lock_guard lock(callbacksMu_);
+    host = std::move(callbackHost_);
+  }
+  return s;  // `host` goes here, outside both locks: an object's destructor may call us
 }
 
 Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept {

@@ -28,6 +28,9 @@
 
 namespace lrpc::net {
 
+struct ReverseSetup;      // transport/callback_host.h
+class NetCallbackHost;    // transport/callback_host.h
+
 struct ClientOptions {
   ReceiveMode mode = ReceiveMode::kAdaptive;
   bool emulatedEndpoint = false;  // plain sockets even where io_uring works
@@ -92,6 +95,12 @@ class UdpChannel final : public CallChannel {
                                                   const CallOptions& options, lrpc::detail::Reclaim reclaim) noexcept override;
   void lend(MessageBuffer& buffer, size_t bytes) noexcept override;
   void recycle(MessageBuffer& buffer) noexcept override;
+  // Objects of this process passed to the server (callbacks): served by a NetCallbackHost
+  // that the first of them starts (transport/callback_host.h). Only on a channel given the
+  // keys for that direction (connect() does so; open() alone does not).
+  Result<uint32_t> exportCallback(const Binding& conn, const HostedObject& object) noexcept override;
+  Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept override;
+  void enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept;
 
   const char* endpointKind() const noexcept { return endpoint_->kind(); }
   uint32_t session() const noexcept { return session_; }
@@ -120,6 +129,9 @@ class UdpChannel final : public CallChannel {
   // until `untilNs` (monotonic, 0: one look) at most; and giving p up (kCancelled).
   std::optional<Status> progress(Pending& p, int64_t untilNs) noexcept;
   void abandon(Pending& p) noexcept;
+  // A synchronous call's status, after the objects we passed are dropped if it says the
+  // server is gone for good (no lock held).
+  Status afterCall(Status s) noexcept;
   // With mu_ held via `lock`: leads once (lead) if no other thread polls, mu_ released
   // meanwhile; false if another does.
   bool leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait);
@@ -160,6 +172,12 @@ class UdpChannel final : public CallChannel {
   FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
 
   BufferShelf shelf_;  // lend() and recycle(); its lock is taken after mu_ when both are held
+
+  // The reverse direction: set up before the channel is shared, then read only.
+  std::unique_ptr<ReverseSetup> reverse_;
+  mutable std::mutex callbacksMu_;  // held while the host starts and tells the server
+  std::unique_ptr<NetCallbackHost> callbackHost_;  // GUARDED_BY(callbacksMu_)
+  uint32_t attachedSession_ = 0;                   // GUARDED_BY(callbacksMu_): the session told of it
 };
 
 // The URI form: "udp://host:port/name?key=<server public key>" (authenticated and encrypted:

@@ -121,6 +121,7 @@ void SecureServerEndpoint::onHello(const Datagram& d) noexcept {
       s = std::make_shared<Session>(std::move(*channel));
       s->index = outcome->keys.localIndex;
       s->peer = d.from;
+      s->client = outcome->client;
       std::lock_guard lock(mu_);
       // The pending pool is full: its oldest goes (never a confirmed session).
       while (pending_ >= maxPending_ && !pendingOrder_.empty()) {
@@ -242,6 +243,13 @@ Status SecureServerEndpoint::send(std::span<const OutDatagram> batch) noexcept {
     if (!st.isOk()) result = st;
   }
   return result;
+}
+
+std::optional<secure::PublicKey> SecureServerEndpoint::clientKeyOf(NetAddress peer) const {
+  std::lock_guard lock(mu_);
+  auto it = byPeer_.find(peerKey(peer));
+  if (it == byPeer_.end()) return std::nullopt;
+  return it->second->client;
 }
 
 }  // namespace lrpc::net

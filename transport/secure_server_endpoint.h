@@ -48,6 +48,8 @@ class SecureServerEndpoint final : public Endpoint {
   Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
 
   const secure::PublicKey& publicKey() const noexcept { return self_.publicKey(); }
+  // The static key that the client at `peer` proved, while it has a confirmed session.
+  std::optional<secure::PublicKey> clientKeyOf(NetAddress peer) const;
   Stats stats() const;
 
  private:
@@ -57,6 +59,7 @@ class SecureServerEndpoint final : public Endpoint {
     secure::DataChannel channel;
     uint32_t index = 0;
     NetAddress peer;
+    secure::PublicKey client;  // the static key its handshake proved
     bool confirmed = false;
     uint64_t lastActive = 0;  // the receive tick of its last authentic datagram
     std::mutex sendMu;        // seal() and the storage below

@@ -101,6 +101,9 @@ Result<ClientKeys> loadClientKeys(const ClientSecurity& s, std::string_view addr
   auto initiator = secure::Initiator::create(*self, *server, psk);
   if (!initiator) return initiator.status();
   k.initiator.emplace(std::move(*initiator));
+  k.self = std::move(self);
+  k.server = *server;
+  k.psk = psk;
   return k;
 }
 

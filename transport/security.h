@@ -85,6 +85,10 @@ Result<ServerKeys> loadServerKeys(const ServerSecurity& security);
 // ?key=, or empty). `initiator` empty: clear text.
 struct ClientKeys {
   std::optional<secure::Initiator> initiator;
+  // What the initiator was made of, for the reverse direction (transport/callback_host.h).
+  std::optional<secure::KeyPair> self;
+  std::optional<secure::PublicKey> server;
+  std::optional<secure::PresharedKey> psk;
 };
 Result<ClientKeys> loadClientKeys(const ClientSecurity& security, std::string_view addressKey, bool clearScheme);
 

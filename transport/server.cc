@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/callbacks.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
+#include "transport/callback_host.h"
 #include "transport/random.h"
 #include "transport/secure/messages.h"
 #include "transport/secure_server_endpoint.h"
@@ -46,15 +48,25 @@ class UdpServer::Sink final : public DatagramSink {
 // that reply, where it will leave from, so a large result is not copied a second time.
 class UdpServer::Call final : public ServerCall {
  public:
-  Call(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed, MessageBuffer& reply,
-       BufferShelf& shelf, CapTable* caps, const std::atomic<bool>& cancelled)
+  Call(UdpServer& server, std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed,
+       MessageBuffer& reply, CapTable* caps, PeerCallbacks* callbacks, const std::atomic<bool>& cancelled)
       : ServerCall(args, tail, fixed.data()),
+        server_(server),
         fixedBytes_(fixed.size()),
         reply_(reply),
-        shelf_(shelf),
         caps_(caps),
+        callbacks_(callbacks),
         cancelled_(cancelled) {}
   CapTable* capTable() noexcept override { return caps_; }
+  std::shared_ptr<Binding> peerCallbacks() noexcept override {
+    if (callbacks_ == nullptr) return nullptr;
+    std::lock_guard lock(callbacks_->mu);
+    return callbacks_->binding;
+  }
+  Status attachCallbacks(std::span<const std::byte> where) noexcept override {
+    if (callbacks_ == nullptr) return ServerCall::attachCallbacks(where);
+    return server_.attachCallbacks(*callbacks_, where);
+  }
   // Relaxed: a hint for the handler; nothing is read because of it.
   bool cancelled() const noexcept override { return cancelled_.load(std::memory_order_relaxed); }
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
@@ -64,7 +76,7 @@ class UdpServer::Call final : public ServerCall {
     // Emptied first, so that a lent buffer takes over no bytes; not zeroed: the generated
     // code writes the whole tail, and execute() the fixed part.
     (void)reply_.resize(0);
-    if (total > reply_.capacity()) shelf_.lend(reply_, total);
+    if (total > reply_.capacity()) server_.replyShelf_.lend(reply_, total);
     if (Status s = reply_.resizeForOverwrite(total); !s.isOk()) return s;
     reserved_ = true;
     return reply_.span().subspan(fixedBytes_);
@@ -88,10 +100,11 @@ class UdpServer::Call final : public ServerCall {
   }
 
  private:
+  UdpServer& server_;
   size_t fixedBytes_;
   MessageBuffer& reply_;
-  BufferShelf& shelf_;
   CapTable* caps_;
+  PeerCallbacks* callbacks_;
   const std::atomic<bool>& cancelled_;
   bool reserved_ = false;
   std::unique_ptr<KeptResult> kept_;
@@ -148,7 +161,11 @@ Result<uint16_t> UdpServer::bind(std::string_view address) {
   eo.emulated = options_.emulatedEndpoint;
   auto ep = openUdpEndpoint(eo);
   if (!ep) return ep.status();
+  socketDatagram_ = options_.maxDatagram;
+  netns_ = SocketNamespace::current();
   if (keys->secure) {
+    selfKey_ = keys->self;
+    psk_ = keys->responder.psk;
     auto sec = SecureServerEndpoint::create(std::move(*ep), std::move(*keys), options_.security);
     if (!sec) return sec.status();
     secure_ = sec->get();
@@ -196,6 +213,66 @@ Status UdpServer::start() {
     return Status(Errc::kResourceExhausted, std::string("server thread: ") + e.what());
   }
   return {};
+}
+
+bool UdpServer::runsOn(std::thread::id id) const noexcept {
+  for (const std::thread& t : threads_) {
+    if (t.get_id() == id) return true;
+  }
+  return false;
+}
+
+Status UdpServer::attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> where) noexcept {
+  if (where.size() != 2) return Status(Errc::kBadFrame, "callback address: a 2-byte port expected");
+  NetAddress back = pc.peer;
+  back.port = static_cast<uint16_t>(std::to_integer<uint16_t>(where[0]) | (std::to_integer<uint16_t>(where[1]) << 8));
+  if (back.port == 0) return Status(Errc::kBadFrame, "callback address: port 0");
+  if (socketDatagram_ == 0) return Status(Errc::kUnsupported, "a server given its endpoint (attach) opens no channels back");
+  try {
+    std::lock_guard lock(pc.mu);
+    // Once per session: a client's channel tells each session of its one host.
+    if (pc.binding) {
+      if (pc.port == back.port) return {};
+      return Status(Errc::kAlreadyExists, "this session's callbacks already go to another port");
+    }
+    ClientOptions o;
+    o.mode = options_.mode;
+    o.emulatedEndpoint = options_.emulatedEndpoint;
+    o.maxDatagram = socketDatagram_;
+    // A handler's thread waits for it: a client that names a port nobody serves costs it this.
+    o.connectTimeout = std::chrono::seconds(1);
+    auto reverse = std::make_unique<ReverseSetup>();
+    reverse->mode = options_.mode;
+    reverse->emulatedEndpoint = options_.emulatedEndpoint;
+    reverse->maxDatagram = socketDatagram_;
+    reverse->maxCapabilities = options_.maxCapabilities;
+    reverse->netns = netns_;
+    std::optional<secure::Initiator> initiator;
+    // The key the client proved: the channel back accepts no other host at its address.
+    std::optional<secure::PublicKey> clientKey = secure_ ? secure_->clientKeyOf(pc.peer) : std::nullopt;
+    if (clientKey) {
+      auto made = secure::Initiator::create(*selfKey_, *clientKey, psk_);
+      if (!made.isOk()) return made.status();
+      initiator.emplace(std::move(*made));
+      reverse->self = selfKey_;
+      reverse->peer = *clientKey;
+      reverse->psk = psk_;
+    }
+    Result<std::shared_ptr<Binding>> binding = Status(Errc::kIoError, "not opened");
+    if (Status ran = netns_.run([&] {
+          binding = openBinding(back, kCallbackService, lrpc::detail::kCallbackInterface, o, std::move(initiator),
+                                std::move(reverse));
+          return binding.status();
+        });
+        !ran.isOk()) {
+      return Status(ran.code(), "calling the client back at " + back.toString() + ": " + ran.detail());
+    }
+    pc.binding = std::move(*binding);
+    pc.port = back.port;
+    return {};
+  } catch (const std::exception& e) {
+    return Status(Errc::kResourceExhausted, std::string("callback channel: ") + e.what());
+  }
 }
 
 void UdpServer::stop() {
@@ -296,7 +373,7 @@ bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
       inHandler_.store(true, std::memory_order_relaxed);
       pollMu_.unlock();
     }
-    Status result = execute(*job.service, *job.slot, job.caps.get(), fixed);
+    Status result = execute(*job.service, *job.slot, job.caps.get(), job.callbacks.get(), fixed);
     const bool polling = !pooled || pollMu_.try_lock();
     if (pooled && polling) inHandler_.store(false, std::memory_order_relaxed);
     {
@@ -352,15 +429,19 @@ void UdpServer::onDatagram(const Datagram& d) noexcept {
     // sessions never push out.
     std::shared_ptr<Slot[]> slots(new (std::nothrow) Slot[s.window]);
     if (!slots) return;  // no memory now: the client retransmits
-    std::shared_ptr<CapTable> caps;
+    std::shared_ptr<CapTable> caps = sharedCaps_;
+    std::shared_ptr<PeerCallbacks> callbacks;
     try {
-      caps = std::make_shared<CapTable>(options_.maxCapabilities);
+      if (!caps) caps = std::make_shared<CapTable>(options_.maxCapabilities);
+      callbacks = std::make_shared<PeerCallbacks>();
+      callbacks->peer = s.peer;
     } catch (const std::bad_alloc&) {
       return;
     }
     if (sessions_.size() - halfOpen_ >= options_.maxSessions) evictOldestEstablished();
     s.slots = std::move(slots);
     s.caps = std::move(caps);
+    s.callbacks = std::move(callbacks);
     s.established = true;
     --halfOpen_;
     halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
@@ -566,7 +647,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
 void UdpServer::schedule(Session& s, Slot& slot) noexcept {
   slot.state = SlotState::kRunning;
   try {
-    jobs_.push_back(Job{s.id, s.service, s.slots, &slot, s.caps});
+    jobs_.push_back(Job{s.id, s.service, s.slots, &slot, s.caps, s.callbacks});
   } catch (...) {
     slot.state = SlotState::kEmpty;
     slot.seq -= 1;  // no memory now: let a retransmission try again
@@ -577,7 +658,8 @@ void UdpServer::sendRunning(Session& s, uint32_t seq) noexcept {
   sendHeaderOnly(s.peer, makeHeader(PacketType::kRunning, s.id, s.cookie, seq), {});
 }
 
-Status UdpServer::execute(const Service& svc, Slot& slot, CapTable* caps, MessageBuffer& fixed) noexcept {
+Status UdpServer::execute(const Service& svc, Slot& slot, CapTable* caps, PeerCallbacks* callbacks,
+                          MessageBuffer& fixed) noexcept {
   const InterfaceDescriptor& iface = *svc.iface;
   if (slot.procedure >= iface.procedureCount) return Status(Errc::kInvalidArgument, "no procedure " + std::to_string(slot.procedure));
   const ProcedureDescriptor& pd = iface.procedures[slot.procedure];
@@ -585,7 +667,8 @@ Status UdpServer::execute(const Service& svc, Slot& slot, CapTable* caps, Messag
   if (frame.size() < pd.argsSize) return Status(Errc::kBadFrame, "request shorter than the argument frame");
   if (Status st = fixed.resize(0); !st.isOk()) return st;
   if (Status st = fixed.resize(pd.resultsSize); !st.isOk()) return st;  // zeroed
-  Call call(frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, replyShelf_, caps, slot.cancelled);
+  Call call(*this, frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, caps, callbacks,
+            slot.cancelled);
   executed_.fetch_add(1, std::memory_order_relaxed);
   const lrpc::detail::CurrentCall current(call);
   Status result = iface.dispatch(svc.server, slot.procedure, call);

@@ -27,6 +27,7 @@
 #include "transport/endpoint.h"
 #include "transport/fragment.h"
 #include "transport/fragment_batch.h"
+#include "transport/netns.h"
 #include "transport/security.h"
 #include "transport/wire.h"
 
@@ -106,6 +107,12 @@ class UdpServer {
   std::optional<SecureServerStats> secureStats() const;
   // Calls executed so far (each distinct request at most once).
   uint64_t executed() const noexcept { return executed_.load(std::memory_order_relaxed); }
+  // Every session keeps the capabilities it is given in `table` instead of a table of its
+  // own: a callback host (transport/callback_host.h), whose ids exist before its one peer's
+  // session does. Only before start().
+  void shareCapabilities(std::shared_ptr<CapTable> table) noexcept { sharedCaps_ = std::move(table); }
+  // Whether `id` is one of the server's threads.
+  bool runsOn(std::thread::id id) const noexcept;
   // Sessions held (established and half-open) and, of them, the half-open ones.
   size_t sessionCount() const noexcept { return sessionCount_.load(std::memory_order_relaxed); }
   size_t halfOpenCount() const noexcept { return halfOpenCount_.load(std::memory_order_relaxed); }
@@ -133,6 +140,14 @@ class UdpServer {
     // Set by a cancel packet while the handler runs (another thread): callCancelled().
     std::atomic<bool> cancelled{false};
   };
+  // The reverse direction of one session: a channel to the client's callback host, opened
+  // when the client asks (kAttachCallbacks), shared with the handlers like the caps.
+  struct PeerCallbacks {
+    NetAddress peer;
+    std::mutex mu;                     // held while the channel is opened
+    std::shared_ptr<Binding> binding;  // GUARDED_BY(mu)
+    uint16_t port = 0;                 // GUARDED_BY(mu): the binding's
+  };
   struct Session {
     uint32_t id;
     uint64_t cookie;
@@ -149,6 +164,7 @@ class UdpServer {
     // The objects this session's client may call by id, made with the slots and shared the
     // same way: released when the session ends and its running handlers are done.
     std::shared_ptr<CapTable> caps;
+    std::shared_ptr<PeerCallbacks> callbacks;
   };
   // A request whose handler is due: run by the polling thread once its receive returns.
   struct Job {
@@ -157,6 +173,7 @@ class UdpServer {
     std::shared_ptr<Slot[]> slots;
     Slot* slot;
     std::shared_ptr<CapTable> caps;
+    std::shared_ptr<PeerCallbacks> callbacks;
   };
   class Sink;
   class Call;
@@ -170,7 +187,10 @@ class UdpServer {
   void onRequest(Session& s, const Packet& p) noexcept;
   void onAck(Session& s, const Packet& p) noexcept;
   void schedule(Session& s, Slot& slot) noexcept;
-  Status execute(const Service& svc, Slot& slot, CapTable* caps, MessageBuffer& fixed) noexcept;  // no lock held
+  Status execute(const Service& svc, Slot& slot, CapTable* caps, PeerCallbacks* callbacks,
+                 MessageBuffer& fixed) noexcept;  // no lock held
+  // Opens the channel back to the client of `pc` at the port in `where` (no lock held).
+  Status attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> where) noexcept;
   void finishJob(const Job& job, Status result) noexcept;                         // with mu_ held
   enum class Resend { kNone, kHoles, kMissing };
   void sendReply(Session& s, Slot& slot, Resend resend) noexcept;
@@ -184,6 +204,13 @@ class UdpServer {
   std::map<std::string, Service, std::less<>> services_;
   std::unique_ptr<Endpoint> endpoint_;
   SecureServerEndpoint* secure_ = nullptr;  // endpoint_ itself, when bind() made it secure
+  // For channels back to clients (attachCallbacks): our static key and pre-shared key, and
+  // the socket's datagram size before sealing took its share.
+  std::optional<secure::KeyPair> selfKey_;
+  std::optional<secure::PresharedKey> psk_;
+  size_t socketDatagram_ = 0;
+  SocketNamespace netns_;  // where bind() made the socket: channels back are made there too
+  std::shared_ptr<CapTable> sharedCaps_;
 
   // The pool: whoever holds pollMu_ polls the endpoint. It lets go only to run a handler, and
   // while it runs one longer than takeoverAfter (handlerStarts_ unchanged, inHandler_ set)

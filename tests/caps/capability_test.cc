@@ -18,7 +18,7 @@ TEST(Capability, InProcessRoundTrip) {
 
 TEST(Capability, SecondBaseInProcess) {
   auto factory = caps::Factory::Client::serve(std::make_shared<FactoryImpl>());
-  checkSecondBase(factory, true);
+  checkSecondBase(factory);
 }
 
 TEST(Capability, InsideValuesInProcess) {

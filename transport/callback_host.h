@@ -1,0 +1,75 @@
+// Callbacks over UDP: objects a process passes to its peer through a channel (a Foo::Client
+// made with Foo::Client::serve, or a proxy), which the peer then calls.
+//
+// A UDP client has no thread of its own to serve the peer's calls (its callers take turns
+// polling), so the reverse direction is a session of its own, as on the same host, where it
+// is an A-stack region of its own. The first time a channel carries one of its objects, this
+// process starts a NetCallbackHost: a UdpServer on the channel's local address (a fresh port)
+// that serves one interface, the capability tunnel (lrpc::detail::kCallbackInterface), over
+// one export table, where the objects passed are kept. It tells the peer the port (the
+// tunnel's kAttachCallbacks call), and the peer opens a channel back to it, authenticated by
+// the two static keys the first handshake proved (each side accepts exactly the other, and
+// the pre-shared key if there was one), or in clear text when the first session was. Ids of
+// the objects travel with kClientHostedCap set, as on the same host.
+//
+// Internal: not part of the generated-code contract.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "runtime/capability.h"
+#include "transport/client.h"
+#include "transport/netns.h"
+#include "transport/secure/keys.h"
+
+namespace lrpc::net {
+
+class UdpServer;
+
+// The name the host exports its tunnel under.
+inline constexpr std::string_view kCallbackService = "lrpc.callbacks";
+
+// What one side of a session needs to open the reverse direction.
+struct ReverseSetup {
+  std::optional<secure::KeyPair> self;  // our static key pair; empty: clear text
+  secure::PublicKey peer{};             // the static key the peer proved in its handshake
+  std::optional<secure::PresharedKey> psk;
+  ReceiveMode mode = ReceiveMode::kAdaptive;
+  bool emulatedEndpoint = false;
+  size_t maxDatagram = kDefaultMaxDatagram;  // the socket's, sealing included
+  uint32_t maxCapabilities = CapTable::kDefaultLimit;
+  SocketNamespace netns;  // where the channel's socket is: the host's goes there too
+};
+
+class NetCallbackHost {
+ public:
+  // Serves on `local`'s address (its port is ignored: a fresh one is picked).
+  static Result<std::unique_ptr<NetCallbackHost>> start(const ReverseSetup& setup, NetAddress local);
+  // Stops the server (the peer's later calls on our objects fail with kPeerDied) and drops
+  // every object. From one of the host's own threads (a released object held the last
+  // reference to the channel that owns us) the server is stopped by a thread of its own.
+  ~NetCallbackHost();
+  NetCallbackHost(const NetCallbackHost&) = delete;
+  NetCallbackHost& operator=(const NetCallbackHost&) = delete;
+
+  uint16_t port() const noexcept { return port_; }
+  CapTable& table() noexcept { return *table_; }
+
+ private:
+  NetCallbackHost(std::shared_ptr<CapTable> table, std::unique_ptr<UdpServer> server, uint16_t port) noexcept;
+  std::shared_ptr<CapTable> table_;
+  std::unique_ptr<UdpServer> server_;
+  uint16_t port_;
+};
+
+// Opens a channel to `server` for `name` (a handshake with `initiator` first, when given;
+// else clear text) and returns a binding that owns it. With `reverse`, objects of this
+// process can be passed through it.
+Result<std::shared_ptr<Binding>> openBinding(NetAddress server, std::string_view name, const InterfaceDescriptor& iface,
+                                             const ClientOptions& options, std::optional<secure::Initiator> initiator,
+                                             std::unique_ptr<ReverseSetup> reverse);
+
+}  // namespace lrpc::net
