@@ -224,7 +224,8 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   detail::demoteAfterFirstLine(ret, written);
 }
 
-bool Connection::help(ServerSlot* self, std::vector<uint32_t>& seen) {
+bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
+  ServerSlot* self = *selfp;
   // Relaxed: only whether to look; the binding's teardown joins this thread anyway.
   if (self->stop.load(std::memory_order_relaxed)) return false;
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -243,38 +244,68 @@ bool Connection::help(ServerSlot* self, std::vector<uint32_t>& seen) {
     }
     // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
     if (other->stop.load(std::memory_order_acquire)) continue;
-    if (!claim(*other, seq)) continue;
-    runCall(other, seq);
-    return true;  // one at a time: back to our own A-stack before the next
+    // Our A-stack goes to the other's thread before we claim: if the call we run waits for a
+    // call on our A-stack, that thread serves it. One hand-over per A-stack at a time.
+    ServerSlot* none = nullptr;
+    // Release: whoever takes it (after our claim, which it sees) serves our A-stack from then on.
+    if (!other->handoff.compare_exchange_strong(none, self, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      continue;
+    }
+    const bool claimed = claim(*other, seq);
+    if (claimed) runCall(other, seq);
+    // Ours back, unless its new thread took it: then we serve the other's A-stack instead.
+    ServerSlot* ours = self;
+    // Acq_rel: pairs with the other thread's exchange in serve().
+    if (!other->handoff.compare_exchange_strong(ours, nullptr, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      *selfp = other;
+      return true;
+    }
+    if (claimed) return true;  // one at a time: back to our own A-stack before the next
   }
   return false;
 }
 
 void Connection::serve(ServerSlot* slot, uint32_t last) {
-  AStackControl* ctl = control(slot->index);
   struct Helper {
     Connection* conn;
-    ServerSlot* slot;
+    ServerSlot* slot;  // the A-stack this thread serves now
     std::vector<uint32_t> seen;
   } helper{this, slot, std::vector<uint32_t>(slots.size(), 0)};
-  // Only where there is another A-stack to serve, and not where the interface carries
-  // capabilities: a helper blocked in another A-stack's call leaves its own A-stack unserved,
-  // and there that call may wait on a callback that calls back on this very A-stack (server ->
-  // client -> server), which would then wait forever.
-  const bool mayHelp = slots.size() > 1 && !exp->iface->carriesCaps;
-  const detail::Help help = mayHelp ? detail::Help{[](void* h) {
+  const detail::Help help = slots.size() > 1 ? detail::Help{[](void* h) {
     auto* self = static_cast<Helper*>(h);
-    return self->conn->help(self->slot, self->seen);
+    return self->conn->help(&self->slot, self->seen);
   }, &helper} : detail::Help{};
+  // Moves this thread to the A-stack a helper handed us, if one did: its calls from the last
+  // one served on (a call rung meanwhile is then found at once).
+  auto adopt = [&helper, &last](ServerSlot* from) {
+    // Acq_rel: pairs with the helper's release when it handed its A-stack over.
+    ServerSlot* to = from->handoff.exchange(nullptr, std::memory_order_acq_rel);
+    if (to == nullptr) return false;
+    helper.slot = to;
+    // Acquire: pairs with claim()'s release of whoever served its last call.
+    last = to->served.load(std::memory_order_acquire);
+    return true;
+  };
   for (;;) {
+    ServerSlot* at = helper.slot;
+    AStackControl* ctl = control(at->index);
     uint32_t seq = 0;
-    if (detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, slot->stop, &seq, help) !=
-        detail::WaitResult::kReady) {
-      return;
+    const detail::WaitResult r = detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, at->stop, &seq, help);
+    if (r == detail::WaitResult::kHelped) {
+      // Served another A-stack's call; we may serve that one now (help moved helper.slot).
+      if (helper.slot != at) last = helper.slot->served.load(std::memory_order_acquire);
+      continue;
     }
+    if (r != detail::WaitResult::kReady) return;
     last = seq;
-    // A thread helping may have taken it already.
-    if (claim(*slot, seq)) runCall(slot, seq);
+    // A helper that took our call gave us its A-stack: serve that one instead. Looked at
+    // before claiming too, so that both threads do not stay on one A-stack.
+    if (adopt(at)) continue;
+    if (claim(*at, seq)) {
+      runCall(at, seq);
+    } else {
+      (void)adopt(at);  // taken by a helper, whose hand-over the failed claim made visible
+    }
   }
 }
 

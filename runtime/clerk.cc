@@ -24,11 +24,16 @@ namespace lrpc {
 using namespace exporter;  // NOLINT: this file implements the exporter's parts
 
 void Connection::stopThreads() {
+  // Every A-stack first, then the joins: after hand-overs (Connection::help) a thread may
+  // serve another A-stack than the one it was started for.
   for (auto& slot : slots) {
     if (!slot->thread.joinable()) continue;
     // Release: pairs with the acquire of `stop` in waitForCall after it sees the word change.
     slot->stop.store(true, std::memory_order_release);
     detail::stopWaiter(control(slot->index)->callWord);
+  }
+  for (auto& slot : slots) {
+    if (!slot->thread.joinable()) continue;
     slot->thread.join();
     MutexLock lock(threadsMu);
     exp->owner->serverThreads.fetch_sub(1);

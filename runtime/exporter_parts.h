@@ -74,6 +74,13 @@ struct ServerSlot {
   // thread, starts after it (claim). Within this process the rest of that chain (our return
   // doorbell, the client's next call) goes through the client, out of ThreadSanitizer's sight.
   std::atomic<uint32_t> finished{0};
+  // Set by a thread that helps with this A-stack's call (Connection::help) to its own A-stack,
+  // before it claims the call: whichever of the two threads takes it back first (this
+  // A-stack's own thread when it finds its call taken, or the helper when the call is done)
+  // serves that A-stack from then on, and the other one this. So a helped call that blocks
+  // (on another call of the same client) never leaves an A-stack without a thread.
+  std::atomic<ServerSlot*> handoff{nullptr};
+  // Started for this A-stack; after hand-overs it may serve another (stopThreads stops all).
   std::thread thread;
   alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written by whoever serves a call (one at a time)
   std::atomic<uint64_t> errors{0};
@@ -114,17 +121,19 @@ struct Connection {
   std::shared_ptr<Binding> callbackBinding() const;
   // Whether `id` is this binding's clerk or one of its server threads.
   bool runsOn(std::thread::id id) const;
-  // Runs calls on the slot's A-stack; `last` is the sequence seen before the client was told
-  // the thread exists (so its first call is not mistaken for an old one).
+  // Runs calls on the slot's A-stack (and, after hand-overs, on another's); `last` is the
+  // sequence seen before the client was told the thread exists (so its first call is not
+  // mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
   uint32_t serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
   // Serves call `seq` of `slot` and rings its return doorbell.
   void runCall(ServerSlot* slot, uint32_t seq);
-  // Serves one call that has waited on another started A-stack than `self`'s since the last
+  // Serves one call that has waited on another started A-stack than `*self`'s since the last
   // look (`seen`: per A-stack, the call seen waiting then): a thread whose own A-stack is idle
   // runs it instead of that A-stack's thread, which is then likely not running (more A-stacks
-  // busy than the server has cores). True if it served one.
-  bool help(ServerSlot* self, std::vector<uint32_t>& seen);
+  // busy than the server has cores). Its own A-stack is handed over first (ServerSlot::handoff);
+  // *self becomes the A-stack it serves afterwards. True if it served one or moved.
+  bool help(ServerSlot** self, std::vector<uint32_t>& seen);
   void stopThreads();
 };
 

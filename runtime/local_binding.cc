@@ -128,6 +128,7 @@ Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs
       return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
     case detail::WaitResult::kPeerDied:
     case detail::WaitResult::kStopped:
+    case detail::WaitResult::kHelped:  // a server's only
       break;
   }
   markDead();
@@ -163,6 +164,7 @@ Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t unti
       return false;
     case detail::WaitResult::kPeerDied:
     case detail::WaitResult::kStopped:
+    case detail::WaitResult::kHelped:  // a server's only
       break;
   }
   markDead();

@@ -130,11 +130,7 @@ WaitResult waitForCall(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleep
     if (spin) {
       cpuRelax();
       ++spins;
-      if (help.fn != nullptr && spins % kHelpEvery == 0 && help.fn(help.context)) {
-        spins = 0;
-        idleSince = 0;
-        continue;
-      }
+      if (help.fn != nullptr && spins % kHelpEvery == 0 && help.fn(help.context)) return WaitResult::kHelped;
       if (spins % kYieldEvery == 0) ::sched_yield();
       continue;
     }

@@ -104,7 +104,7 @@ inline void ring(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleep
 
 inline bool seqIs(uint32_t word, uint32_t seq) noexcept { return word == seq; }
 
-enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped };
+enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped, kHelped };
 
 // Client: waits until the return doorbell carries `seq`. liveFd is the binding's socket
 // (POLLHUP = the server died); deadlineNs is monotonic, 0 for none.
@@ -113,7 +113,8 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
                          int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins = kAdaptiveSpins) noexcept;
 
 // What a spinning server thread does now and then while its own A-stack has no call: serve
-// a call waiting on another A-stack of its binding (Connection::help). True if it served one.
+// a call waiting on another A-stack of its binding (Connection::help). True if it served one
+// (the thread may then serve another A-stack: waitForCall returns kHelped).
 struct Help {
   bool (*fn)(void*) = nullptr;
   void* context = nullptr;
@@ -123,8 +124,9 @@ inline constexpr uint32_t kHelpEvery = 16;
 
 // Server: waits until the call doorbell carries a sequence other than `lastSeq` (returned in
 // *seq), or `stop` is set (the binding is going away; whoever sets it then bumps the word and
-// wakes it, see stopWaiter). While it spins it runs `help` every kHelpEvery pauses; a thread
-// that helped keeps spinning (its idle time starts over).
+// wakes it, see stopWaiter). While it spins it runs `help` every kHelpEvery pauses, and
+// returns kHelped when that served a call (the caller waits again, on whichever A-stack it
+// serves now, its idle time started over).
 WaitResult waitForCall(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t lastSeq,
                        TransferMode mode, const std::atomic<bool>& stop, uint32_t* seq, Help help = {}) noexcept;
 

@@ -5,10 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "tests/integration/servers.h"
 
@@ -112,6 +115,82 @@ TEST_P(ConcurrencyTest, StreamedArgumentsArriveWhole) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// A rendezvous: sleepMs(ms) waits, up to ms, for a null() that comes after it began, and
+// returns 1 if one came (0 if not); null() opens every sleepMs waiting.
+class GateServer final : public TestService::Server {
+ public:
+  Status null() override {
+    {
+      std::lock_guard lock(mu_);
+      ++opened_;
+    }
+    cv_.notify_all();
+    return {};
+  }
+  Result<uint32_t> sleepMs(uint32_t ms) override {
+    std::unique_lock lock(mu_);
+    const uint64_t at = opened_;
+    return cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return opened_ != at; }) ? 1u : 0u;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t opened_ = 0;
+};
+
+// One client call waits in its handler for another call of the same client. Whichever server
+// thread runs the waiting call (its A-stack's own, or a spinning one of another A-stack that
+// helps with it), the second call is served: a thread that helps hands its own A-stack over
+// first. Each round begins with null()'s thread spinning and sleepMs's asleep, where helping
+// happens.
+TEST_P(ConcurrencyTest, ACallWaitingForAnotherCallOfItsClientCompletes) {
+  Pipe ready;
+  Child server([&] {
+    GateServer impl;
+    ServerOptions o;
+    o.dir = dir_.path();
+    Exporter exporter(o);
+    Status s = exporter.add("gate", TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
+    ready.putByte(s.isOk() ? 'k' : 'x');
+    if (!s.isOk()) return 1;
+    for (;;) ::pause();
+  });
+  char c = 0;
+  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  Result<TestService::Client> gate = lrpc::import<TestService>("gate", opts());
+  ASSERT_TRUE(gate.isOk()) << gate.status().toString();
+  CallOptions bounded;
+  bounded.timeout = std::chrono::seconds(2);  // a deadlock shows as kDeadlineExceeded, not a hang
+  TestService::Client opener = gate->withOptions(bounded);
+  int stuck = 0;
+  for (int round = 0; round < 40 && stuck == 0; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // every server thread goes to sleep
+    ASSERT_TRUE(opener.null().isOk());  // null()'s thread wakes, serves, and spins a while
+    std::atomic<bool> done{false};
+    Result<uint32_t> waited = 0u;
+    std::thread waiter([&] {
+      TestService::Client mine = *gate;
+      waited = mine.sleepMs(5000);
+      done.store(true);
+    });
+    // Open until the waiter has seen it (a null() before its handler began does not count).
+    while (!done.load()) {
+      Status opened = opener.null();
+      if (!opened.isOk()) {
+        ADD_FAILURE() << "round " << round << ": the opening call failed while another waited for it: "
+                      << opened.toString();
+        ++stuck;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    waiter.join();
+    ASSERT_TRUE(waited.isOk()) << waited.status().toString();
+    EXPECT_EQ(*waited, 1u) << "round " << round;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ConcurrencyTest,
