@@ -37,6 +37,8 @@ struct ReverseSetup {
   std::optional<secure::KeyPair> self;  // our static key pair; empty: clear text
   secure::PublicKey peer{};             // the static key the peer proved in its handshake
   std::optional<secure::PresharedKey> psk;
+  // Adaptive whatever the forward channel's mode: the host is idle but for callbacks, and a
+  // busy-polling host would hold a core per channel that ever passed an object.
   ReceiveMode mode = ReceiveMode::kAdaptive;
   bool emulatedEndpoint = false;
   size_t maxDatagram = kDefaultMaxDatagram;  // the socket's, sealing included

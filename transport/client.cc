@@ -101,7 +101,6 @@ Result<std::shared_ptr<Binding>> connect(std::string_view uri, const InterfaceDe
   } catch (const std::bad_alloc&) {
     return Status(Errc::kResourceExhausted, "out of memory for a channel");
   }
-  reverse->mode = options.mode;
   reverse->emulatedEndpoint = options.emulatedEndpoint;
   reverse->maxDatagram = options.maxDatagram;
   reverse->netns = SocketNamespace::current();  // where openBinding makes the channel's socket

@@ -236,13 +236,14 @@ Status UdpServer::attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> 
       return Status(Errc::kAlreadyExists, "this session's callbacks already go to another port");
     }
     ClientOptions o;
-    o.mode = options_.mode;
+    // Adaptive whatever our own mode: this channel is idle but for callbacks, and a busy
+    // poller per client would hold a core each (and, with few cores, wait out time slices).
+    o.mode = ReceiveMode::kAdaptive;
     o.emulatedEndpoint = options_.emulatedEndpoint;
     o.maxDatagram = socketDatagram_;
     // A handler's thread waits for it: a client that names a port nobody serves costs it this.
     o.connectTimeout = std::chrono::seconds(1);
     auto reverse = std::make_unique<ReverseSetup>();
-    reverse->mode = options_.mode;
     reverse->emulatedEndpoint = options_.emulatedEndpoint;
     reverse->maxDatagram = socketDatagram_;
     reverse->maxCapabilities = options_.maxCapabilities;
