@@ -80,7 +80,7 @@ auto withKind(S& client, Kind kind, Loop&& loop) {
   return loop([&] { return client.capMake(); });
 }
 
-// `callbacks`: the path carries objects the client serves (same host only, for now).
+// `callbacks`: register the Callback rows (every path carries objects the client serves).
 template <class S, class Make>
 void addKinds(BenchContext& ctx, const std::string& path, bool callbacks, Make make) {
   std::string key = "caps/" + path;
@@ -176,7 +176,7 @@ void registerCaps(BenchContext& ctx) {
   addKinds<CapsLocal>(ctx, "lrpc", true, [] { return CapsLocal::start(TransferMode::kAdaptive); });
 #endif
 #if LRPC_BENCH_NET
-  addKinds<CapsNet>(ctx, "net_veth", false, [&ctx]() -> Result<std::unique_ptr<CapsNet>> {
+  addKinds<CapsNet>(ctx, "net_veth", true, [&ctx]() -> Result<std::unique_ptr<CapsNet>> {
     Result<const NetnsPair*> netns = ctx.netns();
     if (!netns) return netns.status();
     return CapsNet::start(net::ReceiveMode::kBusyPoll, *netns.value());

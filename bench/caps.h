@@ -5,9 +5,9 @@
 // of the two on one session (counters as in bench/paired.h: `ratio` cap / root), and
 // CapMake/<path> makes a call that returns a new object and drops it (the drop is one more
 // call, the release). Callback/<path> passes an object the client serves and the server calls
-// it once before it returns (with Callback/paired_<path>_root against RootNull: same host only,
-// as callbacks are). Over `lrpc` (same host, adaptive) and `net_veth` (busy-poll between the
-// namespaces). Compiled only with the layers they need, like lrpc_paths.h.
+// it once before it returns (with Callback/paired_<path>_root against RootNull). Over `lrpc`
+// (same host, adaptive) and `net_veth` (busy-poll between the namespaces; the callback goes
+// over the session the server opens back to the client). Compiled only with the layers they need, like lrpc_paths.h.
 
 #include "bench/registry.h"
 

@@ -72,8 +72,8 @@ FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
 # Calls on capabilities (bench/caps.h): CapNull/<path> on an object the server returned,
 # RootNull/<path> on the imported binding, CapNull/<key> alternates them (a_ns: cap, b_ns: root),
 # CapMake/<path> returns a new object that the client then drops, Callback/<path> passes an
-# object the client serves, which the server calls once (Callback/<key>: against RootNull; same
-# host only, a dash elsewhere). (path, paired key)
+# object the client serves, which the server calls once (Callback/<key>: against RootNull).
+# (path, paired key)
 CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
 
 
@@ -381,7 +381,8 @@ def main():
                    "[min-max] (cap ns / root ns). CapMake is a call that returns a new object, plus the release "
                    "the client sends when it drops it. Callback passes an object the client serves; the server "
                    "calls it once (a call in the reverse direction) and drops it (the release, another one) before "
-                   "it returns; its paired cell is callback / root (bench/caps.capnp; same host only).\n")
+                   "it returns; its paired cell is callback / root (bench/caps.capnp; over UDP the callback takes the "
+                   "session the server opened back to the client).\n")
         out.append("| path | CapNull | RootNull | paired cap / root | CapMake (make + release) | Callback | paired callback / root |")
         out.append("|---|---|---|---|---|---|---|")
         for p, key in caps:
