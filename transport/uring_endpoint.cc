@@ -107,11 +107,6 @@ Status UringEndpoint::setUp() {
   Result<Mapping> segment = Mapping::anonymous(bufferBytes_ * buffers_);
   if (!segment.isOk()) return Status(segment.status().code(), "communication segment: " + segment.status().detail());
   segment_ = std::move(*segment);
-  iovec whole{segment_.data(), segment_.size()};
-  // Pin the segment like U-Net does; a low RLIMIT_MEMLOCK only costs the pinning.
-  rc = io_uring_register_buffers(recvRing_.get(), &whole, 1);
-  registered_ = rc == 0;
-  if (!registered_) lrpc::detail::logf(LogTopic::kTransport, "io_uring: communication segment not registered (%s); continuing unpinned", std::strerror(-rc));
 
   size_t ringBytes = (sizeof(io_uring_buf) * buffers_ + 4095) & ~size_t{4095};
   Result<Mapping> ringMem = Mapping::anonymous(ringBytes);
