@@ -359,6 +359,24 @@ TEST(SameHostCallbacks, ManyThreadsCallBack) {
   checkManyThreadsCallBack(*publisher);
 }
 
+// `publisher`'s server keeps a listener (offset 500) of another client process, `client`.
+// This process subscribes one of its own (offset 1, counted in `live`) and kills `client`:
+// the server's call on the dead client's listener fails (kPeerDied, and it drops it), ours
+// still answers.
+void checkDeadClientsListenerIsDropped(caps::Publisher::Client& publisher, Child& client,
+                                       const std::shared_ptr<std::atomic<uint32_t>>& live) {
+  ASSERT_TRUE(publisher.subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
+  auto both = publisher.publish(1);
+  ASSERT_TRUE(both.isOk()) << both.status().toString();
+  EXPECT_EQ(both->sum, 501 + 2);
+  client.kill();
+  client.wait();
+  auto after = publisher.publish(1);
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  EXPECT_EQ(after->answered, 1u);
+  EXPECT_EQ(after->sum, 2);
+}
+
 TEST(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
   TempDir dir;
   FactoryProcess server(dir.path());
@@ -377,17 +395,7 @@ TEST(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
   auto publisher = importPublisher(dir.path());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   auto live = std::make_shared<std::atomic<uint32_t>>(0);
-  ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
-  auto both = publisher->publish(1);
-  ASSERT_TRUE(both.isOk()) << both.status().toString();
-  EXPECT_EQ(both->sum, 501 + 2);
-  client.kill();
-  client.wait();
-  // The dead client's listener fails at once (kPeerDied: the server drops it); ours answers.
-  auto after = publisher->publish(1);
-  ASSERT_TRUE(after.isOk()) << after.status().toString();
-  EXPECT_EQ(after->answered, 1u);
-  EXPECT_EQ(after->sum, 2);
+  checkDeadClientsListenerIsDropped(*publisher, client, live);
   ASSERT_TRUE(publisher->clear().isOk());
   EXPECT_EQ(live->load(), 0u);
 }
@@ -553,17 +561,7 @@ TEST(TwoNamespaces, CallbacksFailCleanly) {
     auto publisher = net::connect<caps::Publisher>(uri);
     ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
     auto live = std::make_shared<std::atomic<uint32_t>>(0);
-    ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
-    auto both = publisher->publish(1);
-    ASSERT_TRUE(both.isOk()) << both.status().toString();
-    EXPECT_EQ(both->sum, 501 + 2);
-    client.kill();
-    client.wait();
-    // The dead client's listener fails (kPeerDied: the server drops it); ours answers.
-    auto after = publisher->publish(1);
-    ASSERT_TRUE(after.isOk()) << after.status().toString();
-    EXPECT_EQ(after->answered, 1u);
-    EXPECT_EQ(after->sum, 2);
+    checkDeadClientsListenerIsDropped(*publisher, client, live);
 
     // Ids our table never gave out, and one it gave out and took back: kBadFrame.
     auto forged = detail::capFromFrame(*publisher->binding(), 1, caps::Listener::kDescriptor);
