@@ -278,6 +278,9 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
   // Moves this thread to the A-stack a helper handed us, if one did: its calls from the last
   // one served on (a call rung meanwhile is then found at once).
   auto adopt = [&helper, &last](ServerSlot* from) {
+    // Relaxed: a first look, so that the common case (no hand-over) costs no read-modify-write
+    // on the call path; a stale null only delays the move to the failed claim's look below.
+    if (from->handoff.load(std::memory_order_relaxed) == nullptr) return false;
     // Acq_rel: pairs with the helper's release when it handed its A-stack over.
     ServerSlot* to = from->handoff.exchange(nullptr, std::memory_order_acq_rel);
     if (to == nullptr) return false;
