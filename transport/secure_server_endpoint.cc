@@ -51,6 +51,7 @@ Result<std::unique_ptr<SecureServerEndpoint>> SecureServerEndpoint::create(std::
   auto responder = sec::Responder::create(e->self_, std::move(keys.responder));
   if (!responder) return responder.status();
   e->responder_.emplace(std::move(*responder));
+  e->responder_->prepare();  // the first handshake's ephemeral key, before any hello
   try {
     e->opened_.resize(kMaxDatagramLimit);
   } catch (...) {
@@ -151,6 +152,7 @@ void SecureServerEndpoint::onHello(const Datagram& d) noexcept {
   }
   OutDatagram out{d.from, {{outcome->reply.data(), outcome->reply.size()}}, 1};
   (void)inner_->send({&out, 1});
+  if (outcome->accepted) responder_->prepare();  // the next handshake's key, now that this one's reply is out
 }
 
 void SecureServerEndpoint::onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept {

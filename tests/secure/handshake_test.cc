@@ -78,6 +78,34 @@ TEST(SecureHandshake, EachHandshakeHasFreshKeys) {
   }
 }
 
+// The responder's ephemeral key made ahead (prepare(), as the endpoint does after each reply)
+// is used by one handshake only, prepared or not: every reply carries another one, and every
+// handshake ends in other keys.
+TEST(SecureHandshake, PreparedEphemeralKeysAreUsedOnce) {
+  Parties p;
+  auto responder = Responder::create(p.server, p.options());
+  auto initiator = Initiator::create(p.client, p.server.publicKey());
+  ASSERT_TRUE(responder.isOk() && initiator.isOk());
+  std::vector<std::vector<uint8_t>> ephemerals;
+  std::vector<Key> seen;
+  for (int i = 0; i < 4; ++i) {
+    if (i % 2 == 0) responder->prepare();
+    if (i == 0) responder->prepare();  // twice in a row: still one key, used once
+    auto hello = initiator->writeHello();
+    ASSERT_TRUE(hello.isOk());
+    auto outcome = responder->readHello(*hello, kSourceA);
+    ASSERT_TRUE(outcome.isOk() && outcome->accepted) << outcome.status().toString();
+    const auto* e = outcome->reply.data() + reply::kEphemeral;
+    std::vector<uint8_t> ephemeral(e, e + kKeyBytes);
+    for (const auto& other : ephemerals) EXPECT_NE(other, ephemeral) << "handshake " << i;
+    ephemerals.push_back(ephemeral);
+    auto keys = initiator->readReply(outcome->reply);
+    ASSERT_TRUE(keys.isOk()) << keys.status().toString();
+    for (const Key& k : seen) EXPECT_NE(k, keys->send);
+    seen.push_back(keys->send);
+  }
+}
+
 TEST(SecureHandshake, WithPresharedKeyOnBothSides) {
   Parties p;
   auto psk = PresharedKey::generate();

@@ -225,6 +225,12 @@ Responder::Responder(const KeyPair& self, ResponderOptions options, CookieJar ja
   cookieKey_ = labelledKey(kCookieLabel, self_.publicKey());
 }
 
+void Responder::prepare() noexcept {
+  if (nextEphemeral_) return;
+  auto made = KeyPair::generate();
+  if (made) nextEphemeral_.emplace(*made);  // on failure readHello tries again itself
+}
+
 bool Responder::underLoad(Instant now) {
   if (now - loadSecond_ >= std::chrono::seconds(1)) {
     loadSecond_ = now;
@@ -308,9 +314,14 @@ Result<HelloOutcome> Responder::readHello(Bytes m, Bytes source, Instant now) {
   if (last != lastHello_.end() && !(last->second < ts))
     return Status(Errc::kBadFrame, "hello: replayed (timestamp not later than the last accepted)");
 
-  // <- e, ee, se, psk and the reply
-  auto eph = KeyPair::generate();
-  if (!eph) return eph.status();
+  // <- e, ee, se, psk and the reply; an ephemeral prepared ahead is taken (used once).
+  std::optional<KeyPair> eph = std::move(nextEphemeral_);
+  nextEphemeral_.reset();
+  if (!eph) {
+    auto made = KeyPair::generate();
+    if (!made) return made.status();
+    eph.emplace(*made);
+  }
   auto index = randomIndex(options_.indexInUse);
   if (!index) return index.status();
   HelloOutcome out;

@@ -124,6 +124,10 @@ class Responder {
   // Errors: kBadFrame (malformed, bad MAC, failed decryption, replayed timestamp),
   // kPermissionDenied (client key not allowed), kResourceExhausted (rate limited).
   Result<HelloOutcome> readHello(Bytes message, Bytes source, Instant now = Clock::now());
+  // Makes the ephemeral key pair of the next accepted hello now, so that its X25519 work is
+  // off that handshake's critical path (the endpoint calls it after it sent a reply). Each is
+  // used by one handshake only; without one, readHello makes it itself.
+  void prepare() noexcept;
 
  private:
   Responder(const KeyPair& self, ResponderOptions options, CookieJar jar, RateLimiter limiter);
@@ -140,6 +144,7 @@ class Responder {
   RateLimiter limiter_;
   Hash mac1Key_{};
   Hash cookieKey_{};
+  std::optional<KeyPair> nextEphemeral_;  // prepare()'s
   std::unordered_map<PublicKey, Timestamp, KeyHash> lastHello_;
   std::deque<PublicKey> helloOrder_;  // first-seen order: the oldest entry goes when full
   Instant loadSecond_{};
