@@ -897,16 +897,16 @@ std::string flatName(const std::string& cppName) {
 // The name of the generated class that forwards d's calls ("Forwarder_calc_Calc").
 std::string forwarderName(const InterfaceDecl& d) { return "Forwarder" + flatName(d.cppName); }
 
-// A Server that calls the same method on a Client of another binding: what a capability
-// becomes when it is passed on through a binding other than the one it came on (a proxy;
-// InterfaceDescriptor::forward).
-void emitForwarder(const InterfaceDecl& d, std::string& out) {
-  const std::string name = forwarderName(d);
-  out += "// Passes every call of " + d.name + " on to a capability of another binding.\n";
-  out += "class " + name + " final : public " + d.cppName + "::Server {\n";
+// `name`: a serverOf::Server whose methods (those of d that `keep` accepts) call the same
+// method on a d::Client. Proxies and second-base adaptors are both this.
+template <class Keep>
+void emitForwardingClass(const std::string& name, const std::string& serverOf, const InterfaceDecl& d, Keep keep,
+                         std::string& out) {
+  out += "class " + name + " final : public " + serverOf + "::Server {\n";
   out += " public:\n";
   out += "  explicit " + name + "(" + d.cppName + "::Client target) : target_(std::move(target)) {}\n";
   for (const auto& m : d.methods) {
+    if (!keep(m)) continue;
     std::string args;
     for (const auto& p : m.params) args += (args.empty() ? "" : ", ") + p.name;
     out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") override { return target_." + m.name + "(" +
@@ -915,6 +915,15 @@ void emitForwarder(const InterfaceDecl& d, std::string& out) {
   out += "\n private:\n";
   out += "  " + d.cppName + "::Client target_;\n";
   out += "};\n\n";
+}
+
+// A Server that calls the same method on a Client of another binding: what a capability
+// becomes when it is passed on through a binding other than the one it came on (a proxy;
+// InterfaceDescriptor::forward).
+void emitForwarder(const InterfaceDecl& d, std::string& out) {
+  const std::string name = forwarderName(d);
+  out += "// Passes every call of " + d.name + " on to a capability of another binding.\n";
+  emitForwardingClass(name, d.cppName, d, [](const Method&) { return true; }, out);
   out += "std::shared_ptr<void> " + name + "Make(std::shared_ptr<::lrpc::Binding> target) {\n";
   out += "  auto f = std::make_shared<" + name + ">(" + d.cppName + "::Client(std::move(target)));\n";
   out += "  void* self = static_cast<" + d.cppName + "::Server*>(f.get());\n";
@@ -932,21 +941,9 @@ std::string adaptorName(const InterfaceDecl& d, const InterfaceDecl::OtherBase& 
 // further into its PDL), and d::Client's conversions to base::Client and Cap<base> through it.
 void emitBaseAdaptors(const InterfaceDecl& d, std::string& out) {
   for (const auto& o : d.otherBases) {
-    const std::string name = adaptorName(d, o);
     out += "// " + d.name + " seen as " + o.cppName + ": its calls go on to the " + d.name + " client.\n";
-    out += "class " + name + " final : public " + o.cppName + "::Server {\n";
-    out += " public:\n";
-    out += "  explicit " + name + "(" + d.cppName + "::Client target) : target_(std::move(target)) {}\n";
-    for (const auto& m : d.methods) {
-      if (o.scopes.count(m.frameScope) == 0) continue;
-      std::string args;
-      for (const auto& p : m.params) args += (args.empty() ? "" : ", ") + p.name;
-      out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") override { return target_." + m.name +
-             "(" + args + "); }\n";
-    }
-    out += "\n private:\n";
-    out += "  " + d.cppName + "::Client target_;\n";
-    out += "};\n\n";
+    emitForwardingClass(adaptorName(d, o), o.cppName, d,
+                        [&o](const Method& m) { return o.scopes.count(m.frameScope) != 0; }, out);
   }
 }
 
