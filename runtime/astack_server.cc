@@ -97,6 +97,8 @@ class AStackServerCall final : public ServerCall {
     return std::span<std::byte>(slot_->resultSegment->data(), n);
   }
 
+  Result<std::unique_ptr<DeferredCall>> defer() noexcept override;
+
   uint32_t length() const noexcept { return length_; }
   uint8_t flags() const noexcept { return flags_; }
 
@@ -114,14 +116,66 @@ class AStackServerCall final : public ServerCall {
   uint8_t flags_ = 0;
 };
 
+// A call of an A-stack answered later (runtime/reply.h). The A-stack stays the call's until
+// then: its client waits on the return doorbell, and calls no other on it meanwhile.
+class AStackDeferred final : public DeferredCall {
+ public:
+  AStackDeferred(Connection* conn, ServerSlot* slot, std::byte* frame, const std::atomic<uint32_t>* cancelWord,
+                 uint32_t seq) noexcept
+      : live_(conn->live), conn_(conn), slot_(slot), frame_(frame), cancelWord_(cancelWord), seq_(seq) {}
+
+  void finish(Status status, Writer write, void* value) noexcept override {
+    MutexLock lock(live_->mu);
+    if (!live_->alive) return;  // the binding ended: nobody waits, and its memory is going
+    const ProcedureLayout& pl = conn_->exp->layout->procedure(slot_->procedure);
+    uint32_t tail = 0;
+    uint8_t flags = 0;
+    if (status.isOk() && write != nullptr) {
+      AStackServerCall call({}, {}, frame_ + pl.resultsOff, conn_, slot_, pl, frame_, nullptr, cancelWord_, seq_);
+      status = write(call, value);
+      tail = call.length();
+      flags = call.flags();
+    }
+    const uint32_t written = conn_->writeReturn(slot_, frame_, slot_->procedure, status, tail, flags);
+    slot_->deferWritten = written;
+    // Acq_rel: an answer given while the handler's dispatch still runs hands our writes to that
+    // thread, which publishes; one given after takes its hand-back and publishes here.
+    if (slot_->deferState.exchange(kAnswered, std::memory_order_acq_rel) == kHandedBack) {
+      conn_->publish(slot_, seq_, written);
+    }
+  }
+
+  bool cancelled() const noexcept override {
+    MutexLock lock(live_->mu);
+    // Relaxed: a hint, as in AStackServerCall::cancelled.
+    return live_->alive && seq_ != 0 && cancelWord_->load(std::memory_order_relaxed) == seq_;
+  }
+
+ private:
+  std::shared_ptr<Liveness> live_;
+  Connection* conn_;  // valid while live_->alive
+  ServerSlot* slot_;
+  std::byte* frame_;
+  const std::atomic<uint32_t>* cancelWord_;
+  uint32_t seq_;
+};
+
+Result<std::unique_ptr<DeferredCall>> AStackServerCall::defer() noexcept {
+  std::unique_ptr<DeferredCall> d(new (std::nothrow) AStackDeferred(conn_, slot_, frame_, cancelWord_, seq_));
+  if (!d) return Status(Errc::kResourceExhausted, "out of memory deferring a reply");
+  // Relaxed: the Reply reaches whoever answers through the handler's own synchronization.
+  slot_->deferState.store(kDispatching, std::memory_order_relaxed);
+  deferred_ = true;
+  return d;
+}
+
 }  // namespace
 
 AStackControl* Connection::control(uint32_t i) const {
   return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
 }
 
-// Returns how many bytes from the return block on the call wrote (results, tail or error text).
-uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
+std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
@@ -156,6 +210,7 @@ uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq
   uint32_t resultTail = 0;
   uint8_t resultFlags = 0;
   auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
+  bool deferred = false;
   if (s.isOk()) {
     // The result part is not cleared: the generated dispatch writes every field, and bytes
     // between fields hold only what this server wrote there before (astack_format.md).
@@ -166,8 +221,22 @@ uint32_t Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq
     s = exp->iface->dispatch(exp->impl, procedure, call);
     resultTail = call.length();
     resultFlags = call.flags();
+    deferred = call.deferred();
   }
   slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (deferred) {
+    // Acq_rel: takes an answer given during dispatch (we publish it), or leaves the
+    // publishing to the answer to come (AStackDeferred::finish); the slot is not ours after.
+    if (slot->deferState.exchange(kHandedBack, std::memory_order_acq_rel) != kAnswered) return std::nullopt;
+    return slot->deferWritten;
+  }
+  return writeReturn(slot, frame, procedure, s, resultTail, resultFlags);
+}
+
+uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s,
+                                 uint32_t resultTail, uint8_t resultFlags) {
+  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
+  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
   if (s.isOk()) {
     detail::storeOnce(ret->resultTail, resultTail);
     detail::storeOnce(ret->resultFlags, resultFlags);
@@ -215,9 +284,12 @@ bool claim(ServerSlot& slot, uint32_t seq) noexcept {
 }  // namespace
 
 void Connection::runCall(ServerSlot* slot, uint32_t seq) {
-  AStackControl* ctl = control(slot->index);
+  const std::optional<uint32_t> written = serveOne(slot, control(slot->index), seq);
+  if (written) publish(slot, seq, *written);
+}
+
+void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
   auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
-  uint32_t written = serveOne(slot, ctl, seq);
   // Release: the next server of this A-stack, maybe another thread, starts after our writes.
   slot->finished.store(seq, std::memory_order_release);
   detail::ring(ret->returnWord, ret->clientSleeping, seq);

@@ -105,58 +105,6 @@ size_t CapTable::live() const noexcept {
 namespace detail {
 namespace {
 
-// ---- the server side of one frame, in process ----
-
-// A ServerCall over a private copy of a frame: results and tail kept apart, so that reserving
-// the tail never moves results(), and joined into one reply at the end.
-class FrameServerCall final : public ServerCall {
- public:
-  FrameServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& results,
-                  CapTable* table, ServerCall* outer) noexcept
-      : ServerCall(args, tail, results.data()), table_(table), outer_(outer) {}
-
-  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
-    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
-    if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
-    if (Status s = tail_.resizeForOverwrite(n); !s.isOk()) return s;
-    reserved_ = true;
-    return tail_.span();
-  }
-  bool argTailPrivate() const noexcept override { return true; }
-  CapTable* capTable() noexcept override { return table_; }
-  std::shared_ptr<Binding> peerCallbacks() noexcept override { return outer_ ? outer_->peerCallbacks() : nullptr; }
-  bool cancelled() const noexcept override { return outer_ != nullptr && outer_->cancelled(); }
-
-  const MessageBuffer& tail() const noexcept { return tail_; }
-
- private:
-  CapTable* table_;
-  ServerCall* outer_;  // the call that tunnelled this one, if any
-  MessageBuffer tail_;
-  bool reserved_ = false;
-};
-
-// Calls on a Client made with Foo::Client::serve: the object's dispatch, in this process, over
-// a private copy of the frame. Capabilities its methods return go into its own table.
-class LocalObjectChannel final : public CallChannel {
- public:
-  explicit LocalObjectChannel(HostedObject object) noexcept : object_(std::move(object)) {}
-
-  Status call(const InterfaceDescriptor&, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
-              const CallOptions&) noexcept override {
-    MessageBuffer copy;
-    if (Status s = copy.resizeForOverwrite(request.size()); !s.isOk()) return s;
-    request.copy(0, request.size(), copy.data());
-    return dispatchFrame(object_, procedure, copy.span(), reply, &table_, nullptr);
-  }
-  const HostedObject* hostedObject() const noexcept override { return &object_; }
-  CapTable* exportTable() noexcept override { return &table_; }
-
- private:
-  HostedObject object_;
-  CapTable table_;
-};
-
 // Calls on a capability received from a peer: tunnelled through the connection's binding.
 // tunnelIn writes the tunnel's frame (the head, then the inner frame as its tail), tunnelOut
 // takes the inner reply out of the tunnel's results.
@@ -310,68 +258,6 @@ const Binding& connectionOf(const Binding& via) noexcept {
 }
 
 }  // namespace
-
-Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
-                     MessageBuffer& reply, CapTable* table, ServerCall* outer) noexcept {
-  const InterfaceDescriptor& iface = *object.iface;
-  if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "capability call: procedure out of range");
-  const ProcedureDescriptor& d = iface.procedures[procedure];
-  if (request.size() < d.argsSize) return Status(Errc::kBadFrame, "capability call: frame shorter than its fixed part");
-  MessageBuffer results;
-  if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
-  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table, outer);
-  const detail::CurrentCall current(call);
-  if (Status s = iface.dispatch(object.server.get(), procedure, call); !s.isOk()) return s;
-  const size_t tail = call.tail().size();
-  if (Status s = reply.resizeForOverwrite(d.resultsSize + tail); !s.isOk()) return s;
-  if (d.resultsSize != 0) std::memcpy(reply.data(), results.data(), d.resultsSize);
-  if (tail != 0) std::memcpy(reply.data() + d.resultsSize, call.tail().data(), tail);
-  return {};
-}
-
-Status serveCapCall(ServerCall& call) noexcept {
-  CapTable* table = call.capTable();
-  if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
-  if (call.args().size() < sizeof(CapCallArgs)) return Status(Errc::kBadFrame, "capability call: short frame");
-  CapCallArgs head;
-  std::memcpy(&head, call.args().data(), sizeof head);
-  if (head.procedure == kReleaseCap) return table->release(head.object);
-  const std::span<const std::byte> tail = call.argTail();
-  if (!varRefOk(head.frame, tail.size(), 1)) return Status(Errc::kBadFrame, "capability call: frame outside the tail");
-  if (head.procedure == kAttachCallbacks) {
-    if (head.frame.length > 64) return Status(Errc::kBadFrame, "callback address too long");
-    if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
-    std::byte where[64];  // read once: a same-host tail is shared with the client
-    if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
-    return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
-  }
-  Result<HostedObject> object = table->find(head.object, head.iface);
-  if (!object.isOk()) return object.status();
-  // The tunnel's own procedure is not a target: a capability call never nests another.
-  if (object->iface->carriesCaps && head.procedure + 1 == object->iface->procedureCount) {
-    return Status(Errc::kBadFrame, "capability call: procedure out of range");
-  }
-  if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
-  // Copy "E" of the whole inner frame: the client may still write the shared one.
-  MessageBuffer request;
-  if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
-  if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
-  MessageBuffer reply;
-  if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table, &call); !s.isOk()) return s;
-  Result<std::span<std::byte>> out = call.resultTail(reply.size());
-  if (!out.isOk()) return out.status();
-  if (reply.size() != 0) std::memcpy(out->data(), reply.data(), reply.size());
-  const CapCallResults r{{0, static_cast<uint32_t>(reply.size())}};
-  std::memcpy(call.results(), &r, sizeof r);
-  return {};
-}
-
-std::shared_ptr<Binding> serveInProcess(HostedObject object) {
-  const InterfaceDescriptor& iface = *object.iface;
-  auto channel = std::make_shared<LocalObjectChannel>(std::move(object));
-  CallChannel* raw = channel.get();
-  return std::make_shared<Binding>(iface, raw, std::move(channel));
-}
 
 namespace {
 

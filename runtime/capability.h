@@ -161,12 +161,6 @@ class ServerCaps final : public codec::CapCodec {
   ServerCall& call_;
 };
 
-// Runs `procedure` of `object` over the frame `request` (fixed part then tail, private to
-// this process); on success `reply` holds the result frame. `table` is the connection's.
-// `outer` is the tunnel call that carried it (null in process): its peer's callbacks.
-Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
-                     MessageBuffer& reply, CapTable* table, ServerCall* outer) noexcept;
-
 }  // namespace detail
 }  // namespace lrpc
 

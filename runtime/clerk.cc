@@ -237,6 +237,11 @@ void Connection::run() {
     detail::logf(LogTopic::kBinding, "\"%s\": binding ended", exp->name.c_str());
   }
   // The client is gone (or we are shutting down): no thread may touch the region after this.
+  {
+    // Deferred replies still held somewhere find the binding gone from here on.
+    MutexLock lock(live->mu);
+    live->alive = false;
+  }
   stopThreads();
   // Its objects go now, not when the acceptor reaps us: they may hold the client's callbacks,
   // which we drop too (the client's callback host then sees us leave and drops ours).

@@ -60,6 +60,18 @@ using exporter::MsgType;
 
 struct Export;
 
+// Whether a binding's memory may still be written, for deferred replies (runtime/reply.h),
+// which outlive the server thread that took their call: the clerk clears `alive` before it
+// stops the threads and unmaps the region, and a reply writes only while it holds `mu`.
+struct Liveness {
+  Mutex mu;
+  bool alive LRPC_GUARDED_BY(mu) = true;
+};
+
+// Where a deferred call of an A-stack stands (ServerSlot::deferState): its answer and the end
+// of its dispatch race, and whichever comes second publishes the return.
+enum DeferState : uint32_t { kNotDeferred = 0, kDispatching, kAnswered, kHandedBack };
+
 // Server-side state of one A-stack of one binding: its server thread and its out-of-band segments.
 struct ServerSlot {
   uint32_t index = 0;
@@ -80,6 +92,10 @@ struct ServerSlot {
   // serves that A-stack from then on, and the other one this. So a helped call that blocks
   // (on another call of the same client) never leaves an A-stack without a thread.
   std::atomic<ServerSlot*> handoff{nullptr};
+  // Its current call's DeferState; `deferWritten` is what an early answer wrote (for
+  // demoteAfterFirstLine), handed to the dispatching thread by the exchange of the state.
+  std::atomic<uint32_t> deferState{kNotDeferred};
+  uint32_t deferWritten = 0;
   // Started for this A-stack; after hand-overs it may serve another (stopThreads stops all).
   std::thread thread;
   alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written by whoever serves a call (one at a time)
@@ -108,6 +124,7 @@ struct Connection {
   mutable Mutex callbacksMu;
   std::shared_ptr<Binding> callbacks LRPC_GUARDED_BY(callbacksMu);
   std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
+  std::shared_ptr<Liveness> live = std::make_shared<Liveness>();  // held by deferred replies
   mutable Mutex threadsMu;                         // orders starting threads against stats()
   std::atomic<bool> finished{false};
   bool query = false;  // an operator's query (runtime/introspect.h), not a binding
@@ -125,9 +142,17 @@ struct Connection {
   // sequence seen before the client was told the thread exists (so its first call is not
   // mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
-  uint32_t serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
-  // Serves call `seq` of `slot` and rings its return doorbell.
+  // Runs call `seq` of `slot`; returns how many bytes from its return block it wrote, or
+  // nothing when the call was deferred and not yet answered.
+  std::optional<uint32_t> serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
+  // Writes the return block of a call of `slot` answered with `s` (results already in place:
+  // a tail of `tail` bytes with `flags`); returns how many bytes from the block it wrote.
+  uint32_t writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s, uint32_t tail,
+                       uint8_t flags);
+  // Serves call `seq` of `slot` and rings its return doorbell (unless deferred: then its reply does).
   void runCall(ServerSlot* slot, uint32_t seq);
+  // Lets the client of `slot` see call `seq`'s return block, `written` bytes of which are new.
+  void publish(ServerSlot* slot, uint32_t seq, uint32_t written);
   // Serves one call that has waited on another started A-stack than `*self`'s since the last
   // look (`seen`: per A-stack, the call seen waiting then): a thread whose own A-stack is idle
   // runs it instead of that A-stack's thread, which is then likely not running (more A-stacks

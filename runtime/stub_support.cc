@@ -95,3 +95,26 @@ Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDesc
 }
 
 }  // namespace lrpc
+
+namespace lrpc {
+
+Result<std::unique_ptr<DeferredCall>> ServerCall::defer() noexcept {
+  return Status(Errc::kUnsupported, "this path cannot defer a reply ($Lrpc.deferred)");
+}
+
+namespace detail {
+
+void ReplyBase::dropped() noexcept {
+  if (!call_) return;
+  // Building the text can run out of memory: the caller still learns that nobody will answer.
+  Status s(Errc::kServerFault);
+  try {
+    s = Status(Errc::kServerFault, std::string(method_) + ": the handler dropped its reply without answering");
+  } catch (...) {
+  }
+  std::unique_ptr<DeferredCall> call = std::move(call_);
+  call->finish(std::move(s), nullptr, nullptr);
+}
+
+}  // namespace detail
+}  // namespace lrpc

@@ -36,6 +36,7 @@
 #include "runtime/codec.h"
 #include "runtime/codec_view.h"
 #include "runtime/reclaim.h"
+#include "runtime/reply.h"
 
 // Generated headers check this against the value they were generated for.
 #define LRPC_STUB_ABI_VERSION 1
@@ -571,6 +572,12 @@ class ServerCall {
   // its deadline) while the handler runs. A hint: a handler that sees it may stop early; its
   // result then goes nowhere.
   virtual bool cancelled() const noexcept { return false; }
+  // For a $Lrpc.deferred method (runtime/reply.h): hands over what this path needs to write
+  // the results and wake the caller later, and marks the call deferred, so that the path
+  // publishes nothing when dispatch returns. The arguments stay valid only until then.
+  // kUnsupported on a path that cannot wait for an answer.
+  virtual Result<std::unique_ptr<DeferredCall>> defer() noexcept;
+  bool deferred() const noexcept { return deferred_; }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
@@ -588,6 +595,7 @@ class ServerCall {
   std::span<const std::byte> args_;
   std::span<const std::byte> argTail_;
   std::byte* results_;
+  bool deferred_ = false;  // set by a path's defer()
 };
 
 namespace detail {

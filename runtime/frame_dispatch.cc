@@ -1,0 +1,290 @@
+// The server side of a frame run in this process, over a private copy of it: calls on an
+// object served in process (Foo::Client::serve), and calls on a capability that arrive
+// through the capability tunnel (serveCapCall). Both may be deferred (runtime/reply.h).
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "runtime/base/mutex.h"
+#include "runtime/capability.h"
+
+namespace lrpc::detail {
+namespace {
+
+// Where an in-process caller waits for the answer to a deferred call. The answer is joined
+// into the caller's reply buffer while the caller waits, and only then.
+class InProcessAnswer {
+ public:
+  explicit InProcessAnswer(MessageBuffer& reply) noexcept : reply_(&reply) {}
+
+  // Waits for the answer (at most `timeout`, when not zero); afterwards nothing more is
+  // written to the reply buffer.
+  Status wait(std::chrono::nanoseconds timeout) noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+    MutexLock lock(mu_);
+    const auto answered = [this]() LRPC_NO_THREAD_SAFETY_ANALYSIS { return answered_; };
+    if (timeout.count() == 0) {
+      changed_.wait(mu_, answered);
+    } else if (!changed_.wait_for(mu_, timeout, answered)) {
+      reply_ = nullptr;
+      return Status(Errc::kDeadlineExceeded, "the deferred reply did not come within the call's deadline");
+    }
+    reply_ = nullptr;
+    return status_;
+  }
+  // Runs `answer(reply)` if the caller still waits, and wakes it.
+  template <class F>
+  void give(F answer) noexcept {
+    MutexLock lock(mu_);
+    if (reply_ == nullptr || answered_) return;
+    status_ = answer(*reply_);
+    answered_ = true;
+    changed_.notify_all();
+  }
+  bool gaveUp() const noexcept {
+    MutexLock lock(mu_);
+    return reply_ == nullptr;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::condition_variable_any changed_;
+  MessageBuffer* reply_ LRPC_GUARDED_BY(mu_);  // the caller's, while it waits
+  bool answered_ LRPC_GUARDED_BY(mu_) = false;
+  Status status_ LRPC_GUARDED_BY(mu_);
+};
+
+// A ServerCall over a private copy of a frame: results and tail kept apart, so that reserving
+// the tail never moves results(), and joined into one reply at the end.
+class FrameServerCall final : public ServerCall {
+ public:
+  FrameServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& results,
+                  CapTable* table, ServerCall* outer, const ProcedureDescriptor* procedure = nullptr,
+                  MessageBuffer* reply = nullptr, std::shared_ptr<InProcessAnswer>* answer = nullptr) noexcept
+      : ServerCall(args, tail, results.data()),
+        table_(table),
+        outer_(outer),
+        procedure_(procedure),
+        reply_(reply),
+        answer_(answer) {}
+
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
+    if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
+    if (Status s = tail_.resizeForOverwrite(n); !s.isOk()) return s;
+    reserved_ = true;
+    return tail_.span();
+  }
+  bool argTailPrivate() const noexcept override { return true; }
+  CapTable* capTable() noexcept override { return table_; }
+  std::shared_ptr<Binding> peerCallbacks() noexcept override { return outer_ ? outer_->peerCallbacks() : nullptr; }
+  bool cancelled() const noexcept override { return outer_ != nullptr && outer_->cancelled(); }
+
+  Result<std::unique_ptr<DeferredCall>> defer() noexcept override;
+
+  const MessageBuffer& tail() const noexcept { return tail_; }
+
+ private:
+  CapTable* table_;
+  ServerCall* outer_;  // the call that tunnelled this one, if any
+  const ProcedureDescriptor* procedure_;      // what defer() needs to write results later
+  MessageBuffer* reply_;                      // an in-process caller's reply buffer
+  std::shared_ptr<InProcessAnswer>* answer_;  // where that caller waits for a deferred answer
+  MessageBuffer tail_;
+  bool reserved_ = false;
+};
+
+// The reply of a frame call: its results, then its tail.
+Status joinReply(const FrameServerCall& call, const ProcedureDescriptor& d, const MessageBuffer& results,
+                 MessageBuffer& reply) noexcept {
+  const size_t tail = call.tail().size();
+  if (Status s = reply.resizeForOverwrite(d.resultsSize + tail); !s.isOk()) return s;
+  if (d.resultsSize != 0) std::memcpy(reply.data(), results.data(), d.resultsSize);
+  if (tail != 0) std::memcpy(reply.data() + d.resultsSize, call.tail().data(), tail);
+  return {};
+}
+
+// The tunnel's own results: the inner call's reply, as their tail.
+Status writeTunnelResults(ServerCall& call, const MessageBuffer& reply) noexcept {
+  Result<std::span<std::byte>> out = call.resultTail(reply.size());
+  if (!out.isOk()) return out.status();
+  if (reply.size() != 0) std::memcpy(out->data(), reply.data(), reply.size());
+  const CapCallResults r{{0, static_cast<uint32_t>(reply.size())}};
+  std::memcpy(call.results(), &r, sizeof r);
+  return {};
+}
+
+// A frame call answered later: through the deferred call that tunnelled it, or to the
+// in-process caller that waits for it.
+class FrameDeferred final : public DeferredCall {
+ public:
+  FrameDeferred(const ProcedureDescriptor& d, std::unique_ptr<DeferredCall> outer) noexcept
+      : d_(d), outer_(std::move(outer)) {}
+  FrameDeferred(const ProcedureDescriptor& d, std::shared_ptr<InProcessAnswer> waiter, CapTable* table) noexcept
+      : d_(d), waiter_(std::move(waiter)), table_(table) {}
+
+  void finish(Status status, Writer write, void* value) noexcept override {
+    Answer answer{this, write, value};
+    if (outer_) {
+      const bool ok = status.isOk();
+      outer_->finish(std::move(status), ok ? &Answer::throughTunnel : nullptr, &answer);
+      return;
+    }
+    // The table is the caller's channel's, alive while the caller waits (give() checks).
+    waiter_->give([&](MessageBuffer& reply) -> Status {
+      if (!status.isOk()) return status;
+      return answer.into(table_, nullptr, reply);
+    });
+  }
+  bool cancelled() const noexcept override { return outer_ ? outer_->cancelled() : waiter_->gaveUp(); }
+
+ private:
+  struct Answer {
+    FrameDeferred* self;
+    Writer write;
+    void* value;
+    // The results, written by the generated writer, joined into one reply.
+    Status into(CapTable* table, ServerCall* outer, MessageBuffer& reply) const noexcept {
+      MessageBuffer results;
+      if (Status s = results.resizeForOverwrite(self->d_.resultsSize); !s.isOk()) return s;
+      FrameServerCall call({}, {}, results, table, outer);
+      if (write != nullptr) {
+        if (Status s = write(call, value); !s.isOk()) return s;
+      }
+      return joinReply(call, self->d_, results, reply);
+    }
+    static Status throughTunnel(ServerCall& tunnel, void* p) noexcept {
+      MessageBuffer reply;
+      if (Status s = static_cast<Answer*>(p)->into(tunnel.capTable(), &tunnel, reply); !s.isOk()) return s;
+      return writeTunnelResults(tunnel, reply);
+    }
+  };
+
+  const ProcedureDescriptor& d_;
+  std::unique_ptr<DeferredCall> outer_;
+  std::shared_ptr<InProcessAnswer> waiter_;
+  CapTable* table_ = nullptr;
+};
+
+Result<std::unique_ptr<DeferredCall>> FrameServerCall::defer() noexcept {
+  if (procedure_ == nullptr) return ServerCall::defer();
+  std::unique_ptr<DeferredCall> d;
+  if (outer_ != nullptr) {
+    Result<std::unique_ptr<DeferredCall>> outer = outer_->defer();
+    if (!outer.isOk()) return outer.status();
+    std::unique_ptr<DeferredCall> tunnel = std::move(*outer);
+    d.reset(new (std::nothrow) FrameDeferred(*procedure_, std::move(tunnel)));
+    if (!d) {
+      // The tunnel call is deferred already: it must be answered, and this one with it.
+      Status s(Errc::kResourceExhausted, "out of memory deferring a reply");
+      tunnel->finish(s, nullptr, nullptr);
+      deferred_ = true;
+      return s;
+    }
+  } else if (answer_ != nullptr && reply_ != nullptr) {
+    try {
+      *answer_ = std::make_shared<InProcessAnswer>(*reply_);
+    } catch (const std::bad_alloc&) {
+      return Status(Errc::kResourceExhausted, "out of memory deferring a reply");
+    }
+    d.reset(new (std::nothrow) FrameDeferred(*procedure_, *answer_, table_));
+    if (!d) {
+      answer_->reset();
+      return Status(Errc::kResourceExhausted, "out of memory deferring a reply");
+    }
+  } else {
+    return ServerCall::defer();
+  }
+  deferred_ = true;
+  return d;
+}
+
+// Runs `procedure` of `object` over the frame `request` (fixed part then tail, private to
+// this process); on success `reply` holds the result frame. `table` is the connection's.
+// `outer` is the tunnel call that carried it (null in process): its peer's callbacks. A call
+// deferred in process leaves in `answer` where its caller waits.
+Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
+                     MessageBuffer& reply, CapTable* table, ServerCall* outer,
+                     std::shared_ptr<InProcessAnswer>* answer = nullptr) noexcept {
+  const InterfaceDescriptor& iface = *object.iface;
+  if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "capability call: procedure out of range");
+  const ProcedureDescriptor& d = iface.procedures[procedure];
+  if (request.size() < d.argsSize) return Status(Errc::kBadFrame, "capability call: frame shorter than its fixed part");
+  MessageBuffer results;
+  if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
+  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table, outer, &d, &reply,
+                       answer);
+  const detail::CurrentCall current(call);
+  if (Status s = iface.dispatch(object.server.get(), procedure, call); !s.isOk()) return s;
+  if (call.deferred()) return {};  // answered through its FrameDeferred
+  return joinReply(call, d, results, reply);
+}
+
+// Calls on a Client made with Foo::Client::serve: the object's dispatch, in this process, over
+// a private copy of the frame. Capabilities its methods return go into its own table.
+class LocalObjectChannel final : public CallChannel {
+ public:
+  explicit LocalObjectChannel(HostedObject object) noexcept : object_(std::move(object)) {}
+
+  Status call(const InterfaceDescriptor&, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
+              const CallOptions& options) noexcept override {
+    MessageBuffer copy;
+    if (Status s = copy.resizeForOverwrite(request.size()); !s.isOk()) return s;
+    request.copy(0, request.size(), copy.data());
+    std::shared_ptr<InProcessAnswer> answer;
+    Status s = dispatchFrame(object_, procedure, copy.span(), reply, &table_, nullptr, &answer);
+    if (!answer) return s;
+    return answer->wait(options.timeout);
+  }
+  const HostedObject* hostedObject() const noexcept override { return &object_; }
+  CapTable* exportTable() noexcept override { return &table_; }
+
+ private:
+  HostedObject object_;
+  CapTable table_;
+};
+
+}  // namespace
+
+Status serveCapCall(ServerCall& call) noexcept {
+  CapTable* table = call.capTable();
+  if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
+  if (call.args().size() < sizeof(CapCallArgs)) return Status(Errc::kBadFrame, "capability call: short frame");
+  CapCallArgs head;
+  std::memcpy(&head, call.args().data(), sizeof head);
+  if (head.procedure == kReleaseCap) return table->release(head.object);
+  const std::span<const std::byte> tail = call.argTail();
+  if (!varRefOk(head.frame, tail.size(), 1)) return Status(Errc::kBadFrame, "capability call: frame outside the tail");
+  if (head.procedure == kAttachCallbacks) {
+    if (head.frame.length > 64) return Status(Errc::kBadFrame, "callback address too long");
+    if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
+    std::byte where[64];  // read once: a same-host tail is shared with the client
+    if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
+    return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
+  }
+  Result<HostedObject> object = table->find(head.object, head.iface);
+  if (!object.isOk()) return object.status();
+  // The tunnel's own procedure is not a target: a capability call never nests another.
+  if (object->iface->carriesCaps && head.procedure + 1 == object->iface->procedureCount) {
+    return Status(Errc::kBadFrame, "capability call: procedure out of range");
+  }
+  if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
+  // Copy "E" of the whole inner frame: the client may still write the shared one.
+  MessageBuffer request;
+  if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
+  if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
+  MessageBuffer reply;
+  if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table, &call); !s.isOk()) return s;
+  if (call.deferred()) return {};  // the inner call was deferred, and this one with it
+  return writeTunnelResults(call, reply);
+}
+
+std::shared_ptr<Binding> serveInProcess(HostedObject object) {
+  const InterfaceDescriptor& iface = *object.iface;
+  auto channel = std::make_shared<LocalObjectChannel>(std::move(object));
+  CallChannel* raw = channel.get();
+  return std::make_shared<Binding>(iface, raw, std::move(channel));
+}
+
+}  // namespace lrpc::detail
