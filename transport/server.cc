@@ -34,81 +34,16 @@ class UdpServer::Sink final : public DatagramSink {
  public:
   explicit Sink(UdpServer& s) : s_(s) {}
   void onDatagram(const Datagram& d) noexcept override {
-    std::lock_guard lock(s_.mu_);
-    s_.onDatagram(d);
-  }
+    std::vector<std::shared_ptr<void>> ended;
+    {
+      std::lock_guard lock(s_.mu_);
+      s_.onDatagram(d);
+      ended.swap(s_.ended_);
+    }
+  }  // the objects of sessions that ended go here, with no lock held
 
  private:
   UdpServer& s_;
-};
-
-// The ServerCall the generated dispatch sees: arguments straight from the datagram (or the
-// reassembled request); the fixed results into the server's `fixed` buffer, copied to the
-// head of the slot's cached reply once the handler is done, and the result tail straight into
-// that reply, where it will leave from, so a large result is not copied a second time.
-class UdpServer::Call final : public ServerCall {
- public:
-  Call(UdpServer& server, std::span<const std::byte> args, std::span<const std::byte> tail, MessageBuffer& fixed,
-       MessageBuffer& reply, CapTable* caps, PeerCallbacks* callbacks, const std::atomic<bool>& cancelled)
-      : ServerCall(args, tail, fixed.data()),
-        server_(server),
-        fixedBytes_(fixed.size()),
-        reply_(reply),
-        caps_(caps),
-        callbacks_(callbacks),
-        cancelled_(cancelled) {}
-  CapTable* capTable() noexcept override { return caps_; }
-  std::shared_ptr<Binding> peerCallbacks() noexcept override {
-    if (callbacks_ == nullptr) return nullptr;
-    std::lock_guard lock(callbacks_->mu);
-    return callbacks_->binding;
-  }
-  Status attachCallbacks(std::span<const std::byte> where) noexcept override {
-    if (callbacks_ == nullptr) return ServerCall::attachCallbacks(where);
-    return server_.attachCallbacks(*callbacks_, where);
-  }
-  // Relaxed: a hint for the handler; nothing is read because of it.
-  bool cancelled() const noexcept override { return cancelled_.load(std::memory_order_relaxed); }
-  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
-    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
-    if (n > UINT32_MAX) return Status(Errc::kResourceExhausted, "result tail too large");
-    size_t total = fixedBytes_ + n;
-    // Emptied first, so that a lent buffer takes over no bytes; not zeroed: the generated
-    // code writes the whole tail, and execute() the fixed part.
-    (void)reply_.resize(0);
-    if (total > reply_.capacity()) server_.replyShelf_.lend(reply_, total);
-    if (Status s = reply_.resizeForOverwrite(total); !s.isOk()) return s;
-    reserved_ = true;
-    return reply_.span().subspan(fixedBytes_);
-  }
-  // The request's frame is the slot's own (copied out of the datagram, or reassembled), and
-  // stays put while the handler runs: the slot is kRunning, so nothing else touches it.
-  bool argTailPrivate() const noexcept override { return true; }
-  bool reserved() const noexcept { return reserved_; }
-
-  // One large result value is kept, not copied: the reply is cached in the slot until the
-  // client has it all, and its fragments are sent from the value's own storage (OutMessage).
-  // One at most, so that a fragment spans at most two pieces.
-  bool keepsResults() const noexcept override { return kept_ == nullptr; }
-  void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept override {
-    keptAt_ = static_cast<size_t>(dst - reply_.data());
-    kept_ = std::move(kept);
-  }
-  std::unique_ptr<KeptResult> takeKept(size_t* at) noexcept {
-    *at = keptAt_;
-    return std::move(kept_);
-  }
-
- private:
-  UdpServer& server_;
-  size_t fixedBytes_;
-  MessageBuffer& reply_;
-  CapTable* caps_;
-  PeerCallbacks* callbacks_;
-  const std::atomic<bool>& cancelled_;
-  bool reserved_ = false;
-  std::unique_ptr<KeptResult> kept_;
-  size_t keptAt_ = 0;
 };
 
 UdpServer::UdpServer(ServerOptions options)
@@ -278,6 +213,11 @@ Status UdpServer::attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> 
 
 void UdpServer::stop() {
   {
+    // Answers still held by handlers go nowhere from here on.
+    std::lock_guard lock(life_->mu);
+    life_->alive = false;
+  }
+  {
     std::lock_guard lock(idleMu_);
     stop_.store(true);
   }
@@ -374,10 +314,11 @@ bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
       inHandler_.store(true, std::memory_order_relaxed);
       pollMu_.unlock();
     }
-    Status result = execute(*job.service, *job.slot, job.caps.get(), job.callbacks.get(), fixed);
+    bool deferred = false;
+    Status result = execute(job, fixed, &deferred);
     const bool polling = !pooled || pollMu_.try_lock();
     if (pooled && polling) inHandler_.store(false, std::memory_order_relaxed);
-    {
+    if (!deferred) {
       std::lock_guard lock(mu_);
       finishJob(job, std::move(result));
     }
@@ -523,6 +464,14 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
 void UdpServer::eraseSession(std::unordered_map<uint32_t, Session>::iterator it) noexcept {
   byNonce_.erase(it->second.nonce);
   if (!it->second.established) --halfOpen_;
+  // Its objects are destroyed once mu_ is let go (Sink): their destructors may answer
+  // deferred calls, which takes mu_.
+  try {
+    ended_.push_back(std::move(it->second.caps));
+    ended_.push_back(std::move(it->second.callbacks));
+  } catch (const std::bad_alloc&) {
+    // Then they go with the session, here; only a Reply dropped in them could mind.
+  }
   sessions_.erase(it);  // a handler still running on it keeps its slots (Job::slots)
   sessionCount_.store(sessions_.size(), std::memory_order_relaxed);
   halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
@@ -579,9 +528,16 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
       case SlotState::kEmpty: return;
     }
   } else {
-    // A client never sends seq + window before seq finished; one that does (buggy or
-    // hostile) must not take the slot from a handler still using it.
-    if (slot.state == SlotState::kRunning) return;
+    // A client never sends seq + window before seq finished or it gave seq up; one that does
+    // (buggy or hostile) must not take the slot from a handler still using it. A deferred
+    // call whose handler has returned uses it no more: its answer will go nowhere.
+    if (slot.state == SlotState::kRunning) {
+      // Acquire: pairs with the hand-back in execute(); the handler is done with the request.
+      if (!slot.deferred || slot.deferred->phase.load(std::memory_order_acquire) != kHandedBack) return;
+      // Relaxed: read under mu_ (finishDeferred), or as a hint (Deferred::cancelled).
+      slot.deferred->detached.store(true, std::memory_order_relaxed);
+      slot.deferred.reset();
+    }
     // A new call (seq above the slot's: the client finished the slot's previous call).
     slot.seq = h.seq;
     slot.procedure = h.procedure;
@@ -659,31 +615,9 @@ void UdpServer::sendRunning(Session& s, uint32_t seq) noexcept {
   sendHeaderOnly(s.peer, makeHeader(PacketType::kRunning, s.id, s.cookie, seq), {});
 }
 
-Status UdpServer::execute(const Service& svc, Slot& slot, CapTable* caps, PeerCallbacks* callbacks,
-                          MessageBuffer& fixed) noexcept {
-  const InterfaceDescriptor& iface = *svc.iface;
-  if (slot.procedure >= iface.procedureCount) return Status(Errc::kInvalidArgument, "no procedure " + std::to_string(slot.procedure));
-  const ProcedureDescriptor& pd = iface.procedures[slot.procedure];
-  std::span<const std::byte> frame = std::as_const(*slot.request).span();
-  if (frame.size() < pd.argsSize) return Status(Errc::kBadFrame, "request shorter than the argument frame");
-  if (Status st = fixed.resize(0); !st.isOk()) return st;
-  if (Status st = fixed.resize(pd.resultsSize); !st.isOk()) return st;  // zeroed
-  Call call(*this, frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, slot.reply, caps, callbacks,
-            slot.cancelled);
-  executed_.fetch_add(1, std::memory_order_relaxed);
-  const lrpc::detail::CurrentCall current(call);
-  Status result = iface.dispatch(svc.server, slot.procedure, call);
-  if (result.isOk()) slot.kept = call.takeKept(&slot.keptAt);
-  if (result.isOk() && !call.reserved()) {
-    (void)slot.reply.resize(0);  // no tail: the reply is the fixed part alone
-    result = slot.reply.resize(fixed.size());
-  }
-  if (result.isOk() && fixed.size() > 0) std::memcpy(slot.reply.data(), fixed.data(), fixed.size());
-  return result;
-}
-
 void UdpServer::finishJob(const Job& job, Status result) noexcept {
   Slot& slot = *job.slot;
+  slot.deferred.reset();
   slot.status = 0;
   if (!result.isOk()) {
     slot.status = static_cast<uint8_t>(result.code());

@@ -123,6 +123,25 @@ class UdpServer {
     void* server;
   };
   enum class SlotState : uint8_t { kEmpty, kReceiving, kRunning, kDone, kDelivered };
+  // Where a deferred call stands (runtime/reply.h): its answer and the end of its dispatch
+  // race, and whichever comes second finishes the job.
+  enum DeferPhase : uint8_t { kDispatching, kAnswered, kHandedBack };
+  // A deferred call's tie to its slot (transport/server_call.cc). Its answer is made here, by
+  // whoever answers, and moved into the slot under mu_ if the slot is still the call's: a
+  // client that gave the call up sends a newer one into the slot, which then takes it.
+  struct DeferLink {
+    std::atomic<uint8_t> phase{kDispatching};
+    std::atomic<bool> detached{false};  // set under mu_: the slot went to a newer call
+    Status status;                      // the answer (written before phase turns kAnswered)
+    MessageBuffer reply;
+    std::unique_ptr<KeptResult> kept;
+    size_t keptAt = 0;
+  };
+  // Whether the server still sends answers: deferred replies may come after stop().
+  struct Life {
+    std::mutex mu;
+    bool alive = true;  // GUARDED_BY(mu)
+  };
   struct Slot {
     uint32_t seq = 0;
     SlotState state = SlotState::kEmpty;
@@ -139,6 +158,8 @@ class UdpServer {
     FragmentSender sender;
     // Set by a cancel packet while the handler runs (another thread): callCancelled().
     std::atomic<bool> cancelled{false};
+    // The deferred call that holds the slot (kRunning) until it is answered.
+    std::shared_ptr<DeferLink> deferred;  // GUARDED_BY(mu_)
   };
   // The reverse direction of one session: a channel to the client's callback host, opened
   // when the client asks (kAttachCallbacks), shared with the handlers like the caps.
@@ -177,6 +198,7 @@ class UdpServer {
   };
   class Sink;
   class Call;
+  class Deferred;
 
   void worker() noexcept;
   void idle() noexcept;  // until this thread may poll again (or stop)
@@ -187,11 +209,16 @@ class UdpServer {
   void onRequest(Session& s, const Packet& p) noexcept;
   void onAck(Session& s, const Packet& p) noexcept;
   void schedule(Session& s, Slot& slot) noexcept;
-  Status execute(const Service& svc, Slot& slot, CapTable* caps, PeerCallbacks* callbacks,
-                 MessageBuffer& fixed) noexcept;  // no lock held
+  // Runs a job's handler (no lock held); *deferred: its answer is still to come, and finishes
+  // the job itself.
+  Status execute(const Job& job, MessageBuffer& fixed, bool* deferred) noexcept;
   // Opens the channel back to the client of `pc` at the port in `where` (no lock held).
   Status attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> where) noexcept;
   void finishJob(const Job& job, Status result) noexcept;                         // with mu_ held
+  // Moves a deferred call's answer into its slot (which the caller owns, or holds mu_ for).
+  static Status adoptAnswer(Slot& slot, DeferLink& link) noexcept;
+  // Finishes the job of an answered deferred call, unless its slot went to a newer call.
+  void finishDeferred(const Job& job, DeferLink& link) noexcept;                  // with mu_ held
   enum class Resend { kNone, kHoles, kMissing };
   void sendReply(Session& s, Slot& slot, Resend resend) noexcept;
   void sendRunning(Session& s, uint32_t seq) noexcept;
@@ -211,6 +238,7 @@ class UdpServer {
   size_t socketDatagram_ = 0;
   SocketNamespace netns_;  // where bind() made the socket: channels back are made there too
   std::shared_ptr<CapTable> sharedCaps_;
+  std::shared_ptr<Life> life_ = std::make_shared<Life>();  // held by deferred replies
 
   // The pool: whoever holds pollMu_ polls the endpoint. It lets go only to run a handler, and
   // while it runs one longer than takeoverAfter (handlerStarts_ unchanged, inHandler_ set)
@@ -237,6 +265,8 @@ class UdpServer {
   // streaming large calls costs no allocation, page faults or zeroing per call, and the
   // server holds at most one such buffer beyond those being reassembled.
   std::unique_ptr<MessageBuffer> spareRequest_;  // GUARDED_BY(mu_)
+  // The object tables of sessions just ended, destroyed by Sink after it lets mu_ go.
+  std::vector<std::shared_ptr<void>> ended_;  // GUARDED_BY(mu_)
   BufferShelf replyShelf_;                       // its own lock
   std::atomic<uint64_t> executed_{0};
   std::atomic<size_t> sessionCount_{0};
