@@ -50,3 +50,10 @@ annotation views @0xe3a1c5d7b9f20468 (method, interface) :Void;
 # argument tail, valid until it returns (lrpc::ownedOf keeps one). The frames are the same, so a
 # peer generated without it interoperates. On an interface: each of its own methods. Not with
 # $Lrpc.inPlace (a view already reads a private copy in place).
+
+annotation deferred @0xb4f1e3c2a9d87651 (method, interface) :Void;
+# The handler answers through an lrpc::Reply<T> it is given (its last parameter) instead of a
+# return value, now or later and from any thread (idl/README.md, "Deferred replies"): a server
+# that waits for an event or calls another service holds no thread meanwhile. The caller sees
+# an ordinary call; the frames are the same, so a peer generated without it interoperates. On an
+# interface: each of its own methods.

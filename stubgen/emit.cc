@@ -39,6 +39,21 @@ std::string returnType(const Method& m) {
   return "::lrpc::Result<" + m.frameScope + "::" + m.framePrefix + "Results>";
 }
 
+// What a $Lrpc.deferred handler's Reply carries: the value its Result would hold.
+std::string replyValue(const Method& m) {
+  if (m.results.empty()) return "void";
+  if (m.results.size() == 1) return valueType(m.results[0].type);
+  return m.frameScope + "::" + m.framePrefix + "Results";
+}
+std::string replyType(const Method& m) { return "::lrpc::Reply<" + replyValue(m) + ">"; }
+
+// A handler's declaration after its name: "(params) -> Result" or, deferred, "(params, Reply&&)".
+std::string handlerSignature(const Method& m) {
+  if (!m.deferred) return returnType(m) + " " + m.name + "(" + paramList(m) + ")";
+  const std::string params = paramList(m);
+  return "void " + m.name + "(" + params + (params.empty() ? "" : ", ") + replyType(m) + "&& reply)";
+}
+
 bool holdsCapability(const Method& m) {
   return m.results.size() > 1 && std::any_of(m.results.begin(), m.results.end(),
                                              [](const Field& f) { return f.type.kind == Kind::kInterface; });
@@ -738,7 +753,7 @@ void emitServerClass(const InterfaceDecl& d, std::string& out) {
   for (const auto& m : d.methods) {
     out += '\n';  // not "\n" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     out += docLines(m.doc, 2);
-    out += "  virtual " + returnType(m) + " " + m.name + "(" + paramList(m) + ") = 0;\n";
+    out += "  virtual " + handlerSignature(m) + " = 0;\n";
   }
   out += "\n  // Validates the frame of `procedure`, copies the arguments out of it (the client may still\n";
   out += "  // write it), runs the handler on `self` (a " + d.name + "::Server*), writes the results.\n";
@@ -769,13 +784,17 @@ void emitReadView(const Method& m, const Field& f, std::string& out) {
   out += "  }\n";
 }
 
+void emitResultWrite(const Method& m, std::string& out);
+void emitDeferredCall(const InterfaceDecl& d, const Method& m, const std::string& argText, std::string& out);
+
 void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "::lrpc::Status " + dispatchFnName(d, m) + "(" + d.cppName + "::Server& server_, ::lrpc::ServerCall& call_) {\n";
   std::vector<std::string> callArgs;
   bool anyVar = false;
   for (const auto& f : m.params) anyVar = anyVar || isVariable(f.type);
   const bool asViews = m.views && anyVar;
-  if (anyCoded(m.params) || anyCoded(m.results) || asViews) {
+  // A deferred method's results are written by its writer (emitDeferredWriter), later.
+  if (anyCoded(m.params) || (anyCoded(m.results) && !m.deferred) || asViews) {
     out += "  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values\n";
   }
   if (!m.params.empty()) {
@@ -857,6 +876,10 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
   if (m.params.empty() && m.results.empty()) out += "  static_cast<void>(call_);  // no arguments, no results\n";
   std::string argText;
   for (size_t i = 0; i < callArgs.size(); ++i) argText += (i ? ", " : "") + callArgs[i];
+  if (m.deferred) {
+    emitDeferredCall(d, m, argText, out);
+    return;
+  }
   out += "  std::optional<" + returnType(m) + "> result_;\n";
   out += "  try {\n";
   out += "    result_.emplace(server_." + m.name + "(" + argText + "));\n";
@@ -868,15 +891,49 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
     return;
   }
   out += "  if (!result_->isOk()) return result_->status();\n";
-  const bool single = m.results.size() == 1;
   // Not const: a large value may be moved out (ServerCall::moveResultTail).
-  out += single ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
+  out += m.results.size() == 1 ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
+  emitResultWrite(m, out);
+  out += "  return ::lrpc::Status::ok();\n}\n\n";
+}
+
+// The handler's results (value_ for one, out_ for several) into call_'s result memory.
+void emitResultWrite(const Method& m, std::string& out) {
+  const bool single = m.results.size() == 1;
   WriteSpec spec{m.qualifiedName + ": handler's result", "::lrpc::Errc::kServerFault", "call_.results()",
                  "call_.resultTail", false, "std::memcpy", true};
   spec.capId = "::lrpc::detail::capResult(call_, ";
   if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
   emitWrite(m.results, m.resultsSize,
             [single](const Field& f) { return single ? std::string("value_") : "out_." + f.name; }, spec, 2, out);
+}
+
+std::string writerFnName(const InterfaceDecl& d, const Method& m) {
+  return "write" + dispatchFnName(d, m).substr(std::string("dispatch").size());
+}
+
+// A deferred method's results are written when its Reply is sent, by this function.
+void emitDeferredWriter(const InterfaceDecl& d, const Method& m, std::string& out) {
+  if (m.results.empty()) return;
+  out += "::lrpc::Status " + writerFnName(d, m) + "(::lrpc::ServerCall& call_, " + replyValue(m) +
+         (m.results.size() == 1 ? "& value_) {\n" : "& out_) {\n");
+  if (anyCoded(m.results)) out += "  ::lrpc::detail::ServerCaps caps_(call_);  // capabilities inside the values\n";
+  emitResultWrite(m, out);
+  out += "  return ::lrpc::Status::ok();\n}\n\n";
+}
+
+// The handler of a deferred method gets a Reply that owns the call from here on; what it does
+// not answer or keep is answered for it (a throw with its text, a drop by ~Reply).
+void emitDeferredCall(const InterfaceDecl& d, const Method& m, const std::string& argText, std::string& out) {
+  out += "  ::lrpc::Result<std::unique_ptr<::lrpc::DeferredCall>> deferred_ = call_.defer();\n";
+  out += "  if (!deferred_.isOk()) return deferred_.status();\n";
+  out += "  " + replyType(m) + " reply_(std::move(*deferred_), " +
+         (m.results.empty() ? std::string() : "&" + writerFnName(d, m) + ", ") + quoted(m.qualifiedName) + ");\n";
+  out += "  try {\n";
+  out += "    server_." + m.name + "(" + argText + (argText.empty() ? "" : ", ") + "std::move(reply_));\n";
+  out += "  } catch (...) {\n";
+  out += "    if (reply_) reply_.fail(::lrpc::detail::handlerThrew(" + quoted(m.qualifiedName) + "));\n";
+  out += "  }\n";
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 }
 
@@ -909,8 +966,10 @@ void emitForwardingClass(const std::string& name, const std::string& serverOf, c
     if (!keep(m)) continue;
     std::string args;
     for (const auto& p : m.params) args += (args.empty() ? "" : ", ") + p.name;
-    out += "  " + returnType(m) + " " + m.name + "(" + paramList(m) + ") override { return target_." + m.name + "(" +
-           args + "); }\n";
+    // A deferred method is answered at once with the target's answer.
+    const std::string body = m.deferred ? "reply.settle(target_." + m.name + "(" + args + "));"
+                                        : "return target_." + m.name + "(" + args + ");";
+    out += "  " + handlerSignature(m) + " override { " + body + " }\n";
   }
   out += "\n private:\n";
   out += "  " + d.cppName + "::Client target_;\n";
@@ -1088,7 +1147,10 @@ FileText emitFile(const FileModel& f) {
   if (!generated.empty()) {
     c += "namespace {\n\n";
     for (const auto* d : generated) {
-      for (const auto& m : d->methods) emitDispatchMethod(*d, m, c);
+      for (const auto& m : d->methods) {
+        if (m.deferred) emitDeferredWriter(*d, m, c);
+        emitDispatchMethod(*d, m, c);
+      }
     }
     for (const auto* d : generated) emitForwarder(*d, c);
     for (const auto* d : generated) emitBaseAdaptors(*d, c);

@@ -1443,6 +1443,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
                            path + ": $Lrpc.maxDepth(0) admits no nested value (remove it, or give 1 or more)"));
     }
     d.views = hasAnnotation(m.getAnnotations(), kViewsId) || hasAnnotation(iface.getAnnotations(), kViewsId);
+    d.deferred = hasAnnotation(m.getAnnotations(), kDeferredId) || hasAnnotation(iface.getAnnotations(), kDeferredId);
     if (d.views && std::any_of(d.params.begin(), d.params.end(), [](const Field& p) { return p.inPlace; })) {
       diags.push_back(diag(fileId, line,
                            path + ": $Lrpc.inPlace and $Lrpc.views together (a view already reads the server's "

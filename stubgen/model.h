@@ -25,6 +25,7 @@ inline constexpr uint64_t kMaxBytesId = 0xd54e77b422219b17ull;
 inline constexpr uint64_t kInPlaceId = 0xd9d8806d032a08e7ull;
 inline constexpr uint64_t kMaxDepthId = 0xf7c1fa92522000dfull;
 inline constexpr uint64_t kViewsId = 0xe3a1c5d7b9f20468ull;
+inline constexpr uint64_t kDeferredId = 0xb4f1e3c2a9d87651ull;
 
 inline constexpr uint64_t kStreamResultId = 0x995f9a3377c0b16eull;  // capnp/stream.capnp
 
@@ -169,6 +170,7 @@ struct Method {
   bool variable = false;
   bool stream = false;       // declared `-> stream`: no results
   bool views = false;        // $Lrpc.views: arguments are views (runtime/codec_view.h)
+  bool deferred = false;     // $Lrpc.deferred: the handler answers through an lrpc::Reply (runtime/reply.h)
   std::string doc;
   bool inherited = false;
 };

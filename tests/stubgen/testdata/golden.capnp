@@ -26,4 +26,6 @@ interface Sensor extends(Base.Named) $Lrpc.astackBytes(2048) {
   # chunk is read where the client wrote it (no copy "E").
   dump @5 (from :UInt32) -> (at :UInt64, blob :Data);
   # The only variable-size result is Data: its tail may arrive apart (resultTailApart).
+  next @6 (after :UInt64) -> (reading :Reading, tag :Text) $Lrpc.deferred;
+  # The first reading after `after`, answered when it comes (through an lrpc::Reply).
 }

@@ -234,6 +234,45 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status writeSensorNext(::lrpc::ServerCall& call_, ::golden::v1::Sensor::NextResults& out_) {
+  const uint64_t tagBytes_ = out_.tag.size();
+  const uint64_t tagAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = tagAt_ + tagBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kServerFault, "Sensor.next: handler's results total more than 4 GiB");
+  }
+  auto reserved_ = call_.resultTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (tagBytes_ != 0) call_.moveResultTail(t_ + tagAt_, out_.tag);
+  std::byte* fixed_ = call_.results();
+  std::memcpy(fixed_ + 0, &out_.reading, sizeof out_.reading);
+  std::memset(fixed_ + 0 + 14, 0, 2);
+  std::memset(fixed_ + 0 + 17, 0, 7);
+  const ::lrpc::VarRef tagRef_{static_cast<uint32_t>(tagAt_), static_cast<uint32_t>(tagBytes_)};
+  std::memcpy(fixed_ + 24, &tagRef_, sizeof tagRef_);
+  return ::lrpc::Status::ok();
+}
+
+::lrpc::Status dispatchSensorNext(::golden::v1::Sensor::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.next: argument frame shorter than 8 bytes");
+  }
+  ::golden::v1::Sensor::NextArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  ::lrpc::Result<std::unique_ptr<::lrpc::DeferredCall>> deferred_ = call_.defer();
+  if (!deferred_.isOk()) return deferred_.status();
+  ::lrpc::Reply<::golden::v1::Sensor::NextResults> reply_(std::move(*deferred_), &writeSensorNext, "Sensor.next");
+  try {
+    server_.next(frame_.after, std::move(reply_));
+  } catch (...) {
+    if (reply_) reply_.fail(::lrpc::detail::handlerThrew("Sensor.next"));
+  }
+  return ::lrpc::Status::ok();
+}
+
 // Passes every call of Sensor on to a capability of another binding.
 class Forwarder_golden_v1_Sensor final : public ::golden::v1::Sensor::Server {
  public:
@@ -245,6 +284,7 @@ class Forwarder_golden_v1_Sensor final : public ::golden::v1::Sensor::Server {
   ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) override { return target_.upload(blob, delete_); }
   ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) override { return target_.append(chunk); }
   ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) override { return target_.dump(from); }
+  void next(uint64_t after, ::lrpc::Reply<::golden::v1::Sensor::NextResults>&& reply) override { reply.settle(target_.next(after)); }
 
  private:
   ::golden::v1::Sensor::Client target_;
@@ -263,7 +303,7 @@ namespace golden::v1 {
 const ::lrpc::InterfaceDescriptor Sensor::kDescriptor = {
     "golden.capnp:Sensor",
     0xf556fe113b327f5cull,
-    0x602c1cf87ec7b93dull,  // FNV-1a 64 over method names, ordinals and types
+    0x5fba334fe9931e15ull,  // FNV-1a 64 over method names, ordinals and types
     Sensor::kProcedures,
     Sensor::kProcedureCount,
     &Sensor::Server::dispatch,
@@ -295,6 +335,7 @@ Sensor::Client Sensor::Client::serve(std::shared_ptr<Sensor::Server> impl) {
       case kUpload: return dispatchSensorUpload(server, call);
       case kAppend: return dispatchSensorAppend(server, call);
       case kDump: return dispatchSensorDump(server, call);
+      case kNext: return dispatchSensorNext(server, call);
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));

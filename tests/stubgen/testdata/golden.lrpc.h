@@ -98,6 +98,19 @@ struct Sensor {
     uint64_t at;
     std::vector<uint8_t> blob;
   };
+  // next @6: frames
+  struct NextArgsFrame {
+    uint64_t after;
+  };
+  struct NextResultsFrame {
+    ::golden::v1::Reading reading;
+    ::lrpc::VarRef tag;
+  };
+  // What next returns.
+  struct NextResults {
+    ::golden::v1::Reading reading;
+    std::string tag;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kName = 0;
@@ -107,7 +120,8 @@ struct Sensor {
   static constexpr uint32_t kUpload = 4;
   static constexpr uint32_t kAppend = 5;
   static constexpr uint32_t kDump = 6;
-  static constexpr uint32_t kProcedureCount = 7;
+  static constexpr uint32_t kNext = 7;
+  static constexpr uint32_t kProcedureCount = 8;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "name", 0, 8, 4, 5, 1500, true},
@@ -117,6 +131,7 @@ struct Sensor {
       {4, 3, "upload", 12, 8, 4, 5, 2048, true},
       {5, 4, "append", 8, 8, 8, 5, 2048, true},
       {6, 5, "dump", 4, 16, 8, 5, 2048, true},
+      {7, 6, "next", 8, 32, 8, 5, 2048, true},
   };
   // The interfaces it extends whose PDL opens this one's (its first-base chain).
   static constexpr uint64_t kPrefixBases[] = {0xf5c4db747c7b3babull};
@@ -160,6 +175,13 @@ static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::DumpResultsFram
 static_assert(sizeof(::golden::v1::Sensor::DumpResultsFrame) == 16 && alignof(::golden::v1::Sensor::DumpResultsFrame) == 8);
 static_assert(offsetof(::golden::v1::Sensor::DumpResultsFrame, at) == 0);
 static_assert(offsetof(::golden::v1::Sensor::DumpResultsFrame, blob) == 8);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::NextArgsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::NextArgsFrame) == 8 && alignof(::golden::v1::Sensor::NextArgsFrame) == 8);
+static_assert(offsetof(::golden::v1::Sensor::NextArgsFrame, after) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::NextResultsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::NextResultsFrame) == 32 && alignof(::golden::v1::Sensor::NextResultsFrame) == 8);
+static_assert(offsetof(::golden::v1::Sensor::NextResultsFrame, reading) == 0);
+static_assert(offsetof(::golden::v1::Sensor::NextResultsFrame, tag) == 24);
 
 // How these structs travel inside a frame's tail (runtime/codec.h).
 inline void lrpcScrub(::golden::v1::Reading& v_) noexcept {
@@ -264,6 +286,16 @@ class Sensor::Client {
     return dumpVia(call_, from);
   }
 
+  // The first reading after `after`, answered when it comes (through an lrpc::Reply).
+  ::lrpc::Result<::golden::v1::Sensor::NextResults> next(uint64_t after) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
+      return nextVia(call_, after);
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
+    return nextVia(call_, after);
+  }
+
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
@@ -310,6 +342,12 @@ class Sensor::Client {
           binding_, ::golden::v1::Sensor::kDump, options_, queue_,
           [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return dumpIn_(call_, from); },
           [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return dumpOut_(call_); });
+    }
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::NextResults>> next(uint64_t after) const {
+      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::NextResults>>(
+          binding_, ::golden::v1::Sensor::kNext, options_, queue_,
+          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextIn_(call_, after); },
+          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextOut_(call_); });
     }
 
    private:
@@ -370,6 +408,12 @@ class Sensor::Client {
   static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpOut_(Call& call_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpVia(Call& call_, uint32_t from);
+  template <class Call>
+  static ::lrpc::Status nextIn_(Call& call_, uint64_t after);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextVia(Call& call_, uint64_t after);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -397,6 +441,9 @@ class Sensor::Server {
 
   // The only variable-size result is Data: its tail may arrive apart (resultTailApart).
   virtual ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) = 0;
+
+  // The first reading after `after`, answered when it comes (through an lrpc::Reply).
+  virtual void next(uint64_t after, ::lrpc::Reply<::golden::v1::Sensor::NextResults>&& reply) = 0;
 
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Sensor::Server*), writes the results.
@@ -656,6 +703,40 @@ template <class Call>
   if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return dumpOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::nextIn_(Call& call_, uint64_t after) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &after, sizeof after);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextOut_(Call& call_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::v1::Sensor::NextResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  for (uint32_t o_ : std::initializer_list<uint32_t>{16u}) {
+    unsigned char* b_ = reinterpret_cast<unsigned char*>(&frame_) + o_;
+    *b_ = *b_ != 0 ? 1 : 0;
+  }
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  ::golden::v1::Sensor::NextResults out_{};
+  out_.reading = frame_.reading;
+  if (!::lrpc::detail::varRefOk(frame_.tag, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.next: result tag lies outside the tail, is misaligned or is over its size limit");
+  }
+  out_.tag.assign(reinterpret_cast<const char*>(tail_.data() + frame_.tag.offset), frame_.tag.length);
+  return out_;
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextVia(Call& call_, uint64_t after) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nextIn_(call_, after); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nextOut_(call_);
 }
 
 }  // namespace golden::v1
