@@ -375,6 +375,7 @@ Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request
   if (Status s = begin(procedure, p, request, options); !s.isOk()) return s;
   // Wait for the reply: poll the endpoint ourselves when nobody else does.
   std::unique_lock lock(mu_);
+  if (!held_.empty()) sendHeldLocked();  // this thread's asynchronous calls go before we wait
   while (!p.done) {
     if (!leadIfFree(lock, p, std::chrono::milliseconds(20))) cv_.wait_for(lock, std::chrono::milliseconds(5));
   }
@@ -402,6 +403,7 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
         continue;
       }
       if (!lost_ && slots_[nextSeq_ % window_] == nullptr) break;
+      if (!held_.empty()) sendHeldLocked();  // the window is full: what it holds goes now
       if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = Clock::now() + timeout;
       // Polls when nobody does: the calls holding the window may all be this thread's
       // asynchronous ones, which complete only when someone polls.
@@ -423,7 +425,9 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
     // The clock is read once the request is out, not before: the timers run only under mu_,
     // which we hold, and a small call then reaches the wire one clock read sooner. A deadline
     // starts counting there (unless the window was full: then when the call began to wait).
-    sendRequest(p, false);
+    // An asynchronous call's request waits for the thread's SendBatch, if it has one, to leave
+    // with the others in one system call.
+    if (!(p.detached && !p.fragmented && holdForBatch(p))) sendRequest(p, false);
     auto now = Clock::now();
     if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = now + timeout;
     p.nextRetransmit = now + p.rto;
@@ -473,6 +477,7 @@ Result<std::unique_ptr<ChannelCall>> UdpChannel::startAsync(const InterfaceDescr
 
 std::optional<Status> UdpChannel::progress(Pending& p, int64_t untilNs) noexcept {
   std::unique_lock lock(mu_);
+  if (!held_.empty()) sendHeldLocked();  // a caller never waits for a request still held
   for (bool looked = false;;) {
     if (p.done) return std::move(p.status);  // its slot went when it finished
     if (looked) return std::nullopt;
@@ -573,12 +578,60 @@ void UdpChannel::die(Status s) noexcept {
   failAll(dead_);
 }
 
-void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
+PacketHeader UdpChannel::requestHeader(const Pending& p) const noexcept {
   PacketHeader h = makeHeader(PacketType::kRequest, session_, cookie_, p.seq);
   h.procedure = p.procedure;
   h.total = static_cast<uint32_t>(p.request.size());
+  if (!p.fragmented && kHeaderBytes + p.request.size() <= kCellBytes) h.flags |= kFlagSingleCell;
+  return h;
+}
+
+bool UdpChannel::holdForBatch(const Pending& p) noexcept {
+  SendBatch* batch = SendBatch::current();
+  if (batch == nullptr) return false;
+  std::weak_ptr<UdpChannel> self = weak_from_this();
+  if (self.expired() || !batch->hold(std::move(self))) return false;
+  try {
+    held_.push_back(p.seq);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
+void UdpChannel::sendHeld() noexcept {
+  std::lock_guard lock(mu_);
+  sendHeldLocked();
+}
+
+void UdpChannel::sendHeldLocked() noexcept {
+  constexpr size_t kChunk = 32;  // datagrams per endpoint send
+  PacketHeader headers[kChunk];
+  OutDatagram out[kChunk];
+  size_t n = 0;
+  auto send = [&] {
+    if (n == 0) return;
+    ++stats_.requestSends;
+    Status s = endpoint_->send({out, n});
+    if (s.code() == Errc::kPeerDied) die(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
+    n = 0;
+  };
+  for (uint32_t seq : held_) {
+    Pending* q = slots_[seq % window_];
+    if (q == nullptr || q->seq != seq || q->done) continue;  // cancelled, failed or answered meanwhile
+    headers[n] = requestHeader(*q);
+    std::span<const std::byte> body = q->request.plain();  // single-datagram requests only (begin)
+    out[n] = OutDatagram{server_, {{&headers[n], sizeof headers[n]}, {const_cast<std::byte*>(body.data()), body.size()}}, 2};
+    if (++n == kChunk) send();
+  }
+  send();
+  held_.clear();
+}
+
+void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
+  PacketHeader h = requestHeader(p);
+  if (!resend) ++stats_.requestSends;
   if (!p.fragmented) {
-    if (kHeaderBytes + p.request.size() <= kCellBytes) h.flags |= kFlagSingleCell;
     std::span<const std::byte> body = p.request.plain();  // it borrows nothing (call())
     OutDatagram d{server_, {{&h, sizeof h}, {const_cast<std::byte*>(body.data()), body.size()}}, 2};
     Status s = endpoint_->send({&d, 1});

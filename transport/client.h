@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/send_batch.h"
 #include "runtime/stub_support.h"
 #include "transport/buffer_shelf.h"
 #include "transport/endpoint.h"
@@ -64,7 +65,11 @@ struct ClientOptions {
 // kInvalidArgument, naming the option, when `options` cannot work.
 Status validate(const ClientOptions& options);
 
-class UdpChannel final : public CallChannel {
+// Owned by a shared_ptr (open() makes it so): a SendBatch keeps it weakly while it holds
+// requests for the batch (runtime/send_batch.h).
+class UdpChannel final : public CallChannel,
+                         public detail::HeldSends,
+                         public std::enable_shared_from_this<UdpChannel> {
  public:
   // Performs the handshake over `endpoint` with the server at `server` for the interface
   // exported as `name`. kInvalidArgument (bad options, or a name the same host would refuse
@@ -111,10 +116,14 @@ class UdpChannel final : public CallChannel {
     uint64_t dropped = 0;  // datagrams that failed validation or matched no call
     uint64_t running = 0;  // "still running" answers from the server (long handlers)
     uint64_t sessions = 0;  // sessions opened (1, plus one per re-handshake)
+    uint64_t requestSends = 0;  // endpoint sends of new requests (a SendBatch's burst is one)
   };
   Stats stats() const;
 
   struct Pending;  // one call in flight (lives on its caller's stack)
+
+  // Sends the requests held for a SendBatch (runtime/send_batch.h), in one system call.
+  void sendHeld() noexcept override;
 
  private:
   class Sink;
@@ -140,6 +149,10 @@ class UdpChannel final : public CallChannel {
   void onDatagram(const Datagram& d) noexcept;          // with mu_ held
   void onTimers(std::chrono::steady_clock::time_point now) noexcept;  // with mu_ held
   void sendRequest(Pending& p, bool resend) noexcept;   // with mu_ held
+  PacketHeader requestHeader(const Pending& p) const noexcept;  // with mu_ held
+  // With mu_ held: keeps p's request for the thread's SendBatch, if it has one (true).
+  bool holdForBatch(const Pending& p) noexcept;
+  void sendHeldLocked() noexcept;  // with mu_ held
   void sendAck(uint32_t seq, const AckBody& ack, bool resend = false) noexcept;
   void sendCancel(uint32_t seq) noexcept;  // with mu_ held
   void finish(Pending& p, Status s) noexcept;           // with mu_ held
@@ -168,6 +181,7 @@ class UdpChannel final : public CallChannel {
   Status dead_;                  // GUARDED_BY(mu_): set once the peer is known gone
   bool lost_ = false;            // GUARDED_BY(mu_): the server lost the session; re-handshake
   Stats stats_;                  // GUARDED_BY(mu_)
+  std::vector<uint32_t> held_;     // GUARDED_BY(mu_): sequence numbers of requests held for a batch
   std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
   FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
 
