@@ -22,6 +22,7 @@
 #include "async.lrpc.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "runtime/send_batch.h"
 #include "tests/async/work_impl.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
@@ -450,6 +451,42 @@ TEST_P(AsyncCalls, StreamMethodCallsArriveInOrderAndOverlapAsync) {
   EXPECT_EQ(w->count, 100u);
   EXPECT_EQ(w->bytes, bytes);
   EXPECT_EQ(w->damaged, 0u);
+}
+
+TEST_P(AsyncCalls, ASendBatchSendsABurstInOneSystemCall) {
+  auto* channel = isNet(GetParam()) ? dynamic_cast<net::UdpChannel*>(client().binding()->channel) : nullptr;
+  ASSERT_EQ(channel != nullptr, isNet(GetParam()));
+  const auto sends = [&] { return channel ? channel->stats().requestSends : 0; };
+  std::vector<Pending<Result<uint64_t>>> calls;
+  const uint64_t before = sends();
+  {
+    SendBatch batch;
+    for (uint64_t i = 0; i < 16; ++i) calls.push_back(client().async().echo(i));
+    EXPECT_EQ(sends(), before);  // held
+  }
+  if (channel) {
+    EXPECT_EQ(sends(), before + 1);  // the burst, in one endpoint send
+  }
+  for (uint64_t i = 0; i < calls.size(); ++i) {
+    Result<uint64_t> r = calls[i].wait();
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(*r, i);
+  }
+  {
+    // A wait inside the batch sends what it holds first; a cancelled call's request is not sent.
+    SendBatch batch;
+    auto kept = client().async().echo(41);
+    auto dropped = client().async().echo(42);
+    dropped.cancel();
+    Result<uint64_t> r = kept.wait();
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(*r, 41u);
+    EXPECT_EQ(dropped.wait().status().code(), Errc::kCancelled);
+    // A synchronous call inside a batch is not held.
+    auto sync = client().echo(43);
+    ASSERT_TRUE(sync.isOk()) << sync.status().toString();
+    EXPECT_EQ(*sync, 43u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, AsyncCalls,
