@@ -66,10 +66,12 @@ class PaperClientSession : public Session {
   }
   const ServerProcess* server() const override { return server_.get(); }
   // Null/<path>_async: one thread keeps `inFlight` Null calls in flight; each iteration
-  // completes the oldest and starts the next in its place (async.h).
+  // completes the oldest, and calls restart in bursts of refillBurst() (async.h).
   bool nullPipelined(benchmark::State& state, size_t inFlight) {
-    return pipelineNull(state, inFlight, [a = client_.async()] { return a.null(); });
+    return pipelineNull(state, inFlight, refillBurst(), [a = client_.async()] { return a.null(); });
   }
+  // Same host: each call restarts at once (a start is a store to shared memory).
+  virtual size_t refillBurst() const { return 1; }
 
  protected:
   ~PaperClientSession() override {
@@ -164,6 +166,8 @@ class LrpcLocal final : public PaperClientSession {
 #if LRPC_BENCH_NET
 class LrpcNet final : public PaperClientSession {
  public:
+  // Requests of a burst leave in one system call (lrpc::SendBatch).
+  size_t refillBurst() const override { return kNetRefill; }
   // netns null: loopback in the current namespace; else client and server namespaces.
   // secure: authenticated and encrypted sessions (the server's fresh key pinned in the
   // address); else the clear-text opt-in.

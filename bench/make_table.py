@@ -393,8 +393,10 @@ def main():
     asyncs = [a for a in ASYNC if ("Null", a[0]) in runs or ("Null", a[0]) in errors]
     if asyncs:
         out.append("## Asynchronous calls: Null with many in flight from one thread, ns per call\n")
-        out.append("One client thread keeps the calls in flight; each iteration completes the oldest and "
-                   "starts the next (bench/async.h). Cells: real time per call, median [min-max]; the "
+        out.append("One client thread keeps the calls in flight; each iteration completes the oldest, and "
+                   "calls restart in its place: at once on the same host, in bursts of 8 under an "
+                   "lrpc::SendBatch on the network, whose requests then leave in one system call "
+                   "(bench/async.h). Cells: real time per call, median [min-max]; the "
                    "ratio is of medians against the same path's synchronous Null in this run. "
                    f"{PIPELINED_FLOOR}: raw UDP between the namespaces, 32 Null datagrams in flight from "
                    "one thread, recvmmsg/sendmmsg on both sides, the server busy-polling.\n")
