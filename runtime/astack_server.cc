@@ -298,8 +298,10 @@ void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
 
 bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   ServerSlot* self = *selfp;
-  // Relaxed: only whether to look; the binding's teardown joins this thread anyway.
-  if (self->stop.load(std::memory_order_relaxed)) return false;
+  // Relaxed: only whether to look; the binding's teardown joins this thread anyway. A binding
+  // whose calls all use one A-stack (one synchronous caller) has nobody to help: a look at a
+  // counter instead of every A-stack, so that a frequent look costs such a binding nothing.
+  if (self->stop.load(std::memory_order_relaxed) || threadsStarted.load(std::memory_order_relaxed) < 2) return false;
   for (size_t i = 0; i < slots.size(); ++i) {
     ServerSlot* other = slots[i].get();
     // Acquire: pairs with the clerk's release before it started the other's thread.

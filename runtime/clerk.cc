@@ -172,6 +172,8 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
         // existed, by a client that did not wait for our reply, is served instead of missed.
         // Release: a thread helping with this A-stack's calls sees `served` as it is now (0).
         slot->started.store(true, std::memory_order_release);
+        // Relaxed: only tells helpers whether there is anything to look at (Connection::help).
+        threadsStarted.fetch_add(1, std::memory_order_relaxed);
         slot->thread = std::thread([this, slot] { serve(slot, 0); });
       }
       break;

@@ -126,6 +126,8 @@ struct Connection {
   std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
   std::shared_ptr<Liveness> live = std::make_shared<Liveness>();  // held by deferred replies
   mutable Mutex threadsMu;                         // orders starting threads against stats()
+  // Server threads started for this binding's A-stacks: with one, nobody needs help.
+  std::atomic<uint32_t> threadsStarted{0};
   std::atomic<bool> finished{false};
   bool query = false;  // an operator's query (runtime/introspect.h), not a binding
   std::thread clerk;
