@@ -25,6 +25,7 @@
 #include "runtime/send_batch.h"
 #include "tests/async/work_impl.h"
 #include "tests/integration/harness.h"
+#include "tests/testing/service_process.h"
 #include "tests/transport/net_harness.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -77,65 +78,28 @@ uint16_t serveNet(const std::string& bind, bool emulated) {
 class Server {
  public:
   Status start(Path path) {
-    path_ = path;
     if (!isNet(path)) {
-      child_ = std::make_unique<testing::Child>([&] {
-        WorkImpl impl;
-        ServerOptions o;
-        o.dir = dir_.path();
-        Exporter exporter(o);
-        const bool ok = exporter.add<Work>("work", impl).isOk();
-        ready_.putByte(ok ? 'k' : 'x');
-        if (!ok) return 1;
-        for (;;) ::pause();
-      });
-      char c = 0;
-      if (!ready_.get(&c, 1) || c != 'k') return Status(Errc::kIoError, "same-host server did not start");
-      ImportOptions io;
-      io.dir = dir_.path();
-      io.mode = path == Path::kLocalSpin ? TransferMode::kSpin : TransferMode::kAdaptive;
-      auto b = importBinding("work", Work::kDescriptor, io);
+      auto b = process_.startLocal(
+          [](Exporter& e) { return e.add<Work>("work", *new WorkImpl).isOk(); },  // lives as long as the child
+          Work::kDescriptor, "work", path == Path::kLocalSpin ? TransferMode::kSpin : TransferMode::kAdaptive);
       if (!b.isOk()) return b.status();
       client_ = Work::Client(*b);
       return {};
     }
-    pair_ = std::make_unique<net::testing::NetnsPair>();
-    if (Status s = pair_->create(); !s.isOk()) return s;
     const bool emulated = path == Path::kNetEmulated;
-    net_ = std::make_unique<net::testing::ForkedServer>(
-        pair_->nsPath(true), pair_->ipA() + ":0", [emulated](const std::string& b) { return serveNet(b, emulated); });
-    if (net_->port() == 0) return Status(Errc::kIoError, "network server did not start");
-    const std::string uri = "udp+clear://" + pair_->ipA() + ":" + std::to_string(net_->port()) + "/work";
-    Status result;
-    // The client's socket lives in namespace B; calls may then come from any thread.
-    net::testing::runIn(pair_->nsPath(false), [&] {
-      auto c = net::connect<Work>(uri, netClientOptions(emulated));
-      if (c.isOk()) {
-        client_ = *c;
-      } else {
-        result = c.status();
-      }
-    });
-    return result;
+    auto c = process_.startNet<Work>([emulated](const std::string& b) { return serveNet(b, emulated); }, "work",
+                                     netClientOptions(emulated));
+    if (!c.isOk()) return c.status();
+    client_ = *c;
+    return {};
   }
 
-  void kill() {
-    if (child_) {
-      child_->kill();
-      (void)child_->wait();
-    }
-    if (net_) net_->kill();
-  }
+  void kill() { process_.kill(); }
   Work::Client& client() { return client_; }
-  net::testing::NetnsPair* pair() { return pair_.get(); }
+  net::testing::NetnsPair* pair() { return process_.pair(); }
 
  private:
-  Path path_{};
-  testing::TempDir dir_;
-  testing::Pipe ready_;
-  std::unique_ptr<testing::Child> child_;
-  std::unique_ptr<net::testing::NetnsPair> pair_;
-  std::unique_ptr<net::testing::ForkedServer> net_;
+  testing::ServiceProcess process_;
   Work::Client client_;
 };
 

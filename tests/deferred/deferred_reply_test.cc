@@ -17,6 +17,7 @@
 #include "runtime/import.h"
 #include "tests/deferred/mailbox_impl.h"
 #include "tests/integration/harness.h"
+#include "tests/testing/service_process.h"
 #include "tests/transport/net_harness.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -31,17 +32,25 @@ enum class Path { kInProcess, kLocalAdaptive, kLocalSpin, kNetUring };
 
 bool isNet(Path p) { return p == Path::kNetUring; }
 
+// A clear-text UdpServer of `impl` bound at `bind`, started; its port in *port (null: failed).
+std::unique_ptr<net::UdpServer> serveMailbox(MailboxImpl& impl, const std::string& bind, uint16_t* port,
+                                             net::ServerOptions so = {}) {
+  so.security.clearText = true;
+  auto server = std::make_unique<net::UdpServer>(so);
+  if (!server->add<Mailbox>("mail", impl).isOk()) return nullptr;
+  auto bound = server->bind(bind);
+  if (!bound.isOk() || !server->start().isOk()) return nullptr;
+  *port = *bound;
+  return server;
+}
+
 // One worker: a deferred call that held it would stall every other call.
 uint16_t serveNet(const std::string& bind) {
-  auto* impl = new MailboxImpl;  // lives as long as the server process
   net::ServerOptions so;
-  so.security.clearText = true;
   so.workers = 1;
-  auto* server = new net::UdpServer(so);
-  if (!server->add<Mailbox>("mail", *impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  uint16_t port = 0;
+  (void)serveMailbox(*new MailboxImpl, bind, &port, so).release();  // both live as long as the child
+  return port;
 }
 
 // A Mailbox server on the chosen path, and a client of it.
@@ -53,53 +62,25 @@ class Server {
       return {};
     }
     if (!isNet(path)) {
-      child_ = std::make_unique<testing::Child>([&] {
-        MailboxImpl impl;
-        ServerOptions o;
-        o.dir = dir_.path();
-        Exporter exporter(o);
-        const bool ok = exporter.add<Mailbox>("mail", impl).isOk();
-        ready_.putByte(ok ? 'k' : 'x');
-        if (!ok) return 1;
-        for (;;) ::pause();
-      });
-      char c = 0;
-      if (!ready_.get(&c, 1) || c != 'k') return Status(Errc::kIoError, "same-host server did not start");
-      ImportOptions io;
-      io.dir = dir_.path();
-      io.mode = path == Path::kLocalSpin ? TransferMode::kSpin : TransferMode::kAdaptive;
-      auto b = importBinding("mail", Mailbox::kDescriptor, io);
+      auto b = process_.startLocal(
+          [](Exporter& e) { return e.add<Mailbox>("mail", *new MailboxImpl).isOk(); },  // lives as long as the child
+          Mailbox::kDescriptor, "mail", path == Path::kLocalSpin ? TransferMode::kSpin : TransferMode::kAdaptive);
       if (!b.isOk()) return b.status();
       client_ = Mailbox::Client(*b);
       return {};
     }
-    pair_ = std::make_unique<net::testing::NetnsPair>();
-    if (Status s = pair_->create(); !s.isOk()) return s;
-    net_ = std::make_unique<net::testing::ForkedServer>(pair_->nsPath(true), pair_->ipA() + ":0", serveNet);
-    if (net_->port() == 0) return Status(Errc::kIoError, "network server did not start");
-    const std::string uri = "udp+clear://" + pair_->ipA() + ":" + std::to_string(net_->port()) + "/mail";
     net::ClientOptions co;
     co.initialRto = std::chrono::milliseconds(10);
     co.security.clearText = true;
-    Status result;
-    net::testing::runIn(pair_->nsPath(false), [&] {
-      auto c = net::connect<Mailbox>(uri, co);
-      if (c.isOk()) {
-        client_ = *c;
-      } else {
-        result = c.status();
-      }
-    });
-    return result;
+    auto c = process_.startNet<Mailbox>(serveNet, "mail", co);
+    if (!c.isOk()) return c.status();
+    client_ = *c;
+    return {};
   }
   Mailbox::Client& client() { return client_; }
 
  private:
-  testing::TempDir dir_;
-  testing::Pipe ready_;
-  std::unique_ptr<testing::Child> child_;
-  std::unique_ptr<net::testing::NetnsPair> pair_;
-  std::unique_ptr<net::testing::ForkedServer> net_;
+  testing::ServiceProcess process_;
   Mailbox::Client client_;
 };
 
@@ -298,6 +279,14 @@ INSTANTIATE_TEST_SUITE_P(Paths, DeferredAcrossProcesses,
                          ::testing::Values(Path::kLocalAdaptive, Path::kLocalSpin, Path::kNetUring), pathName);
 
 
+// A client of the Mailbox a UdpServer of this test serves on loopback at `port`.
+Result<Mailbox::Client> connectLoopback(uint16_t port) {
+  net::ClientOptions co;
+  co.initialRto = std::chrono::milliseconds(10);
+  co.security.clearText = true;
+  return net::connect<Mailbox>("udp+clear://127.0.0.1:" + std::to_string(port) + "/mail", co);
+}
+
 // The caller of a deferred call dies, then its server stops, with answers still held: each
 // answer then goes nowhere, touching no memory that has gone (ASan). The client is forked
 // before the server starts threads, and waits for the go to call.
@@ -342,10 +331,7 @@ TEST(DeferredRepliesOutlive, TheirCallerAndTheirServerOverUdp) {
   testing::Child client([&] {
     uint16_t p = 0;
     if (!port.get(&p, sizeof p)) return 1;
-    net::ClientOptions co;
-    co.initialRto = std::chrono::milliseconds(10);
-    co.security.clearText = true;
-    auto mail = net::connect<Mailbox>("udp+clear://127.0.0.1:" + std::to_string(p) + "/mail", co);
+    auto mail = connectLoopback(p);
     if (!mail.isOk()) return 2;
     auto first = mail->async().take(1);
     auto second = mail->async().take(2);
@@ -353,14 +339,9 @@ TEST(DeferredRepliesOutlive, TheirCallerAndTheirServerOverUdp) {
     return 3;
   });
   MailboxImpl impl;
-  net::ServerOptions so;
-  so.security.clearText = true;
-  auto server = std::make_unique<net::UdpServer>(so);
-  ASSERT_TRUE(server->add<Mailbox>("mail", impl).isOk());
-  auto bound = server->bind("127.0.0.1:0");
-  ASSERT_TRUE(bound.isOk()) << bound.status().toString();
-  ASSERT_TRUE(server->start().isOk());
-  const uint16_t p = *bound;
+  uint16_t p = 0;
+  auto server = serveMailbox(impl, "127.0.0.1:0", &p);
+  ASSERT_TRUE(server != nullptr);
   port.put(&p, sizeof p);
   const auto end = Clock::now() + 20s;
   while ((*impl.waiting(1) != 1 || *impl.waiting(2) != 1) && Clock::now() < end) std::this_thread::sleep_for(1ms);
@@ -424,29 +405,20 @@ TEST(DeferredRepliesOutlive, AnObjectKeepingItsCallersReplyGoesWithTheSession) {
   testing::Child client([&] {
     uint16_t p = 0;
     if (!portPipe.get(&p, sizeof p)) return 1;
-    net::ClientOptions co;
-    co.initialRto = std::chrono::milliseconds(10);
-    co.security.clearText = true;
-    auto mail = net::connect<Mailbox>("udp+clear://127.0.0.1:" + std::to_string(p) + "/mail", co);
+    auto mail = connectLoopback(p);
     if (!mail.isOk()) return 2;
     return holdAndStay(*mail, done);
   });
   MailboxImpl impl;
   net::ServerOptions so;
-  so.security.clearText = true;
   so.maxSessions = 1;
-  net::UdpServer server(so);
-  ASSERT_TRUE(server.add<Mailbox>("mail", impl).isOk());
-  auto bound = server.bind("127.0.0.1:0");
-  ASSERT_TRUE(bound.isOk()) << bound.status().toString();
-  ASSERT_TRUE(server.start().isOk());
-  const uint16_t p = *bound;
+  uint16_t p = 0;
+  auto server = serveMailbox(impl, "127.0.0.1:0", &p, so);
+  ASSERT_TRUE(server != nullptr);
   portPipe.put(&p, sizeof p);
   char c = 0;
   ASSERT_TRUE(done.get(&c, 1));
-  net::ClientOptions co;
-  co.security.clearText = true;
-  auto second = net::connect<Mailbox>("udp+clear://127.0.0.1:" + std::to_string(p) + "/mail", co);
+  auto second = connectLoopback(p);
   ASSERT_TRUE(second.isOk()) << second.status().toString();
   auto r = second->echo(4);  // its session evicted the first one's
   ASSERT_TRUE(r.isOk()) << r.status().toString();
