@@ -287,25 +287,33 @@ Result<Mailbox::Client> connectLoopback(uint16_t port) {
   return net::connect<Mailbox>("udp+clear://127.0.0.1:" + std::to_string(port) + "/mail", co);
 }
 
+// In a client child forked before the server exists: waits for the go, then imports "mail".
+Result<Mailbox::Client> importOnGo(testing::Pipe& go, const testing::TempDir& dir) {
+  char c = 0;
+  if (!go.get(&c, 1)) return Status(Errc::kIoError, "no go");
+  ImportOptions io;
+  io.dir = dir.path();
+  auto b = importBinding("mail", Mailbox::kDescriptor, io);
+  if (!b.isOk()) return b.status();
+  return Mailbox::Client(*b);
+}
+
+// In a client child: two takes that wait until the child is killed.
+int takeTwoAndWait(Result<Mailbox::Client> mail) {
+  if (!mail.isOk()) return 2;
+  auto first = mail->async().take(1);
+  auto second = mail->async().take(2);
+  (void)first.wait();  // until killed
+  return 3;
+}
+
 // The caller of a deferred call dies, then its server stops, with answers still held: each
 // answer then goes nowhere, touching no memory that has gone (ASan). The client is forked
 // before the server starts threads, and waits for the go to call.
 TEST(DeferredRepliesOutlive, TheirCallerAndTheirServerOnTheSameHost) {
   testing::TempDir dir;
   testing::Pipe go;
-  testing::Child client([&] {
-    char c = 0;
-    if (!go.get(&c, 1)) return 1;
-    ImportOptions io;
-    io.dir = dir.path();
-    auto b = importBinding("mail", Mailbox::kDescriptor, io);
-    if (!b.isOk()) return 2;
-    Mailbox::Client mail(*b);
-    auto first = mail.async().take(1);
-    auto second = mail.async().take(2);
-    (void)first.wait();  // until killed
-    return 3;
-  });
+  testing::Child client([&] { return takeTwoAndWait(importOnGo(go, dir)); });
   MailboxImpl impl;
   auto exporter = std::make_unique<Exporter>([&] {
     ServerOptions o;
@@ -331,12 +339,7 @@ TEST(DeferredRepliesOutlive, TheirCallerAndTheirServerOverUdp) {
   testing::Child client([&] {
     uint16_t p = 0;
     if (!port.get(&p, sizeof p)) return 1;
-    auto mail = connectLoopback(p);
-    if (!mail.isOk()) return 2;
-    auto first = mail->async().take(1);
-    auto second = mail->async().take(2);
-    (void)first.wait();  // until killed
-    return 3;
+    return takeTwoAndWait(connectLoopback(p));
   });
   MailboxImpl impl;
   uint16_t p = 0;
@@ -374,13 +377,8 @@ TEST(DeferredRepliesOutlive, AnObjectKeepingItsCallersReplyGoesWithTheBinding) {
   testing::Pipe go;
   testing::Pipe done;
   testing::Child client([&] {
-    char c = 0;
-    if (!go.get(&c, 1)) return 1;
-    ImportOptions io;
-    io.dir = dir.path();
-    auto b = importBinding("mail", Mailbox::kDescriptor, io);
-    if (!b.isOk()) return 2;
-    return holdAndStay(Mailbox::Client(*b), done);
+    auto mail = importOnGo(go, dir);
+    return mail.isOk() ? holdAndStay(*mail, done) : 2;
   });
   MailboxImpl impl;
   ServerOptions o;
