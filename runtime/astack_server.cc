@@ -138,11 +138,8 @@ class AStackDeferred final : public DeferredCall {
     }
     const uint32_t written = conn_->writeReturn(slot_, frame_, slot_->procedure, status, tail, flags);
     slot_->deferWritten = written;
-    // Acq_rel: an answer given while the handler's dispatch still runs hands our writes to that
-    // thread, which publishes; one given after takes its hand-back and publishes here.
-    if (slot_->deferState.exchange(kAnswered, std::memory_order_acq_rel) == kHandedBack) {
-      conn_->publish(slot_, seq_, written);
-    }
+    // An answer given while the handler's dispatch still runs is published by that thread.
+    if (slot_->deferRace.answered()) conn_->publish(slot_, seq_, written);
   }
 
   bool cancelled() const noexcept override {
@@ -163,8 +160,7 @@ class AStackDeferred final : public DeferredCall {
 Result<std::unique_ptr<DeferredCall>> AStackServerCall::defer() noexcept {
   std::unique_ptr<DeferredCall> d(new (std::nothrow) AStackDeferred(conn_, slot_, frame_, cancelWord_, seq_));
   if (!d) return Status(Errc::kResourceExhausted, "out of memory deferring a reply");
-  // Relaxed: the Reply reaches whoever answers through the handler's own synchronization.
-  slot_->deferState.store(kDispatching, std::memory_order_relaxed);
+  slot_->deferRace.start();
   deferred_ = true;
   return d;
 }
@@ -225,9 +221,9 @@ std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ct
   }
   slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (deferred) {
-    // Acq_rel: takes an answer given during dispatch (we publish it), or leaves the
-    // publishing to the answer to come (AStackDeferred::finish); the slot is not ours after.
-    if (slot->deferState.exchange(kHandedBack, std::memory_order_acq_rel) != kAnswered) return std::nullopt;
+    // We publish an answer given during dispatch; otherwise the answer to come does
+    // (AStackDeferred::finish), and the slot is not ours after.
+    if (!slot->deferRace.handBack()) return std::nullopt;
     return slot->deferWritten;
   }
   return writeReturn(slot, frame, procedure, s, resultTail, resultFlags);

@@ -68,10 +68,6 @@ struct Liveness {
   bool alive LRPC_GUARDED_BY(mu) = true;
 };
 
-// Where a deferred call of an A-stack stands (ServerSlot::deferState): its answer and the end
-// of its dispatch race, and whichever comes second publishes the return.
-enum DeferState : uint32_t { kNotDeferred = 0, kDispatching, kAnswered, kHandedBack };
-
 // Server-side state of one A-stack of one binding: its server thread and its out-of-band segments.
 struct ServerSlot {
   uint32_t index = 0;
@@ -92,9 +88,9 @@ struct ServerSlot {
   // serves that A-stack from then on, and the other one this. So a helped call that blocks
   // (on another call of the same client) never leaves an A-stack without a thread.
   std::atomic<ServerSlot*> handoff{nullptr};
-  // Its current call's DeferState; `deferWritten` is what an early answer wrote (for
-  // demoteAfterFirstLine), handed to the dispatching thread by the exchange of the state.
-  std::atomic<uint32_t> deferState{kNotDeferred};
+  // Its current call's answer against its dispatch, if deferred; `deferWritten` is what an
+  // early answer wrote (for demoteAfterFirstLine), handed over by that race.
+  detail::DeferRace deferRace;
   uint32_t deferWritten = 0;
   // Started for this A-stack; after hand-overs it may serve another (stopThreads stops all).
   std::thread thread;

@@ -3,6 +3,8 @@
 // "Deferred replies"). Part of the generated-code contract; included by stub_support.h.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -30,6 +32,28 @@ class DeferredCall {
 };
 
 namespace detail {
+
+// The race between a deferred call's answer and the end of its dispatch: an answer may come
+// while the handler still runs, and the call's memory is the dispatching thread's until then.
+// Whichever of the two comes second publishes the answer. Each path's deferred call keeps one.
+class DeferRace {
+ public:
+  // A call is deferred (before its Reply leaves dispatch). Relaxed: the Reply reaches whoever
+  // answers through the handler's own synchronization.
+  void start() noexcept { phase_.store(kDispatching, std::memory_order_relaxed); }
+  // The answer is written: true if dispatch had ended, so that the answerer publishes.
+  // Acq_rel: hands the answer's writes to the dispatching thread, or takes its hand-back.
+  bool answered() noexcept { return phase_.exchange(kAnswered, std::memory_order_acq_rel) == kHandedBack; }
+  // Dispatch has ended: true if the answer came meanwhile, so that this thread publishes.
+  // Acq_rel: takes the answer's writes, or hands the call's memory to the answer to come.
+  bool handBack() noexcept { return phase_.exchange(kHandedBack, std::memory_order_acq_rel) == kAnswered; }
+  // Dispatch has ended and no answer has come. Acquire: pairs with handBack's release.
+  bool waiting() const noexcept { return phase_.load(std::memory_order_acquire) == kHandedBack; }
+
+ private:
+  enum : uint8_t { kDispatching, kAnswered, kHandedBack };
+  std::atomic<uint8_t> phase_{kDispatching};
+};
 
 // The pieces of Reply that do not depend on T.
 class ReplyBase {

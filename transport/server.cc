@@ -532,8 +532,8 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     // (buggy or hostile) must not take the slot from a handler still using it. A deferred
     // call whose handler has returned uses it no more: its answer will go nowhere.
     if (slot.state == SlotState::kRunning) {
-      // Acquire: pairs with the hand-back in execute(); the handler is done with the request.
-      if (!slot.deferred || slot.deferred->phase.load(std::memory_order_acquire) != kHandedBack) return;
+      // Only once the handler is done with the request (DeferRace::waiting).
+      if (!slot.deferred || !slot.deferred->race.waiting()) return;
       // Relaxed: read under mu_ (finishDeferred), or as a hint (Deferred::cancelled).
       slot.deferred->detached.store(true, std::memory_order_relaxed);
       slot.deferred.reset();

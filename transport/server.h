@@ -123,16 +123,13 @@ class UdpServer {
     void* server;
   };
   enum class SlotState : uint8_t { kEmpty, kReceiving, kRunning, kDone, kDelivered };
-  // Where a deferred call stands (runtime/reply.h): its answer and the end of its dispatch
-  // race, and whichever comes second finishes the job.
-  enum DeferPhase : uint8_t { kDispatching, kAnswered, kHandedBack };
   // A deferred call's tie to its slot (transport/server_call.cc). Its answer is made here, by
   // whoever answers, and moved into the slot under mu_ if the slot is still the call's: a
   // client that gave the call up sends a newer one into the slot, which then takes it.
   struct DeferLink {
-    std::atomic<uint8_t> phase{kDispatching};
+    lrpc::detail::DeferRace race;  // the second of answer and dispatch finishes the job
     std::atomic<bool> detached{false};  // set under mu_: the slot went to a newer call
-    Status status;                      // the answer (written before phase turns kAnswered)
+    Status status;                      // the answer (written before race.answered())
     MessageBuffer reply;
     std::unique_ptr<KeptResult> kept;
     size_t keptAt = 0;

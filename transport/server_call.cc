@@ -135,9 +135,8 @@ class UdpServer::Deferred final : public DeferredCall {
       }
     }
     link.status = std::move(status);
-    // Acq_rel: an answer given while the handler's dispatch still runs is handed to that
-    // thread, which finishes the job; one given after takes its hand-back and finishes here.
-    if (link.phase.exchange(kAnswered, std::memory_order_acq_rel) == kHandedBack) {
+    // An answer given while the handler's dispatch still runs is finished by that thread.
+    if (link.race.answered()) {
       std::lock_guard lock(server_.mu_);
       server_.finishDeferred(job, link);
     }
@@ -207,9 +206,9 @@ Status UdpServer::execute(const Job& job, MessageBuffer& fixed, bool* deferred) 
   Status result = iface.dispatch(job.service->server, slot.procedure, call);
   if (call.deferred()) {
     DeferLink& link = *call.link();
-    // Acq_rel: takes an answer given during dispatch (we finish the job with it), or hands
-    // finishing to the answer to come (Deferred::finish); the slot may then go to a newer call.
-    *deferred = link.phase.exchange(kHandedBack, std::memory_order_acq_rel) != kAnswered;
+    // We finish the job with an answer given during dispatch; otherwise the answer to come
+    // does (Deferred::finish), and the slot may go to a newer call meanwhile.
+    *deferred = !link.race.handBack();
     return *deferred ? Status() : adoptAnswer(slot, link);
   }
   return call.complete(std::move(result));
