@@ -2,6 +2,7 @@
 // that may not import and connections beyond maxBindings before they cost a clerk, and hands
 // each accepted one to a clerk thread of its own.
 #include "runtime/exporter_parts.h"
+#include "runtime/cap_table.h"
 
 #include <poll.h>
 #include <sys/socket.h>

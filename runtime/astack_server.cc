@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/cap_table.h"
 #include "runtime/base/log.h"
 
 namespace lrpc {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "runtime/cap_table.h"
 #include "runtime/capability.h"
 #include "runtime/exporter_parts.h"
 

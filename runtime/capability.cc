@@ -1,5 +1,6 @@
 #include "runtime/capability.h"
 
+#include "runtime/cap_table.h"
 #include "runtime/local_binding.h"
 
 #include <chrono>

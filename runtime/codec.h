@@ -34,10 +34,69 @@
 #include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/box.h"
-#include "runtime/view_arena.h"
 
 namespace lrpc {
+
+// lrpc::Box<T>: how a generated struct holds a struct that can contain it again (Foo holds a
+// Bar that holds a Foo). A C++ value cannot contain itself, so such a field is a nullable,
+// owning pointer with value semantics: copies are deep, an empty Box is what Cap'n Proto calls
+// a null struct pointer, and it travels as a struct VarRef of length 0 (see head() below).
+template <class T>
+class Box {
+ public:
+  Box() noexcept = default;
+  Box(T value) : p_(std::make_unique<T>(std::move(value))) {}  // NOLINT: implicit, like optional
+  Box(const Box& other) : p_(other.p_ ? std::make_unique<T>(*other.p_) : nullptr) {}
+  Box(Box&&) noexcept = default;
+  Box& operator=(const Box& other) {
+    if (this != &other) p_ = other.p_ ? std::make_unique<T>(*other.p_) : nullptr;
+    return *this;
+  }
+  Box& operator=(Box&&) noexcept = default;
+  ~Box() = default;
+
+  bool has() const noexcept { return p_ != nullptr; }
+  explicit operator bool() const noexcept { return has(); }
+  // A fresh value in place of whatever it held.
+  T& emplace() {
+    p_ = std::make_unique<T>();
+    return *p_;
+  }
+  void reset() noexcept { p_.reset(); }
+  // Only when has(): an empty Box has no value to look at.
+  T& operator*() noexcept { return *p_; }
+  const T& operator*() const noexcept { return *p_; }
+  T* operator->() noexcept { return p_.get(); }
+  const T* operator->() const noexcept { return p_.get(); }
+
+  // Equal when both are empty, or both hold equal values.
+  friend bool operator==(const Box& a, const Box& b) {
+    if (!a.p_ || !b.p_) return !a.p_ && !b.p_;
+    return *a.p_ == *b.p_;
+  }
+
+ private:
+  std::unique_ptr<T> p_;
+};
+
+
+// A view of a struct field held through lrpc::Box (above): the struct's view, or none.
+template <class V>
+class BoxView {
+ public:
+  BoxView() noexcept = default;
+  BoxView(const V& value) noexcept : p_(&value) {}  // NOLINT: implicit, like Box's
+  bool has() const noexcept { return p_ != nullptr; }
+  explicit operator bool() const noexcept { return has(); }
+  // Only when has().
+  const V& operator*() const noexcept { return *p_; }
+  const V* operator->() const noexcept { return p_; }
+
+ private:
+  const V* p_ = nullptr;
+};
+
+class ViewArena;  // runtime/codec_view.h: where a Reader puts the arrays views need
 
 class Binding;               // runtime/stub_support.h
 struct InterfaceDescriptor;  // runtime/stub_support.h
@@ -253,7 +312,7 @@ template <Coded S> uint64_t put(std::byte* t, uint64_t at, const S& v, CapCodec*
 }
 template <Coded S> bool get(Reader& r, VarRef ref, S& out) { return lrpcGet(r, ref, out); }
 
-// A struct that can contain its holder (runtime/box.h): the struct, or when empty a VarRef of
+// A struct that can contain its holder (lrpc::Box, above): the struct, or when empty a VarRef of
 // length 0 (a present struct's fixed part is never empty: it holds at least this Box).
 template <Coded S> uint64_t head(const Box<S>& v) noexcept { return v ? head(*v) : 0; }
 template <Coded S> uint64_t size(const Box<S>& v, uint32_t depth) noexcept { return v ? size(*v, depth) : 0; }

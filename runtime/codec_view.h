@@ -12,8 +12,10 @@
 // generated lrpcViewOf(const S&, ViewArena&) and lrpcOwnedOf(const S::View&) for structs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,9 +24,79 @@
 #include <vector>
 
 #include "runtime/codec.h"
-#include "runtime/view_arena.h"
 
 namespace lrpc {
+
+// The storage behind view types (idl/README.md, "Views"): a handler's views point into the
+// server's private copy of the argument tail and into arrays this arena holds (a List(Text)
+// view is an array of std::string_view that the frame itself does not contain). One arena per
+// call, on the dispatching thread's stack: small calls need no heap allocation, and everything
+// goes at once when the handler has returned.
+class ViewArena {
+ public:
+  ViewArena() noexcept = default;
+  ViewArena(const ViewArena&) = delete;
+  ViewArena& operator=(const ViewArena&) = delete;
+  ~ViewArena() {
+    for (auto it = dtors_.rbegin(); it != dtors_.rend(); ++it) it->destroy(it->first, it->count);
+  }
+
+  // `n` value-initialized elements, alive as long as the arena.
+  template <class E>
+  std::span<E> make(size_t n) {
+    if (n == 0) return {};
+    E* p = static_cast<E*>(allocate(n * sizeof(E), alignof(E)));
+    std::uninitialized_value_construct_n(p, n);
+    if constexpr (!std::is_trivially_destructible_v<E>) {
+      dtors_.push_back({p, n, [](void* q, size_t k) { std::destroy_n(static_cast<E*>(q), k); }});
+    }
+    return {p, n};
+  }
+
+  // A copy of `bytes` that only this process writes, 8-aligned like the tail it copies.
+  std::span<const std::byte> copy(std::span<const std::byte> bytes) {
+    if (bytes.empty()) return {};
+    auto* p = static_cast<std::byte*>(allocate(bytes.size(), 8));
+    std::memcpy(p, bytes.data(), bytes.size());
+    return {p, bytes.size()};
+  }
+
+ private:
+  // A bump allocation: from the inline room first, then from chunks that double in size. Its
+  // own rather than std::pmr's, whose header brings <shared_mutex> into every generated file.
+  void* allocate(size_t bytes, size_t align) {
+    for (;;) {
+      const auto at = reinterpret_cast<uintptr_t>(base_ + used_);
+      const size_t pad = (align - at % align) % align;
+      if (pad <= room_ - used_ && bytes <= room_ - used_ - pad) {
+        used_ += pad + bytes;
+        return base_ + used_ - bytes;
+      }
+      const size_t want = bytes + align;
+      const size_t size = want > next_ ? want : next_;
+      chunks_.emplace_back(new std::byte[size]);  // throws bad_alloc as any container would
+      base_ = chunks_.back().get();
+      room_ = size;
+      used_ = 0;
+      next_ = size * 2;
+    }
+  }
+
+  struct Dtor {
+    void* first;
+    size_t count;
+    void (*destroy)(void*, size_t);
+  };
+  alignas(16) std::byte inline_[768];
+  std::byte* base_ = inline_;
+  size_t room_ = sizeof inline_;
+  size_t used_ = 0;
+  size_t next_ = 4096;
+  std::vector<std::unique_ptr<std::byte[]>> chunks_;
+  std::vector<Dtor> dtors_;  // arrays of views that hold capabilities
+};
+
+
 namespace codec {
 
 // ---- Reading views (declarations first: lists of lists call each other).

@@ -2,9 +2,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <list>
 #include <string>
+#include <thread>
 
+#include "runtime/base/fd.h"
+#include "runtime/base/mutex.h"
 #include "runtime/pending.h"
 #include "runtime/transfer.h"
 
@@ -15,11 +21,65 @@ namespace {
 // looks at the others again: a later call that completes first waits at most this long to be
 // noticed (calls on one queue usually complete in the order they started).
 constexpr int64_t kDriveSliceNs = 1'000'000;
+
+class CompletionQueue final : public CompletionState {
+ public:
+  CompletionQueue() = default;
+  CompletionQueue(const CompletionQueue&) = delete;
+  CompletionQueue& operator=(const CompletionQueue&) = delete;
+  ~CompletionQueue() override;
+
+  void enlist(AsyncOp* op) override;
+  void adopt(std::unique_ptr<AsyncOp> op, std::unique_ptr<Continuation> done) override;
+  void watch(AsyncOp* op, std::coroutine_handle<> waiter) override;
+  void forget(AsyncOp* op) noexcept override;
+  bool advance(AsyncOp* op, int64_t untilNs) noexcept override;
+  void cancel(AsyncOp* op) noexcept override;
+  void reclaim() noexcept override;
+  size_t poll() override;
+  size_t run(Duration timeout) override;
+  size_t size() const noexcept override;
+  Result<int> fd() noexcept override;
+  void stop() noexcept override;
+
+ private:
+  struct Entry {
+    std::unique_ptr<AsyncOp> owned;      // then()
+    AsyncOp* op = nullptr;
+    std::unique_ptr<Continuation> done;  // then()
+    std::coroutine_handle<> waiter;      // co_await
+    bool driving = false;                // a thread drives op outside mu_
+    bool continues() const noexcept { return done || waiter; }
+  };
+  // The entry of `op`, once no thread drives it; end() if there is none.
+  std::list<Entry>::iterator settled(AsyncOp* op) LRPC_REQUIRES(mu_);
+  // Drives `e` until `untilNs` off the lock; mu_ held on entry and on return.
+  bool drive(Entry& e, int64_t untilNs) LRPC_REQUIRES(mu_);
+  // Completed entries with a continuation (not driven by anyone), moved out of the list.
+  std::list<Entry> takeCompleted() LRPC_REQUIRES(mu_);
+  // Looks at every call that nobody drives once, without waiting.
+  void lookAll() LRPC_REQUIRES(mu_);
+  // Drives the first entry that needs it until `untilNs`; false if there was none.
+  bool driveOne(int64_t untilNs) LRPC_REQUIRES(mu_);
+  void waiterLoop() noexcept;
+  void signal() noexcept LRPC_REQUIRES(mu_);
+
+  mutable Mutex mu_;
+  std::condition_variable_any changed_;  // an entry was added, or stopped being driven, or stop_ set
+  std::list<Entry> entries_ LRPC_GUARDED_BY(mu_);
+  bool stop_ LRPC_GUARDED_BY(mu_) = false;
+  bool signalled_ LRPC_GUARDED_BY(mu_) = false;  // the eventfd holds a count poll() has not read
+  OwnedFd event_ LRPC_GUARDED_BY(mu_);  // fd(): the eventfd
+  std::thread waiter_;   // started by fd()
+};
+
 }  // namespace
 
-CompletionState::~CompletionState() { stop(); }
+std::shared_ptr<CompletionState> CompletionState::make() { return std::make_shared<CompletionQueue>(); }
 
-void CompletionState::stop() noexcept {
+CompletionQueue::~CompletionQueue() { stop(); }
+
+void CompletionQueue::stop() noexcept {
   {
     MutexLock lock(mu_);
     stop_ = true;
@@ -39,7 +99,7 @@ void CompletionState::stop() noexcept {
   }
 }
 
-void CompletionState::enlist(AsyncOp* op) {
+void CompletionQueue::enlist(AsyncOp* op) {
   {
     MutexLock lock(mu_);
     entries_.push_back(Entry{nullptr, op, {}, {}, false});
@@ -47,7 +107,7 @@ void CompletionState::enlist(AsyncOp* op) {
   changed_.notify_all();
 }
 
-std::list<CompletionState::Entry>::iterator CompletionState::settled(AsyncOp* op) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+std::list<CompletionQueue::Entry>::iterator CompletionQueue::settled(AsyncOp* op) LRPC_NO_THREAD_SAFETY_ANALYSIS {
   for (;;) {
     auto it = entries_.begin();
     while (it != entries_.end() && it->op != op) ++it;
@@ -56,7 +116,7 @@ std::list<CompletionState::Entry>::iterator CompletionState::settled(AsyncOp* op
   }
 }
 
-void CompletionState::adopt(std::unique_ptr<AsyncOp> op, std::function<void()> done) {
+void CompletionQueue::adopt(std::unique_ptr<AsyncOp> op, std::unique_ptr<Continuation> done) {
   {
     MutexLock lock(mu_);
     auto it = settled(op.get());
@@ -67,7 +127,7 @@ void CompletionState::adopt(std::unique_ptr<AsyncOp> op, std::function<void()> d
   changed_.notify_all();
 }
 
-void CompletionState::watch(AsyncOp* op, std::coroutine_handle<> waiter) {
+void CompletionQueue::watch(AsyncOp* op, std::coroutine_handle<> waiter) {
   {
     MutexLock lock(mu_);
     auto it = settled(op);
@@ -77,14 +137,14 @@ void CompletionState::watch(AsyncOp* op, std::coroutine_handle<> waiter) {
   changed_.notify_all();
 }
 
-void CompletionState::forget(AsyncOp* op) noexcept {
+void CompletionQueue::forget(AsyncOp* op) noexcept {
   MutexLock lock(mu_);
   auto it = settled(op);
   // None: poll() took it to resume the coroutine, which is now taking its result.
   if (it != entries_.end()) entries_.erase(it);
 }
 
-bool CompletionState::drive(Entry& e, int64_t untilNs) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+bool CompletionQueue::drive(Entry& e, int64_t untilNs) LRPC_NO_THREAD_SAFETY_ANALYSIS {
   // Off the lock: the wait may be long, and other threads poll, add and remove meanwhile.
   // The entry stays put: nobody removes or drives an entry marked as driven.
   e.driving = true;
@@ -96,14 +156,14 @@ bool CompletionState::drive(Entry& e, int64_t untilNs) LRPC_NO_THREAD_SAFETY_ANA
   return done;
 }
 
-bool CompletionState::advance(AsyncOp* op, int64_t untilNs) noexcept {
+bool CompletionQueue::advance(AsyncOp* op, int64_t untilNs) noexcept {
   MutexLock lock(mu_);
   auto it = settled(op);
   if (it == entries_.end() || it->op->complete()) return op->complete();
   return drive(*it, untilNs);
 }
 
-void CompletionState::cancel(AsyncOp* op) noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+void CompletionQueue::cancel(AsyncOp* op) noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
   MutexLock lock(mu_);
   auto it = settled(op);
   if (it == entries_.end()) return;
@@ -115,18 +175,18 @@ void CompletionState::cancel(AsyncOp* op) noexcept LRPC_NO_THREAD_SAFETY_ANALYSI
   changed_.notify_all();
 }
 
-void CompletionState::lookAll() {
+void CompletionQueue::lookAll() {
   for (Entry& e : entries_) {
     if (!e.driving && !e.op->complete()) (void)e.op->advance(0);
   }
 }
 
-void CompletionState::reclaim() noexcept {
+void CompletionQueue::reclaim() noexcept {
   MutexLock lock(mu_);
   lookAll();
 }
 
-std::list<CompletionState::Entry> CompletionState::takeCompleted() {
+std::list<CompletionQueue::Entry> CompletionQueue::takeCompleted() {
   std::list<Entry> done;
   for (auto it = entries_.begin(); it != entries_.end();) {
     auto next = std::next(it);
@@ -136,7 +196,7 @@ std::list<CompletionState::Entry> CompletionState::takeCompleted() {
   return done;
 }
 
-size_t CompletionState::poll() {
+size_t CompletionQueue::poll() {
   std::list<Entry> ready;
   {
     MutexLock lock(mu_);
@@ -158,7 +218,7 @@ size_t CompletionState::poll() {
       if (one.front().waiter) {
         one.front().waiter.resume();
       } else {
-        one.front().done();
+        one.front().done->run();
       }
     } catch (...) {
       // The continuations not run yet stay queued for the next poll().
@@ -170,7 +230,7 @@ size_t CompletionState::poll() {
   return ran;
 }
 
-bool CompletionState::driveOne(int64_t untilNs) {
+bool CompletionQueue::driveOne(int64_t untilNs) {
   auto it = entries_.begin();
   while (it != entries_.end() && (it->driving || it->op->complete())) ++it;
   if (it == entries_.end()) return false;
@@ -178,7 +238,7 @@ bool CompletionState::driveOne(int64_t untilNs) {
   return true;
 }
 
-size_t CompletionState::run(std::chrono::nanoseconds timeout) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+size_t CompletionQueue::run(Duration timeout) LRPC_NO_THREAD_SAFETY_ANALYSIS {
   const int64_t until = monotonicNs() + (timeout.count() > 0 ? timeout.count() : 0);
   for (;;) {
     if (size_t ran = poll(); ran != 0) return ran;
@@ -194,19 +254,19 @@ size_t CompletionState::run(std::chrono::nanoseconds timeout) LRPC_NO_THREAD_SAF
   }
 }
 
-size_t CompletionState::size() const noexcept {
+size_t CompletionQueue::size() const noexcept {
   MutexLock lock(mu_);
   return entries_.size();
 }
 
-void CompletionState::signal() noexcept {
+void CompletionQueue::signal() noexcept {
   if (signalled_ || !event_.valid()) return;
   const uint64_t one = 1;
   (void)!::write(event_.get(), &one, sizeof one);
   signalled_ = true;
 }
 
-Result<int> CompletionState::fd() noexcept {
+Result<int> CompletionQueue::fd() noexcept {
   MutexLock lock(mu_);
   if (event_.valid()) return event_.get();
   if (stop_) return Status(Errc::kCancelled, "the completion queue is stopped");
@@ -222,7 +282,7 @@ Result<int> CompletionState::fd() noexcept {
   return event_.get();
 }
 
-void CompletionState::waiterLoop() noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+void CompletionQueue::waiterLoop() noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
   mu_.lock();
   while (!stop_) {
     lookAll();

@@ -20,6 +20,7 @@
 #include "runtime/astack.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/mutex.h"
+#include "runtime/cap_table.h"
 #include "runtime/capability.h"
 #include "runtime/exporter.h"
 #include "runtime/protocol.h"

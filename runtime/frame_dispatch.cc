@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/base/mutex.h"
+#include "runtime/cap_table.h"
 #include "runtime/capability.h"
 
 namespace lrpc::detail {
@@ -235,7 +236,7 @@ class LocalObjectChannel final : public CallChannel {
     std::shared_ptr<InProcessAnswer> answer;
     Status s = dispatchFrame(object_, procedure, copy.span(), reply, &table_, nullptr, &answer);
     if (!answer) return s;
-    return answer->wait(options.timeout);
+    return answer->wait(std::chrono::nanoseconds(options.timeout.count()));
   }
   const HostedObject* hostedObject() const noexcept override { return &object_; }
   CapTable* exportTable() noexcept override { return &table_; }

@@ -6,8 +6,13 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/base/fd.h"
+#include "runtime/base/mutex.h"
 #include "runtime/callbacks.h"
 #include "runtime/capability.h"
+#include "runtime/cap_table.h"
+#include "runtime/protocol.h"
+#include "runtime/shm.h"
 #include "runtime/stub_support.h"
 
 namespace lrpc {
@@ -48,8 +53,47 @@ namespace {
 constexpr int kClerkReplyMs = 10'000;
 }  // namespace
 
+// The state only slow paths touch: the socket to the clerk and what travels on it, the
+// mapping, and their locks.
+struct LocalBinding::Slow {
+  Slow(LocalBinding& b, Duration wait, SharedMemory r, OwnedFd s) noexcept
+      : owner(b), astackWait(wait), region(std::move(r)), socket(std::move(s)) {}
+
+  // Sends `request` and waits for the reply of type `want` for the same A-stack; replies for
+  // other A-stacks that arrive meanwhile are kept in pending.
+  // deadlineNs (monotonic, 0 for none) bounds the wait for the reply below the clerk's own
+  // limit: then kDeadlineExceeded, and the binding stays usable (a late reply waits in pending).
+  // `attach` (>= 0) is an fd sent with the request.
+  Status exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply, OwnedFd* fd,
+                        int64_t deadlineNs = 0, int attach = -1) noexcept LRPC_REQUIRES(sockMu);
+
+  LocalBinding& owner;
+  const Duration astackWait;
+  SharedMemory region;
+  OwnedFd socket;
+
+  struct Pending {
+    detail::Message message;
+    OwnedFd fd;
+  };
+  Mutex sockMu;
+  std::vector<Pending> pending LRPC_GUARDED_BY(sockMu);
+
+  struct Abandoned {
+    uint32_t index;
+    uint32_t seq;
+  };
+  Mutex abandonedMu;
+  std::vector<Abandoned> abandoned LRPC_GUARDED_BY(abandonedMu);
+  std::atomic<bool> anyAbandoned{false};
+
+  // Taken before sockMu when both are. Last member: destroyed first (see slow_).
+  mutable Mutex callbacksMu;
+  std::unique_ptr<detail::CallbackHost> callbacks LRPC_GUARDED_BY(callbacksMu);
+};
+
 LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout, SharedMemory region,
-                           OwnedFd socket, uint64_t key, TransferMode mode, std::chrono::nanoseconds astackWait)
+                           OwnedFd socket, uint64_t key, TransferMode mode, Duration astackWait)
     : base_(region.data()),
       key_(key),
       mode_(mode),
@@ -58,9 +102,7 @@ LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout
       slots_(std::make_unique<Slot[]>(layout.astackCount())),
       iface_(iface),
       layout_(std::move(layout)),
-      astackWait_(astackWait),
-      region_(std::move(region)),
-      socket_(std::move(socket)) {
+      slow_(std::make_unique<Slow>(*this, astackWait, std::move(region), std::move(socket))) {
   for (uint32_t p = 0; p < procedureCount_; ++p) {
     procs_[p].layout = layout_.procedure(p);
     procs_[p].pool.init(procs_[p].layout.firstAStack, procs_[p].layout.count);
@@ -69,13 +111,16 @@ LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout
 
 LocalBinding::~LocalBinding() = default;
 
-Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout,
-                                           detail::Reclaim reclaim) noexcept {
-  bool callDeadline = callTimeout.count() > 0 && callTimeout < astackWait_;
-  int64_t deadline = detail::monotonicNs() + (callDeadline ? callTimeout : astackWait_).count();
+int LocalBinding::socket() const noexcept { return slow_->socket.get(); }
+
+const std::byte* LocalBinding::argSegmentBase(uint32_t index) const noexcept { return slots_[index].argSegment->data(); }
+
+Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, Duration callTimeout, detail::Reclaim reclaim) noexcept {
+  bool callDeadline = callTimeout.count() > 0 && callTimeout < slow_->astackWait;
+  int64_t deadline = detail::monotonicNs() + (callDeadline ? callTimeout : slow_->astackWait).count();
   for (uint32_t round = 0;; ++round) {
-    // A hint only (the list itself is under abandonedMu_): skip the lock when nothing waits.
-    if (anyAbandoned_.load(std::memory_order_acquire)) reclaimAbandoned();
+    // A hint only (the list itself is under abandonedMu): skip the lock when nothing waits.
+    if (slow_->anyAbandoned.load(std::memory_order_acquire)) reclaimAbandoned();
     if (reclaim.fn != nullptr) reclaim.fn(reclaim.context);
     uint32_t index = procs_[p].pool.pop();
     if (index != detail::AStackPool::kEmpty) return index;
@@ -96,8 +141,8 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, std::chrono::nanoseconds 
 }
 
 void LocalBinding::reclaimAbandoned() noexcept {
-  MutexLock lock(abandonedMu_);
-  auto done = [this](const Abandoned& a) {
+  MutexLock lock(slow_->abandonedMu);
+  auto done = [this](const Slow::Abandoned& a) {
     // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
     if (!detail::seqIs(returnControl(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
     // Relaxed: ordered before the next call's handler reads it by the release in ring().
@@ -105,22 +150,23 @@ void LocalBinding::reclaimAbandoned() noexcept {
     procs_[layout_.procedureOf(a.index)].pool.push(a.index);
     return true;
   };
-  abandoned_.erase(std::remove_if(abandoned_.begin(), abandoned_.end(), done), abandoned_.end());
-  anyAbandoned_.store(!abandoned_.empty(), std::memory_order_release);
+  std::vector<Slow::Abandoned>& list = slow_->abandoned;
+  list.erase(std::remove_if(list.begin(), list.end(), done), list.end());
+  slow_->anyAbandoned.store(!list.empty(), std::memory_order_release);
 }
 
 void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
   // Relaxed: a hint the handler may read at any time; nothing is read because of it. Sequence
   // number 0 (after a wrap) is never marked: 0 means none.
   returnControl(index)->cancelWord.store(seq, std::memory_order_relaxed);
-  MutexLock lock(abandonedMu_);
-  abandoned_.push_back({index, seq});
-  anyAbandoned_.store(true, std::memory_order_release);
+  MutexLock lock(slow_->abandonedMu);
+  slow_->abandoned.push_back({index, seq});
+  slow_->anyAbandoned.store(true, std::memory_order_release);
 }
 
 Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
   ReturnControl* ret = returnControl(index);
-  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, socket_.get(), deadlineNs, adaptiveSpins)) {
+  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, slow_->socket.get(), deadlineNs, adaptiveSpins)) {
     case detail::WaitResult::kReady:
       return {};
     case detail::WaitResult::kTimedOut:
@@ -145,7 +191,7 @@ Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t unti
   }
   if (untilNs == 0 || now >= untilNs) {
     // A look that never waits still learns of a dead server, at a system call per many looks.
-    if (looks % detail::kCheckEvery == 0 && detail::peerGone(socket_.get())) {
+    if (looks % detail::kCheckEvery == 0 && detail::peerGone(slow_->socket.get())) {
       markDead();
       return Status(Errc::kPeerDied, "server process went away during the call");
     }
@@ -153,7 +199,7 @@ Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t unti
   }
   const int64_t until = deadlineNs != 0 && deadlineNs < untilNs ? deadlineNs : untilNs;
   ReturnControl* ret = returnControl(index);
-  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, socket_.get(), until)) {
+  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, slow_->socket.get(), until)) {
     case detail::WaitResult::kReady:
       return true;
     case detail::WaitResult::kTimedOut:
@@ -171,18 +217,18 @@ Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t unti
   return Status(Errc::kPeerDied, "server process went away during the call");
 }
 
-Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                                    OwnedFd* fd, int64_t deadlineNs, int attach) noexcept {
-  if (Status s = detail::sendMessage(socket_.get(), &request, sizeof request, attach); !s.isOk()) {
-    if (s.code() == Errc::kPeerDied) markDead();
+Status LocalBinding::Slow::exchangeLocked(const detail::Message& request, detail::MsgType want,
+                                          detail::Message* reply, OwnedFd* fd, int64_t deadlineNs, int attach) noexcept {
+  if (Status s = detail::sendMessage(socket.get(), &request, sizeof request, attach); !s.isOk()) {
+    if (s.code() == Errc::kPeerDied) owner.markDead();
     return s;
   }
   for (;;) {
-    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    for (auto it = pending.begin(); it != pending.end(); ++it) {
       if (it->message.type == want && it->message.astack == request.astack) {
         *reply = it->message;
         if (fd != nullptr) *fd = std::move(it->fd);
-        pending_.erase(it);
+        pending.erase(it);
         return {};
       }
     }
@@ -192,24 +238,24 @@ Status LocalBinding::exchangeLocked(const detail::Message& request, detail::MsgT
       int64_t leftMs = (deadlineNs - detail::monotonicNs()) / 1'000'000;
       waitMs = static_cast<int>(std::clamp<int64_t>(leftMs, 0, kClerkReplyMs));
     }
-    Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, waitMs);
+    Status s = detail::recvMessage(socket.get(), &got.message, sizeof got.message, &got.fd, waitMs);
     if (!s.isOk() && s.code() == Errc::kDeadlineExceeded && waitMs < kClerkReplyMs) {
       return Status(Errc::kDeadlineExceeded, "deadline passed waiting for the server's clerk");
     }
     if (!s.isOk()) {
-      markDead();
+      owner.markDead();
       return s.code() == Errc::kDeadlineExceeded ? Status(Errc::kPeerDied, "server's clerk stopped answering") : s;
     }
-    pending_.push_back(std::move(got));
+    pending.push_back(std::move(got));
   }
 }
 
-Status LocalBinding::startAStack(uint32_t index, std::chrono::nanoseconds callTimeout) noexcept {
+Status LocalBinding::startAStack(uint32_t index, Duration callTimeout) noexcept {
   detail::Message req{detail::MsgType::kStartThread, index, 0, 0, {}};
   detail::Message reply{};
   int64_t deadline = callTimeout.count() > 0 ? detail::monotonicNs() + callTimeout.count() : 0;
-  MutexLock lock(sockMu_);
-  if (Status s = exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr, deadline); !s.isOk()) return s;
+  MutexLock lock(slow_->sockMu);
+  if (Status s = slow_->exchangeLocked(req, detail::MsgType::kThreadStarted, &reply, nullptr, deadline); !s.isOk()) return s;
   if (reply.status != 0) {
     return Status(errcFromWire(reply.status), "server could not start a thread for this A-stack");
   }
@@ -225,8 +271,8 @@ Result<std::span<std::byte>> LocalBinding::argOutOfBand(uint32_t index, size_t n
     detail::Message reply{};
     OwnedFd fd;
     {
-      MutexLock lock(sockMu_);
-      if (Status s = exchangeLocked(req, detail::MsgType::kArgSegment, &reply, &fd); !s.isOk()) return s;
+      MutexLock lock(slow_->sockMu);
+      if (Status s = slow_->exchangeLocked(req, detail::MsgType::kArgSegment, &reply, &fd); !s.isOk()) return s;
     }
     if (reply.status != 0) return Status(errcFromWire(reply.status), "server refused an argument segment");
     if (reply.bytes < n) return Status(Errc::kBadFrame, "argument segment smaller than asked for");
@@ -241,24 +287,25 @@ Result<std::span<const std::byte>> LocalBinding::resultOutOfBand(uint32_t index,
   Slot& slot = slots_[index];
   {
     // The server sent any new segment before it returned the call, so it is already queued on
-    // the socket (or was stashed in pending_ by another thread): drain without waiting.
-    MutexLock lock(sockMu_);
+    // the socket (or was stashed in pending by another thread): drain without waiting.
+    MutexLock lock(slow_->sockMu);
+    std::vector<Slow::Pending>& pending = slow_->pending;
     for (;;) {
-      Pending got{};
-      Status s = detail::recvMessage(socket_.get(), &got.message, sizeof got.message, &got.fd, 0);
+      Slow::Pending got{};
+      Status s = detail::recvMessage(slow_->socket.get(), &got.message, sizeof got.message, &got.fd, 0);
       if (s.code() == Errc::kDeadlineExceeded) break;
       if (!s.isOk()) {
         markDead();
         return s;
       }
-      pending_.push_back(std::move(got));
+      pending.push_back(std::move(got));
     }
-    for (auto it = pending_.begin(); it != pending_.end();) {
+    for (auto it = pending.begin(); it != pending.end();) {
       if (it->message.type == detail::MsgType::kResultSegment && it->message.astack == index) {
         Result<SharedMemory> seg = SharedMemory::adopt(std::move(it->fd), it->message.bytes);
         if (!seg.isOk()) return seg.status();
         slot.resultSegment = std::make_unique<SharedMemory>(std::move(*seg));
-        it = pending_.erase(it);
+        it = pending.erase(it);
       } else {
         ++it;
       }
@@ -288,8 +335,8 @@ Status LocalBinding::callError(uint32_t index, uint8_t code, uint32_t detailByte
 namespace lrpc {
 
 Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32_t limit) noexcept {
-  MutexLock lock(callbacksMu_);
-  if (!callbacks_) {
+  MutexLock lock(slow_->callbacksMu);
+  if (!slow_->callbacks) {
     OwnedFd peerEnd;
     Result<std::unique_ptr<detail::CallbackHost>> host = [&]() -> Result<std::unique_ptr<detail::CallbackHost>> {
       try {
@@ -302,24 +349,24 @@ Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32
     detail::Message req{detail::MsgType::kCallbacks, detail::kBindingWide, 0, 0, {}};
     detail::Message reply{};
     {
-      MutexLock sockLock(sockMu_);
-      if (Status s = exchangeLocked(req, detail::MsgType::kCallbacksReady, &reply, nullptr, 0, peerEnd.get());
+      MutexLock sockLock(slow_->sockMu);
+      if (Status s = slow_->exchangeLocked(req, detail::MsgType::kCallbacksReady, &reply, nullptr, 0, peerEnd.get());
           !s.isOk()) {
         return s;
       }
     }
     if (reply.status != 0) return Status(errcFromWire(reply.status), "the server refused this client's callbacks");
-    callbacks_ = std::move(*host);
+    slow_->callbacks = std::move(*host);
   }
-  Result<uint32_t> id = callbacks_->table().add(object);
+  Result<uint32_t> id = slow_->callbacks->table().add(object);
   if (!id.isOk()) return id.status();
   return *id | kClientHostedCap;
 }
 
 Result<HostedObject> LocalBinding::findCallback(uint32_t id, uint64_t ifaceId) const noexcept {
-  MutexLock lock(callbacksMu_);
-  if (!callbacks_) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
-  return callbacks_->table().find(id & ~kClientHostedCap, ifaceId);
+  MutexLock lock(slow_->callbacksMu);
+  if (!slow_->callbacks) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
+  return slow_->callbacks->table().find(id & ~kClientHostedCap, ifaceId);
 }
 
 }  // namespace lrpc

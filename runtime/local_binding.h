@@ -1,6 +1,8 @@
 // The client side of a same-host binding: the mapped A-stack region, the per-procedure
 // free lists of A-stacks, and the socket to the server's clerk. What a LocalCall works on.
-// Created by importBinding (runtime/import.h); owned through lrpc::Binding.
+// Created by importBinding (runtime/import.h); owned through lrpc::Binding. Generated code
+// inlines LocalCall, so this header holds what its fast path reads; the socket, the mapping
+// and the locks of the slow paths are out of line (Slow, in local_binding.cc).
 //
 // Thread safety: any number of threads may call through one LocalBinding at once. The call
 // path takes no lock: an A-stack is owned by one call from pop() to push(), and everything
@@ -9,24 +11,21 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
 
 #include "runtime/astack.h"
-#include "runtime/base/fd.h"
-#include "runtime/base/mutex.h"
-#include "runtime/protocol.h"
-#include "runtime/reclaim.h"
-#include "runtime/shm.h"
+#include "runtime/base/duration.h"
 #include "runtime/base/status.h"
+#include "runtime/pending.h"
 #include "runtime/transfer.h"
 
 namespace lrpc {
 
 struct HostedObject;  // runtime/capability.h
+class OwnedFd;        // runtime/base/fd.h
+class SharedMemory;   // runtime/shm.h
 
 namespace detail {
 
@@ -102,7 +101,7 @@ class LocalBinding {
   };
 
   LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout, SharedMemory region, OwnedFd socket,
-               uint64_t key, TransferMode mode, std::chrono::nanoseconds astackWait);
+               uint64_t key, TransferMode mode, Duration astackWait);
   ~LocalBinding();
   LocalBinding(const LocalBinding&) = delete;
   LocalBinding& operator=(const LocalBinding&) = delete;
@@ -119,7 +118,7 @@ class LocalBinding {
   }
   Slot& slot(uint32_t index) noexcept { return slots_[index]; }
   // The start of A-stack `index`'s argument segment (after argOutOfBand succeeded).
-  const std::byte* argSegmentBase(uint32_t index) const noexcept { return slots_[index].argSegment->data(); }
+  const std::byte* argSegmentBase(uint32_t index) const noexcept;
   uint64_t key() const noexcept { return key_; }
   TransferMode mode() const noexcept { return mode_; }
 
@@ -127,10 +126,10 @@ class LocalBinding {
   // Waits for a free A-stack of procedure p: up to the import's astackWait (then
   // kResourceExhausted), or the call's timeout if that is shorter (then kDeadlineExceeded).
   // `reclaim` runs between tries (an asynchronous call's queue gives A-stacks back).
-  Result<uint32_t> acquireSlow(uint32_t p, std::chrono::nanoseconds callTimeout, detail::Reclaim reclaim = {}) noexcept;
+  Result<uint32_t> acquireSlow(uint32_t p, Duration callTimeout, detail::Reclaim reclaim = {}) noexcept;
   // Asks the clerk for the A-stack's server thread (first use). A call's timeout bounds the
   // wait for the clerk too (kDeadlineExceeded): a slow server is not a dead one.
-  Status startAStack(uint32_t index, std::chrono::nanoseconds callTimeout = {}) noexcept;
+  Status startAStack(uint32_t index, Duration callTimeout = {}) noexcept;
   // Waits for the return of call `seq` on A-stack `index` beyond the inline spin.
   Status waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs,
                     uint32_t adaptiveSpins = detail::kAdaptiveSpins) noexcept;
@@ -158,16 +157,10 @@ class LocalBinding {
 
   const InterfaceDescriptor& iface() const noexcept { return iface_; }
   const RegionLayout& layout() const noexcept { return layout_; }
-  int socket() const noexcept { return socket_.get(); }
+  int socket() const noexcept;
 
  private:
-  // Sends `request` and waits for the reply of type `want` for the same A-stack; replies for
-  // other A-stacks that arrive meanwhile are kept in pending_.
-  // deadlineNs (monotonic, 0 for none) bounds the wait for the reply below the clerk's own
-  // limit: then kDeadlineExceeded, and the binding stays usable (a late reply waits in pending_).
-  // `attach` (>= 0) is an fd sent with the request.
-  Status exchangeLocked(const detail::Message& request, detail::MsgType want, detail::Message* reply,
-                        OwnedFd* fd, int64_t deadlineNs = 0, int attach = -1) noexcept LRPC_REQUIRES(sockMu_);
+  struct Slow;
   void reclaimAbandoned() noexcept;
 
   // Hot fields first.
@@ -181,29 +174,9 @@ class LocalBinding {
 
   const InterfaceDescriptor& iface_;
   RegionLayout layout_;
-  std::chrono::nanoseconds astackWait_;
-  SharedMemory region_;
-  OwnedFd socket_;
-
-  struct Pending {
-    detail::Message message;
-    OwnedFd fd;
-  };
-  Mutex sockMu_;
-  std::vector<Pending> pending_ LRPC_GUARDED_BY(sockMu_);
-
-  struct Abandoned {
-    uint32_t index;
-    uint32_t seq;
-  };
-  Mutex abandonedMu_;
-  std::vector<Abandoned> abandoned_ LRPC_GUARDED_BY(abandonedMu_);
-  std::atomic<bool> anyAbandoned_{false};
-
-  // Taken before sockMu_ when both are. Last member: it goes first, so the server's calls on
-  // our objects end before the rest of the binding does.
-  mutable Mutex callbacksMu_;
-  std::unique_ptr<detail::CallbackHost> callbacks_ LRPC_GUARDED_BY(callbacksMu_);
+  // Last member: it goes first, and the server's calls on our objects (its callback host)
+  // end before the rest of the binding does.
+  std::unique_ptr<Slow> slow_;
 };
 
 }  // namespace lrpc

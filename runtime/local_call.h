@@ -272,7 +272,7 @@ class LocalCall {
   uint32_t looks_ = 0;       // await()s that found no return yet
   int64_t deadline_ = 0;     // Async: monotonic ns, 0 for none
   const std::byte* tailBase_ = nullptr;
-  std::chrono::nanoseconds timeout_;
+  Duration timeout_;
   std::span<const std::byte> resultTail_;
   Status status_;
 };

@@ -15,24 +15,28 @@
 // and makes the fd readable; it runs no user code.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <list>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <utility>
 
-#include "runtime/base/fd.h"
-#include "runtime/base/mutex.h"
+#include "runtime/base/duration.h"
 #include "runtime/base/status.h"
 
 namespace lrpc {
 
 namespace detail {
+
+// What a call that waits for a free A-stack runs now and then meanwhile
+// (LocalBinding::acquireSlow): an asynchronous call's queue completes the calls its thread
+// holds, so that their A-stacks come back (CompletionState::reclaim). Nothing for a
+// synchronous call.
+struct Reclaim {
+  void (*fn)(void*) = nullptr;
+  void* context = nullptr;
+};
 
 // One asynchronous call, whatever its path and result type. Driven by one thread at a time.
 class AsyncOp {
@@ -72,68 +76,45 @@ class FailedCall final : public AsyncResult<T> {
   void cancel() noexcept override {}
 };
 
+// What then() hands a queue: the caller's function with the call's result, run by poll().
+class Continuation {
+ public:
+  virtual ~Continuation() = default;
+  virtual void run() = 0;
+};
+
 // The shared state of a Completions queue: its entries outlive the queue object while a
 // Pending started on it still exists. Every call started on the queue has an entry from start
 // until its result is taken, and is driven only by a thread that marked its entry driven, so
-// that the fd thread, poll() and the Pending's owner never drive one call at once.
+// that the fd thread, poll() and the Pending's owner never drive one call at once. An
+// interface here, its locks and thread out of line (completions.cc): generated code reaches
+// this header.
 class CompletionState {
  public:
-  CompletionState() = default;
-  CompletionState(const CompletionState&) = delete;
-  CompletionState& operator=(const CompletionState&) = delete;
-  ~CompletionState();
+  static std::shared_ptr<CompletionState> make();
+  virtual ~CompletionState() = default;
 
   // A call started on the queue (its Pending keeps `op`).
-  void enlist(AsyncOp* op);
+  virtual void enlist(AsyncOp* op) = 0;
   // then(): the queue takes `op` over and runs `done` from poll() once it has completed.
-  void adopt(std::unique_ptr<AsyncOp> op, std::function<void()> done);
+  virtual void adopt(std::unique_ptr<AsyncOp> op, std::unique_ptr<Continuation> done) = 0;
   // co_await: poll() resumes `waiter` once `op` has completed.
-  void watch(AsyncOp* op, std::coroutine_handle<> waiter);
+  virtual void watch(AsyncOp* op, std::coroutine_handle<> waiter) = 0;
   // The Pending of `op` takes its result or goes away: waits until no thread drives it, then
   // forgets it.
-  void forget(AsyncOp* op) noexcept;
+  virtual void forget(AsyncOp* op) noexcept = 0;
   // The Pending's own ready() (0) and wait(): drives `op` unless another thread does.
-  bool advance(AsyncOp* op, int64_t untilNs) noexcept;
-  void cancel(AsyncOp* op) noexcept;
+  virtual bool advance(AsyncOp* op, int64_t untilNs) noexcept = 0;
+  virtual void cancel(AsyncOp* op) noexcept = 0;
   // A call on the queue waits for an A-stack: completes whatever has completed, so that calls
   // this thread holds give theirs back (continuations do not run).
-  void reclaim() noexcept;
+  virtual void reclaim() noexcept = 0;
 
-  size_t poll();
-  size_t run(std::chrono::nanoseconds timeout);
-  size_t size() const noexcept;
-  Result<int> fd() noexcept;
-  void stop() noexcept;
-
- private:
-  struct Entry {
-    std::unique_ptr<AsyncOp> owned;  // then()
-    AsyncOp* op = nullptr;
-    std::function<void()> done;        // then()
-    std::coroutine_handle<> waiter;    // co_await
-    bool driving = false;              // a thread drives op outside mu_
-    bool continues() const noexcept { return done || waiter; }
-  };
-  // The entry of `op`, once no thread drives it; end() if there is none.
-  std::list<Entry>::iterator settled(AsyncOp* op) LRPC_REQUIRES(mu_);
-  // Drives `e` until `untilNs` off the lock; mu_ held on entry and on return.
-  bool drive(Entry& e, int64_t untilNs) LRPC_REQUIRES(mu_);
-  // Completed entries with a continuation (not driven by anyone), moved out of the list.
-  std::list<Entry> takeCompleted() LRPC_REQUIRES(mu_);
-  // Looks at every call that nobody drives once, without waiting.
-  void lookAll() LRPC_REQUIRES(mu_);
-  // Drives the first entry that needs it until `untilNs`; false if there was none.
-  bool driveOne(int64_t untilNs) LRPC_REQUIRES(mu_);
-  void waiterLoop() noexcept;
-  void signal() noexcept LRPC_REQUIRES(mu_);
-
-  mutable Mutex mu_;
-  std::condition_variable_any changed_;  // an entry was added, or stopped being driven, or stop_ set
-  std::list<Entry> entries_ LRPC_GUARDED_BY(mu_);
-  bool stop_ LRPC_GUARDED_BY(mu_) = false;
-  bool signalled_ LRPC_GUARDED_BY(mu_) = false;  // the eventfd holds a count poll() has not read
-  OwnedFd event_ LRPC_GUARDED_BY(mu_);  // fd(): the eventfd
-  std::thread waiter_;   // started by fd()
+  virtual size_t poll() = 0;
+  virtual size_t run(Duration timeout) = 0;
+  virtual size_t size() const noexcept = 0;
+  virtual Result<int> fd() noexcept = 0;
+  virtual void stop() noexcept = 0;
 };
 
 }  // namespace detail
@@ -142,7 +123,7 @@ class CompletionState {
 // Thread-safe; continuations run on whichever thread calls poll() or run().
 class Completions {
  public:
-  Completions() : state_(std::make_shared<detail::CompletionState>()) {}
+  Completions() : state_(detail::CompletionState::make()) {}
   // Stops the fd thread. Calls handed over with then() are cancelled and their continuations
   // never run; a coroutine still suspended on the queue is never resumed (destroy it).
   ~Completions() { state_->stop(); }
@@ -154,7 +135,7 @@ class Completions {
   // how many ran. A continuation may start more calls on the queue.
   size_t poll() { return state_->poll(); }
   // As poll(), but first waits up to `timeout` for a completion, driving the calls itself.
-  size_t run(std::chrono::nanoseconds timeout) { return state_->run(timeout); }
+  size_t run(Duration timeout) { return state_->run(timeout); }
   // Calls on the queue whose continuations have not run yet.
   size_t size() const noexcept { return state_->size(); }
   // A file descriptor that polls readable while a completion waits for poll(), for an epoll or
@@ -213,7 +194,8 @@ class [[nodiscard]] Pending {
   }
   // Hands the call to `queue`, which runs fn(result) from its poll() once the call completes
   // (on the next poll() if it has already). The Pending is empty afterwards.
-  void then(Completions& queue, std::function<void(T)> fn) &&;
+  template <class F>
+  void then(Completions& queue, F fn) &&;
 
   // co_await: on a queue, the coroutine is resumed by the queue's poll(); without one, it
   // waits here (the call still ran beside the caller's work until the co_await).
@@ -258,12 +240,19 @@ class [[nodiscard]] Pending {
 };
 
 template <class T>
-void Pending<T>::then(Completions& queue, std::function<void(T)> fn) && {
+template <class F>
+void Pending<T>::then(Completions& queue, F fn) && {
   if (op_ == nullptr) return;
   if (queue_ && queue_ != queue.state()) queue_->forget(op_.get());
+  struct Then final : detail::Continuation {
+    Then(detail::AsyncResult<T>* r, F&& f) : result(r), fn(std::move(f)) {}
+    void run() override { fn(result->take()); }
+    detail::AsyncResult<T>* result;  // owned by the queue's entry, with this
+    F fn;
+  };
   detail::AsyncResult<T>* raw = op_.get();
   queue_.reset();
-  queue.state()->adopt(std::move(op_), [raw, fn = std::move(fn)]() { fn(raw->take()); });
+  queue.state()->adopt(std::move(op_), std::make_unique<Then>(raw, std::move(fn)));
 }
 
 }  // namespace lrpc

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <bit>
-#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -32,10 +31,11 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/base/duration.h"
 #include "runtime/base/status.h"
 #include "runtime/codec.h"
 #include "runtime/codec_view.h"
-#include "runtime/reclaim.h"
+#include "runtime/pending.h"
 #include "runtime/reply.h"
 
 // Generated headers check this against the value they were generated for.
@@ -102,7 +102,7 @@ inline bool isA(const InterfaceDescriptor& iface, uint64_t id) noexcept {
 // same-host call starts counting it when its brief inline spin ends (local_call.h), a few
 // microseconds after the call began, so that a fast call never reads the clock.
 struct CallOptions {
-  std::chrono::nanoseconds timeout{0};
+  Duration timeout;
 };
 
 // A growable byte buffer with inline room for small messages, so that a small remote call

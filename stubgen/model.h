@@ -51,7 +51,7 @@ struct Type {
   // List whose elements are Lists or such structs.
   bool coded = false;
   // kStruct: a struct field whose struct can contain the field's struct again (Foo.b :Bar,
-  // Bar.f :Foo): held through lrpc::Box (runtime/box.h), nullable, as capnp's pointers are.
+  // Bar.f :Foo): held through lrpc::Box (runtime/codec.h), nullable, as capnp's pointers are.
   bool boxed = false;
   std::shared_ptr<const Type> elemType;  // kList: the element
   // kStruct (kList: of struct elements): offsets of every Bool inside one value, nested

@@ -3,6 +3,7 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/cap_table.h"
 #include "runtime/callbacks.h"
 #include "transport/secure_client_endpoint.h"
 #include "transport/server.h"

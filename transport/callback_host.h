@@ -20,6 +20,7 @@
 #include <optional>
 #include <string_view>
 
+#include "runtime/cap_table.h"
 #include "runtime/capability.h"
 #include "transport/client.h"
 #include "transport/netns.h"

@@ -390,7 +390,7 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
   if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "request larger than 4 GiB");
   p.procedure = static_cast<uint16_t>(procedure);
   p.request = request;
-  const auto timeout = std::chrono::duration_cast<Clock::duration>(options.timeout);
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(options.timeout.count()));
   {
     std::unique_lock lock(mu_);
     // The window: seq s may go out only when s - window has finished, so its slot is free.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/cap_table.h"
 #include "runtime/callbacks.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/cap_table.h"
 #include "runtime/stub_support.h"
 #include "transport/buffer_shelf.h"
 #include "transport/endpoint.h"

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "transport/server.h"
+#include "runtime/cap_table.h"
 
 namespace lrpc::net {
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/capability.h"
+#include "runtime/cap_table.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "tests/caps/caps_impl.h"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/capability.h"
+#include "runtime/cap_table.h"
 #include "tests/caps/caps_impl.h"
 
 namespace lrpc::testing {

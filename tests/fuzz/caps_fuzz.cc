@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/capability.h"
+#include "runtime/cap_table.h"
 #include "tests/caps/caps_impl.h"
 #include "tests/fuzz/dispatch_fuzz.h"
 #include "tests/testing/in_process_channel.h"
