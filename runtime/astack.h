@@ -21,7 +21,7 @@ namespace lrpc {
 struct InterfaceDescriptor;
 
 inline constexpr uint32_t kRegionMagic = 0x4350524c;  // "LRPC" in memory order
-inline constexpr uint32_t kRegionVersion = 3;
+inline constexpr uint32_t kRegionVersion = 4;
 inline constexpr uint32_t kCacheLine = 64;
 // Bytes of each of the two control blocks of an A-stack: the call block opens its first cache
 // line (the arguments follow it), the return block opens a later line (the results follow it).
@@ -67,7 +67,11 @@ struct AStackControl {
   uint64_t key;                      // the binding's key, checked by the server on every call
   uint32_t argTail;                  // bytes of argument tail (inline or out of band)
   uint8_t argFlags;                  // kTailOutOfBand, kTailStreaming
-  uint8_t reserved[3];
+  uint8_t reserved;
+  // A callback binding's call only (runtime/callbacks.h): 1 + the index of the caller's
+  // A-stack whose call this callback serves, so that the thread waiting for that call may run
+  // it; 0 for a callback no waiting call caused. Untrusted, like every field here.
+  uint16_t origin;
   std::atomic<uint32_t> argReady;    // kTailStreaming: the first argReady tail bytes are final
   std::atomic<uint32_t> serverSleeping;  // 1 while the server thread sleeps (or is about to) on callWord
 };
@@ -76,6 +80,7 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be p
 static_assert(sizeof(std::atomic<uint32_t>) == 4);
 static_assert(offsetof(AStackControl, procedure) == 4 && offsetof(AStackControl, key) == 8 &&
               offsetof(AStackControl, argTail) == 16 && offsetof(AStackControl, argFlags) == 20 &&
+              offsetof(AStackControl, origin) == 22 &&
               offsetof(AStackControl, argReady) == 24 && offsetof(AStackControl, serverSleeping) == 28);
 
 // The return block: kControlBytes at the start of an A-stack's return line (frame offset
@@ -90,12 +95,15 @@ struct ReturnControl {
   // Client -> server: the sequence number of a call the client gave up (cancelled, or past its
   // deadline) while its handler may run; 0 for none. A hint for the handler (callCancelled()).
   std::atomic<uint32_t> cancelWord;
-  uint8_t reserved2[12];
+  // Client -> server: the sequence number of the call whose thread is waiting for it and runs
+  // the callbacks it causes meanwhile (a binding that passed callbacks); 0 when nobody does.
+  std::atomic<uint32_t> guestSeq;
+  uint8_t reserved2[8];
 };
 static_assert(sizeof(ReturnControl) == kControlBytes);
 static_assert(offsetof(ReturnControl, resultTail) == 4 && offsetof(ReturnControl, status) == 8 &&
               offsetof(ReturnControl, resultFlags) == 9 && offsetof(ReturnControl, clientSleeping) == 12 &&
-              offsetof(ReturnControl, cancelWord) == 16);
+              offsetof(ReturnControl, cancelWord) == 16 && offsetof(ReturnControl, guestSeq) == 20);
 
 // Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
 // relative to the frame, which starts kControlBytes into the A-stack.

@@ -3,8 +3,11 @@
 // return. One per A-stack a client has used; started by the clerk, stopped with the binding.
 #include "runtime/exporter_parts.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "runtime/cap_table.h"
 #include "runtime/base/log.h"
@@ -215,6 +218,12 @@ std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ct
                           pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr, &ret->cancelWord,
                           seq);
     const detail::CurrentCall current(call);
+    // Relaxed: set by the clerk before the client passes its first callback, which it does in
+    // a call's frame; a call that races it names no origin, and its callbacks go to the host.
+    std::optional<detail::CallOrigin> origin;
+    if (hasCallbacks.load(std::memory_order_relaxed)) [[unlikely]] {
+      origin.emplace(this, static_cast<uint16_t>(slot->index + 1), &ret->guestSeq, seq);
+    }
     s = exp->iface->dispatch(exp->impl, procedure, call);
     resultTail = call.length();
     resultFlags = call.flags();
@@ -336,6 +345,46 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   return false;
 }
 
+bool Connection::enterGuest() noexcept {
+  // Acquire: pairs with the clerk's release after the handshake.
+  if (!guestReady.load(std::memory_order_acquire)) return false;
+  MutexLock lock(live->mu);
+  if (!live->alive) return false;
+  // Relaxed: the teardown reads it after it cleared `alive` under the same lock.
+  guests.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Connection::leaveGuest() noexcept {
+  // Release: the teardown, seeing no guest, may unmap what this one read.
+  guests.fetch_sub(1, std::memory_order_release);
+}
+
+bool Connection::serveGuest(uint16_t origin) noexcept {
+  for (const auto& owned : slots) {
+    ServerSlot* slot = owned.get();
+    // Acquire: pairs with the clerk's release before it started the slot's thread.
+    if (!slot->started.load(std::memory_order_acquire)) continue;
+    AStackControl* ctl = control(slot->index);
+    // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
+    const uint32_t seq = ctl->callWord.load(std::memory_order_acquire);
+    // Relaxed: a first look only; claim() decides.
+    if (!newer(seq, slot->served.load(std::memory_order_relaxed))) continue;
+    if (detail::loadOnce(ctl->origin) != origin) continue;
+    // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
+    if (slot->stop.load(std::memory_order_acquire)) continue;
+    if (!claim(*slot, seq)) continue;
+    runCall(slot, seq);
+    return true;
+  }
+  return false;
+}
+
+bool Connection::forGuest(ServerSlot* slot) const noexcept {
+  if (guestSeats.base == nullptr) return false;
+  return guestSeats.taken(detail::loadOnce(control(slot->index)->origin));
+}
+
 void Connection::serve(ServerSlot* slot, uint32_t last) {
   struct Helper {
     Connection* conn;
@@ -360,11 +409,15 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
     last = to->served.load(std::memory_order_acquire);
     return true;
   };
+  // After leaving a call to a guest, the next wait sleeps at once: the guest's caller keeps
+  // its callbacks coming, and a thread spinning beside the two would only take their CPU.
+  TransferMode waitMode = mode;
   for (;;) {
     ServerSlot* at = helper.slot;
     AStackControl* ctl = control(at->index);
     uint32_t seq = 0;
-    const detail::WaitResult r = detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, mode, at->stop, &seq, help);
+    const detail::WaitResult r = detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, waitMode, at->stop, &seq, help);
+    waitMode = mode;
     if (r == detail::WaitResult::kHelped) {
       // Served another A-stack's call; we may serve that one now (help moved helper.slot).
       if (helper.slot != at) last = helper.slot->served.load(std::memory_order_acquire);
@@ -375,6 +428,11 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
     // A helper that took our call gave us its A-stack: serve that one instead. Looked at
     // before claiming too, so that both threads do not stay on one A-stack.
     if (adopt(at)) continue;
+    // A callback whose caller waits for the call it serves: that thread runs it.
+    if (forGuest(at)) [[unlikely]] {
+      waitMode = TransferMode::kBlock;
+      continue;
+    }
     if (claim(*at, seq)) {
       runCall(at, seq);
     } else {

@@ -35,7 +35,8 @@ struct CallbackHost::Parts {
 
 CallbackHost::CallbackHost(std::unique_ptr<Parts> parts) noexcept : parts_(std::move(parts)) {}
 
-Result<std::unique_ptr<CallbackHost>> CallbackHost::start(uint32_t maxCapabilities, OwnedFd* peerEnd) {
+Result<std::unique_ptr<CallbackHost>> CallbackHost::start(uint32_t maxCapabilities, OwnedFd* peerEnd,
+                                                          GuestSeats seats) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return Status::fromErrno(errno, "socketpair");
   OwnedFd ours(fds[0]);
@@ -58,6 +59,7 @@ Result<std::unique_ptr<CallbackHost>> CallbackHost::start(uint32_t maxCapabiliti
   c.exp = &e;
   c.sock = std::move(ours);
   c.caps = std::make_unique<CapTable>(maxCapabilities);
+  c.guestSeats = seats;
   c.clerk = std::thread([&c] { c.run(); });
   *peerEnd = std::move(theirs);
   return std::unique_ptr<CallbackHost>(new CallbackHost(std::move(parts)));
@@ -76,5 +78,32 @@ CallbackHost::~CallbackHost() {
 }
 
 CapTable& CallbackHost::table() noexcept { return *parts_->conn.caps; }
+
+bool CallbackHost::enterGuest() noexcept { return parts_->conn.enterGuest(); }
+void CallbackHost::leaveGuest() noexcept { parts_->conn.leaveGuest(); }
+bool CallbackHost::serveGuest(uint16_t origin) noexcept { return parts_->conn.serveGuest(origin); }
+
+bool GuestSeats::taken(uint16_t origin) const noexcept {
+  if (base == nullptr || origin == 0 || origin > layout->astackCount()) return false;
+  const auto* ret = reinterpret_cast<const ReturnControl*>(base + layout->returnOffset(origin - 1u));
+  // Seq_cst fence: our load of the call word comes before this load, as the guest's clearing
+  // of this word comes before its last look at the call words (LocalBinding::waitReturnAsGuest):
+  // either we see it cleared, or it sees the call.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return ret->guestSeq.load(std::memory_order_relaxed) != 0;
+}
+
+namespace {
+thread_local const CallOrigin* tlsOrigin = nullptr;
+}  // namespace
+
+CallOrigin::CallOrigin(const void* c, uint16_t o, const std::atomic<uint32_t>* g, uint32_t s) noexcept
+    : conn(c), origin(o), guestSeq(g), seq(s), outer_(tlsOrigin) {
+  tlsOrigin = this;
+}
+
+CallOrigin::~CallOrigin() { tlsOrigin = outer_; }
+
+const CallOrigin* CallOrigin::current() noexcept { return tlsOrigin; }
 
 }  // namespace lrpc::detail

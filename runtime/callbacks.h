@@ -9,12 +9,17 @@
 // procedure, the capability tunnel, and its export table holds the objects this process passed
 // to the peer; their ids travel with kClientHostedCap set (runtime/capability.h).
 //
-// So a server calling back while its client waits for it (a re-entrant call) completes: the
-// callback runs on the client's callback thread, not on the thread that waits. When either
-// process dies or the binding ends, the socketpair closes and every object is released.
+// A callback that serves a call the client is waiting for runs on the thread that waits (as
+// Binder runs a transaction's nested calls), so that it costs no third thread: the server marks
+// it with the A-stack of the call it serves, and the waiting thread looks for such calls while
+// it spins (runtime/astack_format.md, "Callbacks run by the waiting caller"). Any other
+// callback, and one whose caller is not spinning, runs on the callback binding's own threads.
+// Either way a server calling back while its client waits (a re-entrant call) completes. When
+// either process dies or the binding ends, the socketpair closes and every object is released.
 // Internal: neither installed for users nor part of the generated-code contract.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -25,18 +30,48 @@
 namespace lrpc {
 
 class CapTable;
+class RegionLayout;
 
 namespace detail {
 
 // What a callback binding serves: the tunnel, and nothing else.
 extern const InterfaceDescriptor kCallbackInterface;
 
+// Where the callers of the forward binding say that they run their calls' callbacks: the
+// return blocks of its region (ReturnControl::guestSeq), read by the callback threads.
+struct GuestSeats {
+  const std::byte* base = nullptr;
+  const RegionLayout* layout = nullptr;
+  // Whether a caller waits on A-stack `origin` - 1 and runs its callbacks (a bad index: no).
+  bool taken(uint16_t origin) const noexcept;
+};
+
+// The forward call the calling thread serves (set around dispatch by a binding that has its
+// client's callbacks): what the callbacks it makes name as their origin.
+class CallOrigin {
+ public:
+  CallOrigin(const void* conn, uint16_t origin, const std::atomic<uint32_t>* guestSeq, uint32_t seq) noexcept;
+  ~CallOrigin();
+  CallOrigin(const CallOrigin&) = delete;
+  CallOrigin& operator=(const CallOrigin&) = delete;
+  static const CallOrigin* current() noexcept;
+
+  const void* const conn;                       // the forward binding's server side
+  const uint16_t origin;                        // 1 + the A-stack index of the call
+  const std::atomic<uint32_t>* const guestSeq;  // that A-stack's ReturnControl::guestSeq
+  const uint32_t seq;                           // the call's sequence number
+
+ private:
+  const CallOrigin* outer_;
+};
+
 // The reverse direction of one same-host binding, in the process that imported it.
 class CallbackHost {
  public:
   // Starts serving one end of a fresh socketpair; `peerEnd` gets the other, for the peer's
   // clerk. At most `maxCapabilities` objects may be passed at once (kResourceExhausted beyond).
-  static Result<std::unique_ptr<CallbackHost>> start(uint32_t maxCapabilities, OwnedFd* peerEnd);
+  // `seats` are the forward binding's return blocks.
+  static Result<std::unique_ptr<CallbackHost>> start(uint32_t maxCapabilities, OwnedFd* peerEnd, GuestSeats seats);
   // Ends the callback binding (the peer's calls on our objects then fail with kPeerDied), joins
   // its threads and drops every object.
   ~CallbackHost();
@@ -45,6 +80,14 @@ class CallbackHost {
 
   // The objects the peer may call. Closed (adds fail) once the peer has gone.
   CapTable& table() noexcept;
+
+  // A thread waiting for a call of the forward binding runs the callbacks it causes: between
+  // enterGuest() (false once the peer has gone: nothing to run) and leaveGuest(), which the
+  // callback binding's teardown waits for, serveGuest(origin) runs one waiting call marked
+  // with `origin`, if there is one.
+  bool enterGuest() noexcept;
+  void leaveGuest() noexcept;
+  bool serveGuest(uint16_t origin) noexcept;
 
  private:
   struct Parts;

@@ -205,7 +205,26 @@ class CapChannel final : public CallChannel {
     options.timeout = std::chrono::milliseconds(200);
     MessageBuffer none;
     const detail::CapCallArgs head{{0, 0}, import_.id, kReleaseCap, 0};
-    (void)tunnel(*import_.root, head, OutMessage(std::span<const std::byte>()), none, options);
+    const Binding& root = *import_.root;
+    if (!root.remote && root.local->guestWaits()) {
+      // A callback dropped while serving a call whose caller waits: that caller runs the
+      // release before its call returns (runtime/callbacks.h), so nobody waits for it here,
+      // a round trip saved.
+      LocalCall call(root, root.iface->procedureCount - 1, options, LocalCall::Async{}, {});
+      if (!tunnelIn(call, head, OutMessage(std::span<const std::byte>())).isOk() || !call.start().isOk()) return;
+      // Looked at again after the release was rung (ringReverse fences): if the caller still
+      // waits, its last look at its callbacks sees the release. The A-stack then stays out of
+      // the pool until the release has run.
+      if (root.local->guestWaits()) {
+        call.cancel();
+        return;
+      }
+      // It stopped waiting meanwhile: as below, the release is done when we return.
+      while (!call.await(detail::monotonicNs() + 1'000'000)) {
+      }
+      return;
+    }
+    (void)tunnel(root, head, OutMessage(std::span<const std::byte>()), none, options);
   }
 
   Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,

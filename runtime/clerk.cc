@@ -4,6 +4,7 @@
 #include "runtime/exporter_parts.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -100,6 +101,10 @@ Status Connection::handshake() {
     slot->procedure = layout.procedureOf(i);
     slots.push_back(std::move(slot));
   }
+  // Before the Welcome: a callback binding's first call may come right after it, and its
+  // caller, waiting, runs it (a guest) only once this is set.
+  // Release: a guest that sees it (enterGuest) sees the region and slots made above.
+  guestReady.store(true, std::memory_order_release);
   detail::Welcome w{};
   w.key = key;
   w.regionBytes = layout.regionBytes();
@@ -135,6 +140,11 @@ bool Connection::importCallbacks(OwnedFd fd) {
     Result<std::shared_ptr<Binding>> b =
         detail::importOverSocket(std::move(fd), exp->name + " (callbacks)", detail::kCallbackInterface, options);
     if (b.isOk()) {
+      // Its calls say which of our calls they serve, so that the caller waiting for that call
+      // may run them (runtime/callbacks.h).
+      (*b)->local->markReverse(this);
+      // Relaxed: read by our server threads only to name a callback's origin, a hint.
+      hasCallbacks.store(true, std::memory_order_relaxed);
       MutexLock lock(callbacksMu);
       callbacks = std::move(*b);
     } else {
@@ -244,6 +254,11 @@ void Connection::run() {
     MutexLock lock(live->mu);
     live->alive = false;
   }
+  // A callback binding's guests (threads of our own process running callbacks their calls
+  // caused) finish the call they run first: they see `alive` cleared and enter no more. They
+  // wait for a forward call, whose server is gone or going, so they leave soon.
+  // Acquire: pairs with leaveGuest's release; after it nothing they did touches the region.
+  while (guests.load(std::memory_order_acquire) != 0) ::sched_yield();
   stopThreads();
   // Its objects go now, not when the acceptor reaps us: they may hold the client's callbacks,
   // which we drop too (the client's callback host then sees us leave and drops ours).

@@ -19,6 +19,7 @@
 
 #include "runtime/astack.h"
 #include "runtime/base/fd.h"
+#include "runtime/callbacks.h"
 #include "runtime/base/mutex.h"
 #include "runtime/cap_table.h"
 #include "runtime/capability.h"
@@ -126,6 +127,14 @@ struct Connection {
   // Server threads started for this binding's A-stacks: with one, nobody needs help.
   std::atomic<uint32_t> threadsStarted{0};
   std::atomic<bool> finished{false};
+  // Set once the client has passed callbacks: its calls then say which call a callback serves.
+  std::atomic<bool> hasCallbacks{false};
+  // A callback binding's (runtime/callbacks.h): the forward binding's callers that run their
+  // calls' callbacks, and how many threads run them now (the teardown waits for none).
+  detail::GuestSeats guestSeats;
+  std::atomic<uint32_t> guests{0};
+  // The handshake made the region and the slots: guests may look at them from now on.
+  std::atomic<bool> guestReady{false};
   bool query = false;  // an operator's query (runtime/introspect.h), not a binding
   std::thread clerk;
 
@@ -158,6 +167,12 @@ struct Connection {
   // busy than the server has cores). Its own A-stack is handed over first (ServerSlot::handoff);
   // *self becomes the A-stack it serves afterwards. True if it served one or moved.
   bool help(ServerSlot** self, std::vector<uint32_t>& seen);
+  // A callback binding's guests (CallbackHost::enterGuest and the rest).
+  bool enterGuest() noexcept;
+  void leaveGuest() noexcept;
+  bool serveGuest(uint16_t origin) noexcept;
+  // Whether call `seq` just rung on `slot` is for a waiting guest to run, not for us.
+  bool forGuest(ServerSlot* slot) const noexcept;
   void stopThreads();
 };
 

@@ -87,9 +87,11 @@ struct LocalBinding::Slow {
   std::vector<Abandoned> abandoned LRPC_GUARDED_BY(abandonedMu);
   std::atomic<bool> anyAbandoned{false};
 
-  // Taken before sockMu when both are. Last member: destroyed first (see slow_).
+  // Taken before sockMu when both are. Last members: destroyed first (see slow_).
   mutable Mutex callbacksMu;
   std::unique_ptr<detail::CallbackHost> callbacks LRPC_GUARDED_BY(callbacksMu);
+  // `callbacks`, for waiting callers without the lock: set once, gone only with the binding.
+  std::atomic<detail::CallbackHost*> guestHost{nullptr};
 };
 
 LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout, SharedMemory region,
@@ -179,6 +181,97 @@ Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs
   }
   markDead();
   return Status(Errc::kPeerDied, "server process went away during the call");
+}
+
+Status LocalBinding::waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept {
+  ReturnControl* ret = returnControl(index);
+  // Acquire: pairs with exportCallback's release; the host is complete.
+  detail::CallbackHost* host = slow_->guestHost.load(std::memory_order_acquire);
+  if (host == nullptr || !host->enterGuest()) {
+    // Relaxed: nobody runs this call's callbacks now; the server reads it after its own fence.
+    ret->guestSeq.store(0, std::memory_order_relaxed);
+    return waitReturn(index, seq, deadlineNs);
+  }
+  const auto origin = static_cast<uint16_t>(index + 1);
+  enum class Then { kReturned, kSleep, kTimedOut, kDied } then = Then::kReturned;
+  uint32_t spins = 0;
+  for (;;) {
+    // Acquire: pairs with the server's release in ring(); the results are visible after it.
+    if (detail::seqIs(ret->returnWord.load(std::memory_order_acquire), seq)) {
+      then = Then::kReturned;
+      break;
+    }
+    if (host->serveGuest(origin)) {
+      // A callback runs to its end, and only then is the deadline looked at again.
+      if (deadlineNs != 0 && detail::monotonicNs() >= deadlineNs) {
+        then = Then::kTimedOut;
+        break;
+      }
+      spins = 0;
+      continue;
+    }
+    if (mode_ == TransferMode::kAdaptive && spins >= detail::kAdaptiveSpins) {
+      then = Then::kSleep;
+      break;
+    }
+    detail::cpuRelax();
+    ++spins;
+    if (spins % detail::kYieldEvery == 0) ::sched_yield();
+    if (spins % detail::kCheckEvery == 0) {
+      if (detail::peerGone(slow_->socket.get())) {
+        then = Then::kDied;
+        break;
+      }
+      if (deadlineNs != 0 && detail::monotonicNs() >= deadlineNs) {
+        then = Then::kTimedOut;
+        break;
+      }
+    }
+  }
+  // No longer a guest. Relaxed, then a seq_cst fence before the last look at the callbacks: the
+  // server fences between ringing a callback and reading this word (ringReverse), so either it
+  // sees us gone and wakes the callback thread, or we see its callback here.
+  ret->guestSeq.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (then != Then::kDied) {
+    while (host->serveGuest(origin)) {
+    }
+  }
+  host->leaveGuest();
+  switch (then) {
+    case Then::kReturned:
+      return {};
+    case Then::kSleep:
+      return waitReturn(index, seq, deadlineNs, 0);
+    case Then::kTimedOut:
+      abandon(index, seq);
+      return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
+    case Then::kDied:
+      break;
+  }
+  markDead();
+  return Status(Errc::kPeerDied, "server process went away during the call");
+}
+
+bool LocalBinding::guestWaits() const noexcept {
+  const detail::CallOrigin* o = detail::CallOrigin::current();
+  // Relaxed: a hint; ringReverse looks again after its fence.
+  return reverse() && o != nullptr && o->conn == reverseOf_ && o->guestSeq->load(std::memory_order_relaxed) == o->seq;
+}
+
+void LocalBinding::ringReverse(AStackControl* ctl, uint32_t seq) noexcept {
+  const detail::CallOrigin* o = detail::CallOrigin::current();
+  const bool ours = o != nullptr && o->conn == reverseOf_;
+  detail::storeOnce(ctl->origin, ours ? o->origin : uint16_t{0});
+  // As ring(). Release: the callback thread or guest sees the frame and fields before seq.
+  ctl->callWord.store(seq, std::memory_order_release);
+  // Seq_cst fence: our store of seq before our loads of the guest's word and the sleeping flag,
+  // as the guest clears its word before its last look (waitReturnAsGuest) and the callback
+  // thread sets the flag before its re-load (sleepOn): we see them, or they see the call.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Relaxed (after the fence): the forward call's waiting thread runs this callback.
+  if (ours && o->guestSeq->load(std::memory_order_relaxed) == o->seq) return;
+  if (ctl->serverSleeping.load(std::memory_order_relaxed) != 0) detail::futexWake(ctl->callWord);
 }
 
 Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t untilNs, int64_t deadlineNs,
@@ -340,7 +433,7 @@ Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32
     OwnedFd peerEnd;
     Result<std::unique_ptr<detail::CallbackHost>> host = [&]() -> Result<std::unique_ptr<detail::CallbackHost>> {
       try {
-        return detail::CallbackHost::start(limit, &peerEnd);
+        return detail::CallbackHost::start(limit, &peerEnd, detail::GuestSeats{base_, &layout_});
       } catch (const std::exception& e) {  // thread or allocation failure
         return Status(Errc::kResourceExhausted, std::string("callback host: ") + e.what());
       }
@@ -357,6 +450,10 @@ Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32
     }
     if (reply.status != 0) return Status(errcFromWire(reply.status), "the server refused this client's callbacks");
     slow_->callbacks = std::move(*host);
+    // Release: a caller that sees the flag finds the host. A blocking binding's callers sleep
+    // at once, so they run no callbacks.
+    slow_->guestHost.store(slow_->callbacks.get(), std::memory_order_release);
+    if (mode_ != TransferMode::kBlock) guest_.store(true, std::memory_order_release);
   }
   Result<uint32_t> id = slow_->callbacks->table().add(object);
   if (!id.isOk()) return id.status();

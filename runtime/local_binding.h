@@ -121,6 +121,12 @@ class LocalBinding {
   const std::byte* argSegmentBase(uint32_t index) const noexcept;
   uint64_t key() const noexcept { return key_; }
   TransferMode mode() const noexcept { return mode_; }
+  // This binding has passed callbacks, so its synchronous callers run the callbacks their calls
+  // cause while they wait (runtime/callbacks.h): LocalCall waits with waitReturnAsGuest.
+  bool servesCallbacks() const noexcept { return guest_.load(std::memory_order_relaxed); }
+  // A callback binding (the server's side of a client's callbacks): its calls name the forward
+  // call they serve, and ring with ringReverse.
+  bool reverse() const noexcept { return reverseOf_ != nullptr; }
 
   // ---- slow paths, out of line ----
   // Waits for a free A-stack of procedure p: up to the import's astackWait (then
@@ -133,6 +139,17 @@ class LocalBinding {
   // Waits for the return of call `seq` on A-stack `index` beyond the inline spin.
   Status waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs,
                     uint32_t adaptiveSpins = detail::kAdaptiveSpins) noexcept;
+  // waitReturn, for a call that said in its return block (guestSeq) that its thread runs the
+  // callbacks it causes: runs them as they come, and clears guestSeq before it returns.
+  Status waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept;
+  // A callback binding's doorbell (reverse()): marks the call with the forward call this thread
+  // serves, if any, and wakes the callback thread unless that call's waiting thread runs it.
+  void ringReverse(AStackControl* ctl, uint32_t seq) noexcept;
+  // A callback binding's (reverse()): whether a call made now from this thread would be run by
+  // the waiting caller of the forward call this thread serves, before that call returns.
+  bool guestWaits() const noexcept;
+  // Made a callback binding of the forward binding whose server side is `forward` (before any call).
+  void markReverse(const void* forward) noexcept { reverseOf_ = forward; }
   // An asynchronous call's look at its return (LocalCall::await): true once call `seq` on
   // A-stack `index` has returned, waiting for it until `untilNs` at most (0: no wait).
   // kDeadlineExceeded once `deadlineNs` (0: none) has passed, the A-stack then abandoned;
@@ -169,6 +186,8 @@ class LocalBinding {
   TransferMode mode_;
   uint32_t procedureCount_;
   std::atomic<bool> dead_{false};
+  std::atomic<bool> guest_{false};   // servesCallbacks()
+  const void* reverseOf_ = nullptr;  // reverse()
   std::unique_ptr<Proc[]> procs_;
   std::unique_ptr<Slot[]> slots_;
 

@@ -132,6 +132,7 @@ class LocalCall {
 
   Status invoke() noexcept {
     if (!status_.isOk()) return status_;
+    if (lb_->servesCallbacks() && !streaming_) [[unlikely]] return invokeAsGuest();
     const uint32_t seq = launch();
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {
@@ -203,6 +204,20 @@ class LocalCall {
   }
 
  private:
+  // invoke() on a binding that passed callbacks: this thread runs the callbacks its call
+  // causes while it waits (runtime/callbacks.h), so the inline spin is left to waitReturnAsGuest.
+  Status invokeAsGuest() noexcept {
+    // Relaxed: published with the call by the release in ring(); the number publish() gives it.
+    ret_->guestSeq.store(lb_->slot(index_).seq + 1, std::memory_order_relaxed);
+    const uint32_t seq = launch();
+    const int64_t deadline = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
+    if (Status s = lb_->waitReturnAsGuest(index_, seq, deadline); !s.isOk()) {
+      keep_ = true;  // as in invoke()
+      return s;
+    }
+    return readReturn();
+  }
+
   // The returned call's status and result tail, from the return block.
   Status readReturn() noexcept {
     // The server can rewrite its return block at any time: each field is read once, and only
@@ -241,7 +256,11 @@ class LocalCall {
     ctl_->argTail = argTail_;
     ctl_->argFlags = flags;
     uint32_t seq = ++lb_->slot(index_).seq;
-    detail::ring(ctl_->callWord, ctl_->serverSleeping, seq);
+    if (lb_->reverse()) [[unlikely]] {
+      lb_->ringReverse(ctl_, seq);
+    } else {
+      detail::ring(ctl_->callWord, ctl_->serverSleeping, seq);
+    }
     return seq;
   }
 

@@ -6,12 +6,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "runtime/capability.h"
@@ -171,6 +174,106 @@ TEST_P(SameHost, CallbacksRoundTrip) {
   auto publisher = importPublisher(dir.path(), GetParam());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   checkCallbacks(*publisher);
+}
+
+// A client's object that records the thread each notify runs on; `sleep` slows each down.
+class ThreadListener final : public caps::Listener::Server {
+ public:
+  explicit ThreadListener(std::chrono::milliseconds sleep = {}) : sleep_(sleep) {}
+  Result<int64_t> notify(int64_t n) override {
+    std::this_thread::sleep_for(sleep_);
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.push_back(std::this_thread::get_id());
+    return n + 1;
+  }
+  Result<int64_t> take(const caps::Counter::Client& counter) override { return counter.add(1); }
+  // How many notifies ran on `id`, of how many.
+  std::pair<size_t, size_t> ranOn(std::thread::id id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {static_cast<size_t>(std::count(threads_.begin(), threads_.end(), id)), threads_.size()};
+  }
+
+ private:
+  std::chrono::milliseconds sleep_;
+  std::mutex mu_;
+  std::vector<std::thread::id> threads_;
+};
+
+// A callback that serves a call its caller waits for runs on that caller's thread (a spinning
+// one: in kSpin mode it never stops looking); one no waiting caller causes, on the callback
+// binding's thread.
+TEST_P(SameHost, ACallbackRunsOnTheThreadWaitingForTheCallThatCausedIt) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto publisher = importPublisher(dir.path(), GetParam());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto impl = std::make_shared<ThreadListener>();
+  auto listener = caps::Listener::Client::serve(impl);
+  const std::thread::id me = std::this_thread::get_id();
+  for (int64_t i = 0; i < 200; ++i) {
+    Result<int64_t> r = publisher->ping(listener, i);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ASSERT_EQ(*r, i + 1);
+  }
+  auto [mine, all] = impl->ranOn(me);
+  EXPECT_EQ(all, 200u);
+  if (GetParam() == TransferMode::kSpin) {
+    EXPECT_EQ(mine, 200u) << "a spinning caller runs every callback it causes";
+  }
+  if (GetParam() == TransferMode::kBlock) {
+    EXPECT_EQ(mine, 0u) << "a sleeping caller runs none";
+  }
+
+  // The server's callbacks to its subscribers serve publish(): its caller runs them too.
+  ASSERT_TRUE(publisher->subscribe(listener).isOk());
+  ASSERT_TRUE(publisher->subscribe(listener).isOk());
+  Result<caps::Publisher::PublishResults> published = publisher->publish(10);
+  ASSERT_TRUE(published.isOk()) << published.status().toString();
+  EXPECT_EQ(published->answered, 2u);
+  EXPECT_EQ(published->sum, 22);
+  std::tie(mine, all) = impl->ranOn(me);
+  EXPECT_EQ(all, 202u);
+  if (GetParam() == TransferMode::kSpin) {
+    EXPECT_EQ(mine, 202u);
+  }
+
+  // An asynchronous call's caller does not wait spinning: the callback thread runs its callbacks.
+  auto pending = publisher->async().ping(listener, 41);
+  Result<int64_t> late = pending.wait();
+  ASSERT_TRUE(late.isOk()) << late.status().toString();
+  EXPECT_EQ(*late, 42);
+  std::tie(mine, all) = impl->ranOn(me);
+  EXPECT_EQ(all, 203u);
+  if (GetParam() == TransferMode::kSpin) {
+    EXPECT_EQ(mine, 202u) << "the asynchronous call's callback ran here";
+  }
+  ASSERT_TRUE(publisher->clear().isOk());
+}
+
+// A caller that runs a slow callback of its own call still honours its deadline once the
+// callback returns, and the binding serves the next call.
+TEST_P(SameHost, ACallerRunningItsCallbackStillHasADeadline) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto publisher = importPublisher(dir.path(), GetParam());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto slow = caps::Listener::Client::serve(std::make_shared<ThreadListener>(std::chrono::milliseconds(200)));
+  CallOptions quick;
+  quick.timeout = std::chrono::milliseconds(30);
+  const auto start = std::chrono::steady_clock::now();
+  Result<int64_t> r = publisher->withOptions(quick).ping(slow, 1);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.status().code(), Errc::kDeadlineExceeded) << r.status().toString();
+  EXPECT_LT(took, std::chrono::seconds(5));
+  auto fast = caps::Listener::Client::serve(std::make_shared<ThreadListener>());
+  // The late reply of the first call goes nowhere; the binding still works.
+  for (int i = 0; i < 3; ++i) {
+    Result<int64_t> again = publisher->ping(fast, 5);
+    ASSERT_TRUE(again.isOk()) << again.status().toString();
+    EXPECT_EQ(*again, 6);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
