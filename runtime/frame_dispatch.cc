@@ -264,20 +264,25 @@ Status serveCapCall(ServerCall& call) noexcept {
     if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
     return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
   }
-  Result<HostedObject> object = table->find(head.object, head.iface);
-  if (!object.isOk()) return object.status();
-  // The tunnel's own procedure is not a target: a capability call never nests another.
-  if (object->iface->carriesCaps && head.procedure + 1 == object->iface->procedureCount) {
-    return Status(Errc::kBadFrame, "capability call: procedure out of range");
-  }
-  if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
-  // Copy "E" of the whole inner frame: the client may still write the shared one.
-  MessageBuffer request;
-  if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
-  if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
   MessageBuffer reply;
-  if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table, &call); !s.isOk()) return s;
-  if (call.deferred()) return {};  // the inner call was deferred, and this one with it
+  {
+    Result<HostedObject> object = table->find(head.object, head.iface);
+    if (!object.isOk()) return object.status();
+    // The tunnel's own procedure is not a target: a capability call never nests another.
+    if (object->iface->carriesCaps && head.procedure + 1 == object->iface->procedureCount) {
+      return Status(Errc::kBadFrame, "capability call: procedure out of range");
+    }
+    if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
+    // Copy "E" of the whole inner frame: the client may still write the shared one.
+    MessageBuffer request;
+    if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
+    if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
+    if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table, &call); !s.isOk()) return s;
+    if (call.deferred()) return {};  // the inner call was deferred, and this one with it
+    // Our reference to the object is dropped here, before the first store into the return
+    // lines: its atomic decrement would wait for the line the client spins on, which the
+    // client then takes back before the return word is stored (a second transfer).
+  }
   return writeTunnelResults(call, reply);
 }
 
