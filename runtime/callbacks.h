@@ -55,6 +55,16 @@ class CallOrigin {
   CallOrigin(const CallOrigin&) = delete;
   CallOrigin& operator=(const CallOrigin&) = delete;
   static const CallOrigin* current() noexcept;
+  // current(), if it is a call of the forward binding whose server side is `conn`; else null.
+  static const CallOrigin* within(const void* conn) noexcept {
+    const CallOrigin* o = current();
+    return o != nullptr && o->conn == conn ? o : nullptr;
+  }
+  // Whether the call's caller still waits for it spinning, running the callbacks it causes.
+  bool guestWaits() const noexcept {
+    // Relaxed: a look at the caller's word; a doorbell fences before it (ringReverse).
+    return guestSeq->load(std::memory_order_relaxed) == seq;
+  }
 
   const void* const conn;                       // the forward binding's server side
   const uint16_t origin;                        // 1 + the A-stack index of the call

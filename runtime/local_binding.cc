@@ -168,15 +168,22 @@ void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
 
 Status LocalBinding::waitReturn(uint32_t index, uint32_t seq, int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
   ReturnControl* ret = returnControl(index);
-  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, slow_->socket.get(), deadlineNs, adaptiveSpins)) {
+  return endWait(index, seq,
+                 detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, slow_->socket.get(),
+                                       deadlineNs, adaptiveSpins));
+}
+
+Status LocalBinding::endWait(uint32_t index, uint32_t seq, detail::WaitResult waited) noexcept {
+  switch (waited) {
     case detail::WaitResult::kReady:
       return {};
     case detail::WaitResult::kTimedOut:
       abandon(index, seq);
       return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
     case detail::WaitResult::kPeerDied:
-    case detail::WaitResult::kStopped:
-    case detail::WaitResult::kHelped:  // a server's only
+    case detail::WaitResult::kStopped:     // a server's only
+    case detail::WaitResult::kHelped:      // a server's only
+    case detail::WaitResult::kWouldSleep:  // handled by waitReturnAsGuest
       break;
   }
   markDead();
@@ -192,86 +199,49 @@ Status LocalBinding::waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t dea
     ret->guestSeq.store(0, std::memory_order_relaxed);
     return waitReturn(index, seq, deadlineNs);
   }
-  const auto origin = static_cast<uint16_t>(index + 1);
-  enum class Then { kReturned, kSleep, kTimedOut, kDied } then = Then::kReturned;
-  uint32_t spins = 0;
-  for (;;) {
-    // Acquire: pairs with the server's release in ring(); the results are visible after it.
-    if (detail::seqIs(ret->returnWord.load(std::memory_order_acquire), seq)) {
-      then = Then::kReturned;
-      break;
-    }
-    if (host->serveGuest(origin)) {
-      // A callback runs to its end, and only then is the deadline looked at again.
-      if (deadlineNs != 0 && detail::monotonicNs() >= deadlineNs) {
-        then = Then::kTimedOut;
-        break;
-      }
-      spins = 0;
-      continue;
-    }
-    if (mode_ == TransferMode::kAdaptive && spins >= detail::kAdaptiveSpins) {
-      then = Then::kSleep;
-      break;
-    }
-    detail::cpuRelax();
-    ++spins;
-    if (spins % detail::kYieldEvery == 0) ::sched_yield();
-    if (spins % detail::kCheckEvery == 0) {
-      if (detail::peerGone(slow_->socket.get())) {
-        then = Then::kDied;
-        break;
-      }
-      if (deadlineNs != 0 && detail::monotonicNs() >= deadlineNs) {
-        then = Then::kTimedOut;
-        break;
-      }
-    }
-  }
+  struct Guest {
+    detail::CallbackHost* host;
+    uint16_t origin;
+  } guest{host, static_cast<uint16_t>(index + 1)};
+  const detail::Help runCallbacks{[](void* g) {
+                                    auto* self = static_cast<Guest*>(g);
+                                    return self->host->serveGuest(self->origin);
+                                  },
+                                  &guest};
+  const detail::WaitResult waited = detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_,
+                                                          slow_->socket.get(), deadlineNs, detail::kAdaptiveSpins,
+                                                          runCallbacks);
   // No longer a guest. Relaxed, then a seq_cst fence before the last look at the callbacks: the
   // server fences between ringing a callback and reading this word (ringReverse), so either it
   // sees us gone and wakes the callback thread, or we see its callback here.
   ret->guestSeq.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (then != Then::kDied) {
-    while (host->serveGuest(origin)) {
+  if (waited != detail::WaitResult::kPeerDied) {
+    while (runCallbacks.fn(runCallbacks.context)) {
     }
   }
   host->leaveGuest();
-  switch (then) {
-    case Then::kReturned:
-      return {};
-    case Then::kSleep:
-      return waitReturn(index, seq, deadlineNs, 0);
-    case Then::kTimedOut:
-      abandon(index, seq);
-      return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
-    case Then::kDied:
-      break;
-  }
-  markDead();
-  return Status(Errc::kPeerDied, "server process went away during the call");
+  if (waited == detail::WaitResult::kWouldSleep) return waitReturn(index, seq, deadlineNs, 0);
+  return endWait(index, seq, waited);
 }
 
 bool LocalBinding::guestWaits() const noexcept {
-  const detail::CallOrigin* o = detail::CallOrigin::current();
-  // Relaxed: a hint; ringReverse looks again after its fence.
-  return reverse() && o != nullptr && o->conn == reverseOf_ && o->guestSeq->load(std::memory_order_relaxed) == o->seq;
+  const detail::CallOrigin* o = reverse() ? detail::CallOrigin::within(reverseOf_) : nullptr;
+  // A hint: ringReverse looks again after its fence.
+  return o != nullptr && o->guestWaits();
 }
 
 void LocalBinding::ringReverse(AStackControl* ctl, uint32_t seq) noexcept {
-  const detail::CallOrigin* o = detail::CallOrigin::current();
-  const bool ours = o != nullptr && o->conn == reverseOf_;
-  detail::storeOnce(ctl->origin, ours ? o->origin : uint16_t{0});
-  // As ring(). Release: the callback thread or guest sees the frame and fields before seq.
-  ctl->callWord.store(seq, std::memory_order_release);
-  // Seq_cst fence: our store of seq before our loads of the guest's word and the sleeping flag,
-  // as the guest clears its word before its last look (waitReturnAsGuest) and the callback
-  // thread sets the flag before its re-load (sleepOn): we see them, or they see the call.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  // Relaxed (after the fence): the forward call's waiting thread runs this callback.
-  if (ours && o->guestSeq->load(std::memory_order_relaxed) == o->seq) return;
-  if (ctl->serverSleeping.load(std::memory_order_relaxed) != 0) detail::futexWake(ctl->callWord);
+  const detail::CallOrigin* o = detail::CallOrigin::within(reverseOf_);
+  detail::storeOnce(ctl->origin, o != nullptr ? o->origin : uint16_t{0});
+  // The fence in announce() orders our store of seq before our loads of the guest's word and
+  // the sleeping flag, as the guest clears its word before its last look (waitReturnAsGuest)
+  // and the callback thread sets the flag before its re-load (sleepOn): we see them, or they
+  // see the call.
+  detail::announce(ctl->callWord, seq);
+  // The forward call's waiting thread runs this callback.
+  if (o != nullptr && o->guestWaits()) return;
+  detail::wakeSleeper(ctl->callWord, ctl->serverSleeping);
 }
 
 Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t untilNs, int64_t deadlineNs,
@@ -292,22 +262,12 @@ Result<bool> LocalBinding::pollReturn(uint32_t index, uint32_t seq, int64_t unti
   }
   const int64_t until = deadlineNs != 0 && deadlineNs < untilNs ? deadlineNs : untilNs;
   ReturnControl* ret = returnControl(index);
-  switch (detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, slow_->socket.get(), until)) {
-    case detail::WaitResult::kReady:
-      return true;
-    case detail::WaitResult::kTimedOut:
-      if (deadlineNs != 0 && detail::monotonicNs() >= deadlineNs) {
-        abandon(index, seq);
-        return Status(Errc::kDeadlineExceeded, "no reply before the call's deadline");
-      }
-      return false;
-    case detail::WaitResult::kPeerDied:
-    case detail::WaitResult::kStopped:
-    case detail::WaitResult::kHelped:  // a server's only
-      break;
-  }
-  markDead();
-  return Status(Errc::kPeerDied, "server process went away during the call");
+  const detail::WaitResult waited =
+      detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_, slow_->socket.get(), until);
+  if (waited == detail::WaitResult::kReady) return true;
+  // Only `untilNs` passed: the call goes on.
+  if (waited == detail::WaitResult::kTimedOut && (deadlineNs == 0 || detail::monotonicNs() < deadlineNs)) return false;
+  return endWait(index, seq, waited);
 }
 
 Status LocalBinding::Slow::exchangeLocked(const detail::Message& request, detail::MsgType want,

@@ -142,6 +142,9 @@ class LocalBinding {
   // waitReturn, for a call that said in its return block (guestSeq) that its thread runs the
   // callbacks it causes: runs them as they come, and clears guestSeq before it returns.
   Status waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept;
+  // What a wait's outcome means for the call: kDeadlineExceeded (the A-stack abandoned), or
+  // kPeerDied (the binding marked dead).
+  Status endWait(uint32_t index, uint32_t seq, detail::WaitResult waited) noexcept;
   // A callback binding's doorbell (reverse()): marks the call with the forward call this thread
   // serves, if any, and wakes the callback thread unless that call's waiting thread runs it.
   void ringReverse(AStackControl* ctl, uint32_t seq) noexcept;

@@ -71,12 +71,18 @@ int sleepOn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32
 }  // namespace
 
 WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seq, TransferMode mode,
-                         int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins) noexcept {
+                         int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins, Help help) noexcept {
   uint32_t spins = 0;
   for (;;) {
     // Acquire: pairs with the server's release in ring(); after it we may read the results.
     uint32_t v = word.load(std::memory_order_acquire);
     if (seqIs(v, seq)) return WaitResult::kReady;
+    if (help.fn != nullptr && help.fn(help.context)) {
+      // What it served ran to its end; only then is the deadline looked at again.
+      if (deadlineNs != 0 && monotonicNs() >= deadlineNs) return WaitResult::kTimedOut;
+      spins = 0;
+      continue;
+    }
     bool spin = mode == TransferMode::kSpin || (mode == TransferMode::kAdaptive && spins < adaptiveSpins);
     if (spin) {
       cpuRelax();
@@ -88,6 +94,7 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
       }
       continue;
     }
+    if (help.fn != nullptr) return WaitResult::kWouldSleep;
     int64_t slice = kSleepSliceNs;
     if (deadlineNs != 0) {
       int64_t left = deadlineNs - monotonicNs();

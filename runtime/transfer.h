@@ -93,32 +93,45 @@ int futexWait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeoutNs)
 // Publishes call (or return) `seq` on a doorbell whose waiter announces its sleep in
 // `sleeping`. A plain store rather than an exchange: a locked instruction on the line the peer
 // spins on holds that line longer than a store followed by a fence does.
-inline void ring(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping, uint32_t seq) noexcept {
+// ring() is announce() then wakeSleeper(): a doorbell that may skip the wake (a callback run by
+// its waiting caller, LocalBinding::ringReverse) reads its own words between the two.
+inline void announce(std::atomic<uint32_t>& word, uint32_t seq) noexcept {
   // Release: the peer must see the frame and control fields we wrote before it sees seq.
   word.store(seq, std::memory_order_release);
   // Seq_cst fence: our store of seq is ordered before our load of the flag, as the waiter's
   // store of the flag is before its re-load of the word (sleepOn): one of us sees the other.
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void wakeSleeper(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping) noexcept {
+  // Relaxed: after announce()'s fence.
   if (sleeping.load(std::memory_order_relaxed) != 0) futexWake(word);
+}
+inline void ring(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping, uint32_t seq) noexcept {
+  announce(word, seq);
+  wakeSleeper(word, sleeping);
 }
 
 inline bool seqIs(uint32_t word, uint32_t seq) noexcept { return word == seq; }
 
-enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped, kHelped };
+// kWouldSleep: a waiter that helps (below) reached the point where it would sleep.
+enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped, kHelped, kWouldSleep };
 
-// Client: waits until the return doorbell carries `seq`. liveFd is the binding's socket
-// (POLLHUP = the server died); deadlineNs is monotonic, 0 for none.
-// In adaptive mode it spins `adaptiveSpins` pauses before it sleeps.
-WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seq, TransferMode mode,
-                         int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins = kAdaptiveSpins) noexcept;
-
-// What a spinning server thread does now and then while its own A-stack has no call: serve
-// a call waiting on another A-stack of its binding (Connection::help). True if it served one
-// (the thread may then serve another A-stack: waitForCall returns kHelped).
+// What a spinning waiter does while its doorbell is silent: serve a call that waits on
+// another A-stack of its binding (a server thread, Connection::help), or a callback that its
+// own call caused (a client, LocalBinding::waitReturnAsGuest). True if it served one.
 struct Help {
   bool (*fn)(void*) = nullptr;
   void* context = nullptr;
 };
+
+// Client: waits until the return doorbell carries `seq`. liveFd is the binding's socket
+// (POLLHUP = the server died); deadlineNs is monotonic, 0 for none.
+// In adaptive mode it spins `adaptiveSpins` pauses before it sleeps. With `help`, it runs help
+// at every pause (a callback is part of its own call's latency), checks the deadline after
+// each one served, and returns kWouldSleep instead of sleeping: the caller stops helping first.
+WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seq, TransferMode mode,
+                         int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins = kAdaptiveSpins,
+                         Help help = {}) noexcept;
 // A spinning server thread looks for other A-stacks' calls every this many pauses. Often:
 // with more A-stacks busy than the server has cores, a call waits until a running thread
 // looks (Null with 5 asynchronous calls in flight on one server core: 16 measured 580-700 ns
