@@ -60,7 +60,7 @@ Result<HostedObject> CapTable::find(uint32_t id, uint64_t ifaceId) const noexcep
   MutexLock lock(mu_);
   const Slot* s = slotOf(id);
   if (s == nullptr) return Status(Errc::kBadFrame, "capability id names no live object (forged, or released)");
-  if (!isA(*s->object.iface, ifaceId)) {
+  if (ifaceId != Capability::kDescriptor.id && !isA(*s->object.iface, ifaceId)) {
     return Status(Errc::kBadFrame, "capability id names an object of another interface");
   }
   return s->object;
@@ -102,6 +102,8 @@ size_t CapTable::live() const noexcept {
   MutexLock lock(mu_);
   return live_;
 }
+
+const InterfaceDescriptor Capability::kDescriptor = {"Capability", 0, 0, nullptr, 0, nullptr};
 
 namespace detail {
 namespace {
@@ -293,6 +295,10 @@ bool foreign(const Binding& conn, const std::shared_ptr<Binding>& cap) noexcept 
 
 // An object of this process that forwards every call to `cap`, through the binding it came on.
 Result<HostedObject> proxyOf(const std::shared_ptr<Binding>& cap) noexcept {
+  if (cap->iface == &Capability::kDescriptor) {
+    return Status(Errc::kUnsupported,
+                  "a Capability received untyped cannot be passed on to another peer: castAs its interface first");
+  }
   if (cap->iface->forward == nullptr) {
     return Status(Errc::kUnsupported, std::string("capability of ") + cap->iface->name +
                                           " cannot be passed on: its stubs were generated without forwarding");
@@ -407,7 +413,7 @@ Result<std::shared_ptr<Binding>> ClientCaps::in(uint32_t id, const InterfaceDesc
   if ((id & kClientHostedCap) != 0) {
     for (const auto& [sentId, object] : sent_) {
       if (sentId != id) continue;
-      if (!isA(*object.iface, iface.id)) {
+      if (&iface != &Capability::kDescriptor && !isA(*object.iface, iface.id)) {
         return Status(Errc::kBadFrame, "the server returned our object as another interface");
       }
       try {
@@ -418,6 +424,14 @@ Result<std::shared_ptr<Binding>> ClientCaps::in(uint32_t id, const InterfaceDesc
     }
   }
   return capFromFrame(via_, id, iface);
+}
+
+std::shared_ptr<Binding> castBinding(const std::shared_ptr<Binding>& any, const InterfaceDescriptor& iface) {
+  if (any->iface == &iface || isA(*any->iface, iface.id) || any->iface != &Capability::kDescriptor) return any;
+  // Received untyped (bindingOfImport): the same channel, now calling as `iface`; its owner
+  // checks that on every call. The untyped binding, kept as the owner, holds the channel.
+  CallChannel* channel = any->channel;
+  return std::make_shared<Binding>(iface, channel, std::shared_ptr<void>(any));
 }
 
 Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const InterfaceDescriptor& iface) noexcept {

@@ -39,6 +39,58 @@ struct CapImport {
   uint32_t id = kNullCap;
 };
 
+// The schema's `Capability`: a capability whose interface the schema does not name
+// (idl/README.md, "Capabilities"). It travels like any other, and castAs<Foo>() makes a
+// Foo::Client of it. The object's owner checks the interface on every call, so a call through a
+// wrong cast fails there (kBadFrame, "an object of another interface"), never on another object.
+struct Capability {
+  // Names no interface (id 0, which no capnp interface has) and has no procedures.
+  static const InterfaceDescriptor kDescriptor;
+  class Client;
+};
+
+namespace detail {
+// A binding of `iface` for the capability `any` holds: `any` itself when its interface is
+// `iface` or extends it, a binding through the same channel when `any` was received untyped,
+// and else `any` (whose calls the Client then rejects: kBindingRejected, naming both).
+std::shared_ptr<Binding> castBinding(const std::shared_ptr<Binding>& any, const InterfaceDescriptor& iface);
+}  // namespace detail
+
+class Capability::Client {
+ public:
+  // The null capability.
+  Client() noexcept = default;
+  explicit Client(std::shared_ptr<Binding> binding, const CallOptions& options = {}) noexcept
+      : binding_(nullIfRejected(std::move(binding))), options_(options) {}
+  // Any interface's Client (or Cap) is a Capability.
+  template <class C>
+    requires requires(const C& c) {
+      { c.binding() } -> std::convertible_to<const std::shared_ptr<Binding>&>;
+    }
+  Client(const C& typed) noexcept : Client(typed.binding()) {}  // NOLINT: implicit, as capnp's
+  Client(const Cap<Capability>& cap) noexcept : Client(cap.binding()) {}  // NOLINT: implicit
+  operator Cap<Capability>() const { return Cap<Capability>(binding_); }  // NOLINT: implicit
+
+  // A Foo::Client for this capability (see Capability above). The null capability casts to an
+  // unbound Client.
+  template <class I>
+  typename I::Client castAs() const {
+    if (!binding_) return typename I::Client();
+    return typename I::Client(detail::castBinding(binding_, I::kDescriptor), options_);
+  }
+  bool isNull() const noexcept { return binding_ == nullptr; }
+  // The binding it travels as (null: the null capability).
+  const std::shared_ptr<Binding>& binding() const noexcept { return binding_; }
+
+ private:
+  static std::shared_ptr<Binding> nullIfRejected(std::shared_ptr<Binding> b) noexcept {
+    if (b && b->remote && b->channel->isNullCap()) return nullptr;
+    return b;
+  }
+  std::shared_ptr<Binding> binding_;  // null: the null capability
+  CallOptions options_;
+};
+
 namespace detail {
 
 // The tunnel procedure's frames (see the top of this file).

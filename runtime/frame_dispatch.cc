@@ -255,6 +255,10 @@ Status serveCapCall(ServerCall& call) noexcept {
   CapCallArgs head;
   std::memcpy(&head, call.args().data(), sizeof head);
   if (head.procedure == kReleaseCap) return table->release(head.object);
+  // A call names the interface it calls as; an untyped Capability is cast first (castAs).
+  if (head.procedure != kAttachCallbacks && head.iface == Capability::kDescriptor.id) {
+    return Status(Errc::kBadFrame, "capability call names no interface");
+  }
   const std::span<const std::byte> tail = call.argTail();
   if (!varRefOk(head.frame, tail.size(), 1)) return Status(Errc::kBadFrame, "capability call: frame outside the tail");
   if (head.procedure == kAttachCallbacks) {

@@ -1092,7 +1092,7 @@ FileText emitFile(const FileModel& f) {
   // Interfaces a struct holds capabilities of (a Cap<Foo> member) before their stubs.
   std::set<uint64_t> held;
   std::function<void(const Type&)> capsIn = [&](const Type& t) {
-    if (t.kind == Kind::kInterface) held.insert(t.id);
+    if (t.kind == Kind::kInterface && t.id != 0) held.insert(t.id);  // 0: lrpc::Capability
     if (t.kind == Kind::kList && t.elemType) capsIn(*t.elemType);
   };
   forEachStruct(f, [&](const StructDecl& s) {
@@ -1119,7 +1119,7 @@ FileText emitFile(const FileModel& f) {
   forEachStruct(f, [&](const StructDecl& s) { structs.push_back(&s); });
   emitViews(structs, f.cppNamespace, h);
   emitCodecFunctions(structs, h);
-  std::set<std::string> complete;  // Client classes defined so far
+  std::set<std::string> complete{"::lrpc::Capability"};  // Client classes defined so far
   std::string later;
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;

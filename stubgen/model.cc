@@ -561,8 +561,11 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
       }
       const std::string name = anyPointerName(t);
       if (name == "Capability") {
-        return fail("Capability as a value is not supported (a capability of no declared interface has no "
-                    "stubs: name the interface)");
+        // runtime/capability.h: a capability of no declared interface, cast by its receiver.
+        out.kind = Kind::kInterface;
+        out.id = 0;
+        out.cppName = "::lrpc::Capability";
+        return true;
       }
       return fail(name + " is not supported (a frame needs a type known at generation time: use a concrete type)");
     }
@@ -987,7 +990,10 @@ StructDecl ModelBuilder::makeStruct(uint64_t id) {
 }
 
 void ModelBuilder::noteUse(const ::lrpc::stubgen::Type& t) {
-  if (t.kind == Kind::kEnum || t.kind == Kind::kStruct || t.kind == Kind::kInterface) usedFiles_.insert(fileIdOf(t.id));
+  const bool untyped = t.kind == Kind::kInterface && t.id == 0;  // lrpc::Capability: the runtime's
+  if ((t.kind == Kind::kEnum || t.kind == Kind::kStruct || t.kind == Kind::kInterface) && !untyped) {
+    usedFiles_.insert(fileIdOf(t.id));
+  }
   if (t.kind == Kind::kList && t.elemType) noteUse(*t.elemType);
 }
 
@@ -1110,7 +1116,8 @@ void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
     for (const auto* fields : {&m.params, &m.results}) {
       for (const auto& f : *fields) {
         enumIds(f.type, deps);
-        if (f.type.kind == Kind::kInterface) deps.insert(f.type.id);  // its Client, held by value
+        // Its Client, held by value (lrpc::Capability's is the runtime's).
+        if (f.type.kind == Kind::kInterface && f.type.id != 0) deps.insert(f.type.id);
         const bool held = !isVariable(f.type) || (fields == &m.results && m.results.size() > 1);
         if (f.type.kind == Kind::kStruct && held) deps.insert(f.type.id);
       }
@@ -1312,6 +1319,7 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t, std::set
       return s + "})";
     }
     case Kind::kInterface:
+      if (t.id == 0) return "Capability";
       return "Interface(" + localPath(node(t.id).getProto()) + ")";
     case Kind::kList: {
       if (t.elemType) return "List(" + canonicalType(*t.elemType, seen) + ")";

@@ -72,10 +72,11 @@ class FactoryProcess : public ServerProcess {
       : ServerProcess(
             dir,
             [](Exporter& exporter) -> std::shared_ptr<void> {
-              auto impls = std::make_shared<std::tuple<FactoryImpl, KeeperImpl, PublisherImpl>>();
+              auto impls = std::make_shared<std::tuple<FactoryImpl, KeeperImpl, PublisherImpl, VaultImpl>>();
               const bool ok = exporter.add<caps::Factory>("factory", std::get<0>(*impls)).isOk() &&
                               exporter.add<caps::Keeper>("keeper", std::get<1>(*impls)).isOk() &&
-                              exporter.add<caps::Publisher>("publisher", std::get<2>(*impls)).isOk();
+                              exporter.add<caps::Publisher>("publisher", std::get<2>(*impls)).isOk() &&
+                              exporter.add<caps::Vault>("vault", std::get<3>(*impls)).isOk();
               return ok ? impls : nullptr;
             },
             maxCapabilities) {}
@@ -105,6 +106,10 @@ TEST_P(SameHost, CapabilitiesRoundTrip) {
   auto keeper = lrpc::import<caps::Keeper>("keeper", io);
   ASSERT_TRUE(keeper.isOk()) << keeper.status().toString();
   checkNestedCapabilities(*keeper);
+  auto vault = lrpc::import<caps::Vault>("vault", io);
+  auto other = lrpc::import<caps::Vault>("vault", io);
+  ASSERT_TRUE(vault.isOk() && other.isOk()) << vault.status().toString() << other.status().toString();
+  checkUntypedCapabilities(*vault, *other, *factory);
 }
 
 Result<caps::Publisher::Client> importPublisher(const std::string& dir, TransferMode mode = TransferMode::kAdaptive) {
@@ -570,6 +575,8 @@ uint16_t serveFactory(const std::string& bind, const net::ServerSecurity& securi
   auto upstream = importFactory(dir->path());
   if (!upstreamServer->up() || !upstream.isOk()) return 0;
   auto* broker = new BrokerImpl(std::move(*upstream));
+  auto* vault = new VaultImpl;
+  if (!server->add<caps::Vault>("vault", *vault).isOk()) return 0;
   if (!server->add<caps::Factory>("factory", *impl).isOk() || !server->add<caps::Keeper>("keeper", *keeper).isOk() ||
       !server->add<caps::Publisher>("publisher", *publisher).isOk() || !server->add<caps::Broker>("broker", *broker).isOk()) {
     return 0;
@@ -606,6 +613,10 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     auto keeper = net::connect<caps::Keeper>(uri.substr(0, uri.rfind('/')) + "/keeper");
     ASSERT_TRUE(keeper.isOk()) << keeper.status().toString();
     checkNestedCapabilities(*keeper);
+    auto vault = net::connect<caps::Vault>(uri.substr(0, uri.rfind('/')) + "/vault");
+    auto other = net::connect<caps::Vault>(uri.substr(0, uri.rfind('/')) + "/vault");
+    ASSERT_TRUE(vault.isOk() && other.isOk()) << vault.status().toString() << other.status().toString();
+    checkUntypedCapabilities(*vault, *other, *factory);
     // Callbacks: the server calls this process back over a session of its own.
     auto publisher = net::connect<caps::Publisher>(uri.substr(0, uri.rfind('/')) + "/publisher");
     ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();

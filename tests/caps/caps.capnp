@@ -104,3 +104,25 @@ interface Broker {
   read @1 (counter :Counter) -> (total :Int64);
   # A counter's total (it adds 0), called through whatever binding the counter came on.
 }
+
+struct Slot {
+  # An untyped capability inside a value, and in a List of them.
+  name @0 :Text;
+  cap @1 :Capability;
+}
+
+interface Vault {
+  # Capabilities of no declared interface (Capability): kept and handed back as they came,
+  # cast by whoever calls them.
+  put @0 (name :Text, cap :Capability) -> (count :UInt32);
+  # Keeps cap under name (a null one too); how many are kept.
+  get @1 (name :Text) -> (cap :Capability);
+  # What is kept under name, or the null capability.
+  slots @2 () -> (slots :List(Slot));
+  # Every one kept, each in a Slot, in name order.
+  addThrough @3 (cap :Capability, n :Int64) -> (total :Int64);
+  # The server casts cap to a Counter and adds n.
+  make @4 (start :Int64) -> (cap :Capability);
+  # A new Counter of the server's, returned untyped.
+  clear @5 () -> ();
+}

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -136,6 +137,143 @@ class KeeperImpl final : public caps::Keeper::Server {
  private:
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
 };
+
+class VaultImpl final : public caps::Vault::Server {
+ public:
+  Result<uint32_t> put(std::string_view name, const Capability::Client& cap) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.erase(std::remove_if(kept_.begin(), kept_.end(), [&](const auto& k) { return k.first == name; }),
+                kept_.end());
+    kept_.emplace_back(std::string(name), cap);
+    std::sort(kept_.begin(), kept_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return static_cast<uint32_t>(kept_.size());
+  }
+  Result<Capability::Client> get(std::string_view name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [n, cap] : kept_) {
+      if (n == name) return cap;
+    }
+    return Capability::Client();
+  }
+  Result<std::vector<caps::Slot>> slots() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<caps::Slot> out;
+    for (const auto& [n, cap] : kept_) {
+      caps::Slot s;
+      s.name = n;
+      s.cap = cap;
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  Result<int64_t> addThrough(const Capability::Client& cap, int64_t n) override {
+    return cap.castAs<caps::Counter>().add(n);
+  }
+  Result<Capability::Client> make(int64_t start) override {
+    return Capability::Client(caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "made", start)));
+  }
+  Status clear() override {
+    std::vector<std::pair<std::string, Capability::Client>> dropped;  // released outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(kept_);
+    return {};
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::string, Capability::Client>> kept_;
+  std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
+};
+
+// Capabilities of no declared interface (Capability) through `vault` (a fresh server), with
+// counters of `factory` (another service of the same server) and of the vault itself; `other`
+// is a second binding to the same vault.
+inline void checkUntypedCapabilities(caps::Vault::Client& vault, caps::Vault::Client& other,
+                                     caps::Factory::Client& factory) {
+  auto a = factory.make("a", 10);
+  ASSERT_TRUE(a.isOk()) << a.status().toString();
+  // Any Client converts to a Capability; the server casts it and calls it.
+  auto through = vault.addThrough(*a, 5);
+  ASSERT_TRUE(through.isOk()) << through.status().toString();
+  EXPECT_EQ(*through, 15);
+  // Kept untyped, handed back, cast by the client: calls reach the same object.
+  EXPECT_EQ(*vault.put("a", *a), 1u);
+  EXPECT_EQ(*vault.put("none", Capability::Client()), 2u);
+  auto back = vault.get("a");
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  ASSERT_FALSE(back->isNull());
+  auto counter = back->castAs<caps::Counter>();
+  EXPECT_EQ(*counter.add(1), 16);
+  EXPECT_EQ(*counter.label(), "a");
+  // A derived interface's object, cast to its base and to itself.
+  auto special = factory.special(100);
+  ASSERT_TRUE(special.isOk()) << special.status().toString();
+  EXPECT_EQ(*vault.put("s", *special), 3u);
+  auto s = vault.get("s");
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  EXPECT_EQ(*s->castAs<caps::Special>().twice(1), 102);
+  EXPECT_EQ(*s->castAs<caps::Counter>().add(1), 103);
+  // A wrong cast fails at the call, clearly, and leaves the capability usable: here, where
+  // this process knows the object's interface (it serves the proxy), as a wrong binding.
+  auto wrong = back->castAs<caps::Named>().name();
+  EXPECT_EQ(wrong.status().code(), Errc::kBindingRejected) << wrong.status().toString();
+  EXPECT_EQ(*counter.add(0), 16);
+  // The null capability stays null; cast, its calls fail as an unbound Client's do.
+  auto none = vault.get("none");
+  ASSERT_TRUE(none.isOk()) << none.status().toString();
+  EXPECT_TRUE(none->isNull());
+  EXPECT_EQ(none->castAs<caps::Counter>().add(1).status().code(), Errc::kBindingRejected);
+  EXPECT_TRUE(vault.get("missing")->isNull());
+  // Inside a struct, in a List.
+  auto slots = vault.slots();
+  ASSERT_TRUE(slots.isOk()) << slots.status().toString();
+  ASSERT_EQ(slots->size(), 3u);
+  EXPECT_EQ((*slots)[0].name, "a");
+  EXPECT_EQ(*Capability::Client((*slots)[0].cap).castAs<caps::Counter>().add(0), 16);
+  EXPECT_TRUE(Capability::Client((*slots)[1].cap).isNull());
+  // The vault's own object, returned untyped; a received one passed back untyped.
+  auto made = vault.make(7);
+  ASSERT_TRUE(made.isOk()) << made.status().toString();
+  EXPECT_EQ(*made->castAs<caps::Counter>().add(1), 8);
+  EXPECT_EQ(*vault.addThrough(*made, 2), 10);
+  // Received untyped, a wrong cast is refused by the object's owner.
+  auto wrongMade = made->castAs<caps::Named>().name();
+  EXPECT_EQ(wrongMade.status().code(), Errc::kBadFrame) << wrongMade.status().toString();
+  EXPECT_EQ(*made->castAs<caps::Counter>().add(0), 10);
+  // Passed on to another binding: untyped it cannot be (its proxy would not know what it
+  // forwards), cast it can.
+  auto untyped = other.put("passed", *made);
+  EXPECT_EQ(untyped.status().code(), Errc::kUnsupported) << untyped.status().toString();
+  auto typed = other.put("passed", made->castAs<caps::Counter>());
+  ASSERT_TRUE(typed.isOk()) << typed.status().toString();
+  EXPECT_EQ(*other.addThrough(*other.get("passed"), 1), 11);
+  EXPECT_EQ(*vault.put("passed", Capability::Client()), 4u);  // the proxy is dropped
+  // An object this process serves, passed untyped to the server, which calls it back (where
+  // the path carries callbacks) or hands it back: in process, it calls the object directly.
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  auto mine = caps::Counter::Client::serve(std::make_shared<CounterImpl>(live, "mine", 40));
+  EXPECT_EQ(*vault.put("mine", mine), 5u);
+  auto mineBack = vault.get("mine");
+  ASSERT_TRUE(mineBack.isOk()) << mineBack.status().toString();
+  EXPECT_EQ(*mineBack->castAs<caps::Counter>().add(2), 42);
+  EXPECT_EQ(*vault.addThrough(mine, 1), 43);
+  // Released when the last reference goes: the vault's and ours.
+  EXPECT_TRUE(vault.clear().isOk());
+  a = Status(Errc::kCancelled);
+  back = Status(Errc::kCancelled);
+  counter = caps::Counter::Client();
+  slots = Status(Errc::kCancelled);
+  special = Status(Errc::kCancelled);
+  s = Status(Errc::kCancelled);
+  // The vault held them through proxies this process served: their releases come as it lets go.
+  for (int i = 0; i < 500 && *factory.live() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(*factory.live(), 0u);
+  made = Status(Errc::kCancelled);
+  mine = caps::Counter::Client();
+  mineBack = Status(Errc::kCancelled);
+  for (int i = 0; i < 500 && live->load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(live->load(), 0u);
+}
 
 // Capabilities inside values, through `keeper` (a fresh server).
 inline void checkNestedCapabilities(caps::Keeper::Client& keeper) {
