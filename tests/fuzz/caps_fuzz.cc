@@ -3,7 +3,10 @@
 // connection table that holds a few live objects; or as a reply frame read by the generated
 // clients of methods that return capabilities. Whatever the ids, procedures and inner frames,
 // the answer is a Status: never a call on a freed or mistyped object, a crash or a leak.
-// Input format: as dispatch_fuzz.h; procedures 0-6 are Factory's (6: the tunnel), 7-11 Keeper's.
+// Input format: as dispatch_fuzz.h, but the seven procedure bits name an interface and one of its
+// procedures: 0-31 Factory's, 32-63 Keeper's, 64-95 Vault's (the rest: out of range). Index 31
+// of each is its tunnel, whatever its number, so that a method added to an interface leaves the
+// checked-in seeds meaning what their names say; indexes past the procedures are out of range.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -20,8 +23,17 @@ namespace {
 
 using lrpc::testing::ReplayChannel;
 
-constexpr uint32_t kFactory = caps::Factory::kProcedureCount;
-constexpr uint32_t kProcedures = kFactory + caps::Keeper::kProcedureCount;
+constexpr uint32_t kPerInterface = 32;
+constexpr uint32_t kTunnelIndex = kPerInterface - 1;
+enum Iface : uint32_t { kFactory, kKeeper, kVault };
+
+// The procedure number `index` of the fuzz input names in interface I (see the top).
+template <class I>
+constexpr uint32_t procedureOf(uint32_t index) {
+  return index == kTunnelIndex ? I::kProcedureCount - 1 : index;
+}
+static_assert(caps::Factory::kProcedureCount < kTunnelIndex && caps::Keeper::kProcedureCount < kTunnelIndex &&
+              caps::Vault::kProcedureCount < kTunnelIndex);
 
 // A ServerCall over the fuzzed frame with a connection table, as both paths give one.
 class TableServerCall final : public lrpc::ServerCall {
@@ -54,12 +66,13 @@ typename Iface::Client replayClient(std::span<const std::byte> reply) {
   return typename Iface::Client(std::make_shared<lrpc::Binding>(Iface::kDescriptor, raw, channel));
 }
 
-// Calls `procedure` through the generated client with `reply` as the server's answer, and then
-// (for a capability that came back) a call on it, answered with the same bytes.
-void runClient(uint32_t procedure, std::span<const std::byte> reply) {
-  if (procedure < kFactory) {
+// Calls procedure `index` of interface `iface` through the generated client with `reply` as the
+// server's answer, and then (for a capability that came back) a call on it, answered with the
+// same bytes.
+void runClient(uint32_t iface, uint32_t index, std::span<const std::byte> reply) {
+  if (iface == kFactory) {
     auto c = replayClient<caps::Factory>(reply);
-    switch (procedure) {
+    switch (index) {
       case caps::Factory::kMake:
         if (auto r = c.make("x", 1); r.isOk()) (void)r->add(1);
         return;
@@ -70,11 +83,30 @@ void runClient(uint32_t procedure, std::span<const std::byte> reply) {
       default: (void)c.live(); return;
     }
   }
-  auto k = replayClient<caps::Keeper>(reply);
-  if (procedure - kFactory == caps::Keeper::kHold) {
-    if (auto h = k.hold("h"); h.isOk() && !h->all.empty()) (void)h->all.back().client().label();
-  } else {
-    (void)k.live();
+  if (iface == kKeeper) {
+    auto k = replayClient<caps::Keeper>(reply);
+    if (index == caps::Keeper::kHold) {
+      if (auto h = k.hold("h"); h.isOk() && !h->all.empty()) (void)h->all.back().client().label();
+    } else {
+      (void)k.live();
+    }
+    return;
+  }
+  // Untyped capabilities, cast by the client and called.
+  auto v = replayClient<caps::Vault>(reply);
+  switch (index) {
+    case caps::Vault::kGet:
+      if (auto r = v.get("x"); r.isOk()) (void)r->castAs<caps::Counter>().add(1);
+      return;
+    case caps::Vault::kSlots:
+      if (auto r = v.slots(); r.isOk() && !r->empty()) {
+        (void)lrpc::Capability::Client(r->back().cap).castAs<caps::Special>().twice(1);
+      }
+      return;
+    case caps::Vault::kMake:
+      if (auto r = v.make(1); r.isOk()) (void)r->castAs<caps::Counter>().label();
+      return;
+    default: (void)v.clear(); return;
   }
 }
 
@@ -92,12 +124,15 @@ lrpc::Status runServer(typename Iface::Server& impl, lrpc::CapTable& table, uint
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lrpc::testing::FuzzFrame in;
-  if (!lrpc::testing::readFuzzInput(data, size, kProcedures, in)) return 0;
-  if (in.procedure >= kProcedures) return 0;
+  // 126 + 2: the seven bits as they are.
+  if (!lrpc::testing::readFuzzInput(data, size, 126, in)) return 0;
+  const uint32_t iface = in.procedure / kPerInterface;
+  const uint32_t index = in.procedure % kPerInterface;
+  if (iface > kVault) return 0;
 
   if (in.clientMode) {
     const std::vector<std::byte> reply = in.joined();
-    runClient(in.procedure, reply);
+    runClient(iface, index, reply);
     return 0;
   }
   // A connection that already handed out a Counter (id 1) and a Factory-made pair (ids 2, 3),
@@ -106,6 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lrpc::testing::FactoryImpl factory;  // before the table: the objects it makes go with it
   lrpc::testing::KeeperImpl keeper;
   {
+    // Before the table, so after it: what it keeps of the table's objects goes with it.
+    lrpc::testing::VaultImpl vault;
     lrpc::CapTable table(8);
     for (int i = 0; i < 3; ++i) {
       auto counter = std::make_shared<lrpc::testing::CounterImpl>(live, "c", i);
@@ -113,10 +150,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)table.add({&caps::Counter::kDescriptor, std::shared_ptr<void>(counter, self)});
     }
     (void)table.release(2);
-    if (in.procedure < kFactory) {
-      (void)runServer<caps::Factory>(factory, table, in.procedure, in.fixed, in.tail);
+    if (iface == kFactory) {
+      (void)runServer<caps::Factory>(factory, table, procedureOf<caps::Factory>(index), in.fixed, in.tail);
+    } else if (iface == kKeeper) {
+      (void)runServer<caps::Keeper>(keeper, table, procedureOf<caps::Keeper>(index), in.fixed, in.tail);
     } else {
-      (void)runServer<caps::Keeper>(keeper, table, in.procedure - kFactory, in.fixed, in.tail);
+      (void)runServer<caps::Vault>(vault, table, procedureOf<caps::Vault>(index), in.fixed, in.tail);
     }
   }
   // Every object went with its table: none leaked, whatever the frame made the server do.
