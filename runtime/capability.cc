@@ -56,11 +56,19 @@ Result<uint32_t> CapTable::add(HostedObject object) noexcept {
   return capId(slot, s.generation);
 }
 
+namespace {
+// Whether an object of `object` may be held as interface `id`: as one of its own (isA), or as
+// the untyped Capability, which any object may be held as.
+bool heldAs(const InterfaceDescriptor& object, uint64_t id) noexcept {
+  return id == Capability::kDescriptor.id || isA(object, id);
+}
+}  // namespace
+
 Result<HostedObject> CapTable::find(uint32_t id, uint64_t ifaceId) const noexcept {
   MutexLock lock(mu_);
   const Slot* s = slotOf(id);
   if (s == nullptr) return Status(Errc::kBadFrame, "capability id names no live object (forged, or released)");
-  if (ifaceId != Capability::kDescriptor.id && !isA(*s->object.iface, ifaceId)) {
+  if (!heldAs(*s->object.iface, ifaceId)) {
     return Status(Errc::kBadFrame, "capability id names an object of another interface");
   }
   return s->object;
@@ -413,7 +421,7 @@ Result<std::shared_ptr<Binding>> ClientCaps::in(uint32_t id, const InterfaceDesc
   if ((id & kClientHostedCap) != 0) {
     for (const auto& [sentId, object] : sent_) {
       if (sentId != id) continue;
-      if (&iface != &Capability::kDescriptor && !isA(*object.iface, iface.id)) {
+      if (!heldAs(*object.iface, iface.id)) {
         return Status(Errc::kBadFrame, "the server returned our object as another interface");
       }
       try {
