@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -89,7 +90,26 @@ Result<caps::Factory::Client> importFactory(const std::string& dir, TransferMode
   return lrpc::import<caps::Factory>("factory", io);
 }
 
-class SameHost : public ::testing::TestWithParam<TransferMode> {};
+Result<caps::Publisher::Client> importPublisher(const std::string& dir, TransferMode mode = TransferMode::kAdaptive) {
+  ImportOptions io;
+  io.dir = dir;
+  io.mode = mode;
+  return lrpc::import<caps::Publisher>("publisher", io);
+}
+
+class SameHost : public ::testing::TestWithParam<TransferMode> {
+ protected:
+  // Starts a FactoryProcess in a fresh directory and imports its Publisher in this test's mode.
+  void startPublisher() {
+    server_.emplace(dir_.path());
+    ASSERT_TRUE(server_->up());
+    publisher_ = importPublisher(dir_.path(), GetParam());
+    ASSERT_TRUE(publisher_.isOk()) << publisher_.status().toString();
+  }
+  TempDir dir_;
+  std::optional<FactoryProcess> server_;
+  Result<caps::Publisher::Client> publisher_ = Status(Errc::kNotFound, "not imported");
+};
 
 TEST_P(SameHost, CapabilitiesRoundTrip) {
   TempDir dir;
@@ -110,13 +130,6 @@ TEST_P(SameHost, CapabilitiesRoundTrip) {
   auto other = lrpc::import<caps::Vault>("vault", io);
   ASSERT_TRUE(vault.isOk() && other.isOk()) << vault.status().toString() << other.status().toString();
   checkUntypedCapabilities(*vault, *other, *factory);
-}
-
-Result<caps::Publisher::Client> importPublisher(const std::string& dir, TransferMode mode = TransferMode::kAdaptive) {
-  ImportOptions io;
-  io.dir = dir;
-  io.mode = mode;
-  return lrpc::import<caps::Publisher>("publisher", io);
 }
 
 // Waits (up to 5 s) for `live` to reach `want`: releases that follow a process's death arrive
@@ -173,11 +186,8 @@ void checkCallbacks(caps::Publisher::Client& publisher) {
 }
 
 TEST_P(SameHost, CallbacksRoundTrip) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto publisher = importPublisher(dir.path(), GetParam());
-  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  ASSERT_NO_FATAL_FAILURE(startPublisher());
+  auto& publisher = publisher_;
   checkCallbacks(*publisher);
 }
 
@@ -208,11 +218,8 @@ class ThreadListener final : public caps::Listener::Server {
 // one: in kSpin mode it never stops looking); one no waiting caller causes, on the callback
 // binding's thread.
 TEST_P(SameHost, ACallbackRunsOnTheThreadWaitingForTheCallThatCausedIt) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto publisher = importPublisher(dir.path(), GetParam());
-  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  ASSERT_NO_FATAL_FAILURE(startPublisher());
+  auto& publisher = publisher_;
   auto impl = std::make_shared<ThreadListener>();
   auto listener = caps::Listener::Client::serve(impl);
   const std::thread::id me = std::this_thread::get_id();
@@ -259,11 +266,8 @@ TEST_P(SameHost, ACallbackRunsOnTheThreadWaitingForTheCallThatCausedIt) {
 // A caller that runs a slow callback of its own call still honours its deadline once the
 // callback returns, and the binding serves the next call.
 TEST_P(SameHost, ACallerRunningItsCallbackStillHasADeadline) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto publisher = importPublisher(dir.path(), GetParam());
-  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  ASSERT_NO_FATAL_FAILURE(startPublisher());
+  auto& publisher = publisher_;
   auto slow = caps::Listener::Client::serve(std::make_shared<ThreadListener>(std::chrono::milliseconds(200)));
   CallOptions quick;
   quick.timeout = std::chrono::milliseconds(30);
