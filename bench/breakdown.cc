@@ -18,6 +18,8 @@
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
 #endif
 #if LRPC_BENCH_LOCAL
+#include "caps.lrpc.h"  // lrpc_generate(lrpc_bench .../caps.capnp)
+#include "runtime/cap_table.h"
 #include "runtime/local_call.h"
 #endif
 
@@ -135,6 +137,48 @@ void addResult() {
 }
 
 #if LRPC_BENCH_LOCAL
+// The server side of a call on a capability, as it arrives through the tunnel: the table
+// lookup, the private copy of the inner frame, the inner dispatch and the tunnel's results,
+// against Cost/dispatch/Null, the same call on a binding's own A-stack.
+class TunnelCall final : public ServerCall {
+ public:
+  TunnelCall(std::span<const std::byte> args, std::byte* results, CapTable& table) noexcept
+      : ServerCall(args, {}, results), table_(table) {}
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (n == 0) return std::span<std::byte>();
+    return Status(Errc::kInvalidArgument, "no result tail in this benchmark");
+  }
+  CapTable* capTable() noexcept override { return &table_; }
+
+ private:
+  CapTable& table_;
+};
+
+class NullObj final : public capsb::Obj::Server {
+ public:
+  Status null() override { return {}; }
+};
+
+void addCapDispatch() {
+  benchmark::RegisterBenchmark("Cost/capDispatch/Null", [](benchmark::State& state) {
+    CapTable table;
+    Result<uint32_t> id = table.add(HostedObject{&capsb::Obj::kDescriptor, std::make_shared<NullObj>()});
+    if (!id) {
+      state.SkipWithError(id.status().toString().c_str());
+      return;
+    }
+    const detail::CapCallArgs head{{0, 0}, *id, 0, capsb::Obj::kDescriptor.id};
+    alignas(64) std::byte args[sizeof head];
+    alignas(64) std::byte results[64] = {};
+    std::memcpy(args, &head, sizeof head);
+    timePiece(state, [&] {
+      TunnelCall call(std::span<const std::byte>(args, sizeof args), results, table);
+      benchmark::ClobberMemory();
+      return detail::serveCapCall(call).isOk();
+    });
+  });
+}
+
 // A same-host binding to a real server process, for the pieces that need one.
 class LocalBindingSession final : public Session {
  public:
@@ -187,6 +231,7 @@ void addAStack(BenchContext& ctx) {
 void registerBreakdown(BenchContext& ctx) {
 #if LRPC_BENCH_LOCAL
   addAStack(ctx);
+  addCapDispatch();
 #else
   (void)ctx;
 #endif

@@ -6,6 +6,9 @@
 //   Cost/result           a Result<int32_t> built ok, checked and read
 //   Cost/dispatch/<Call>  the generated server dispatch over frames in private memory: copy the
 //                         arguments out and check them, run the handler, write the results
+//   Cost/capDispatch/Null the server side of Null on a capability, as the tunnel delivers it:
+//                         table lookup, private copy of the inner frame, inner dispatch and the
+//                         tunnel's results (set beside Cost/dispatch/Null)
 // <Call>/inproc (lrpc_paths.cc) is the whole generated client and server code of a call in one
 // thread (through the in-process channel, so a message buffer instead of an A-stack), and
 // <Call>/direct the handler's virtual call alone. The client stub's own copy-in and copy-out

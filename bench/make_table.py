@@ -60,7 +60,9 @@ OVERHEAD_GOAL = {"Null": 15, "Add": 15, "BigIn": 25, "BigInOut": 25}
 
 # Cost/<piece> (bench/breakdown.h): pieces of a same-host call timed alone in one thread.
 COST_PIECES = [("astack", "take and return an A-stack (a LocalCall made and dropped)"),
-               ("result", "a Result<int32_t> built ok, checked and read")]
+               ("result", "a Result<int32_t> built ok, checked and read"),
+               ("capDispatch/Null", "the server side of Null on a capability: table lookup, inner frame, inner dispatch, "
+                "the tunnel's results (against dispatch/Null)")]
 
 # A struct against flat parameters (bench/struct_args.h): StructArgs/<path> and FlatArgs/<path>
 # pass the same values as one struct or as three parameters, StructArgs/<key> alternates them
