@@ -302,6 +302,20 @@ void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
   detail::demoteAfterFirstLine(ret, written);
 }
 
+template <class Wanted>
+std::optional<uint32_t> Connection::waitingCall(const ServerSlot& slot, Wanted&& wanted) const noexcept {
+  // Acquire: pairs with the clerk's release before it started the slot's thread.
+  if (!slot.started.load(std::memory_order_acquire)) return std::nullopt;
+  // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
+  const uint32_t seq = control(slot.index)->callWord.load(std::memory_order_acquire);
+  // Relaxed: a first look only; claim() decides.
+  if (!newer(seq, slot.served.load(std::memory_order_relaxed))) return std::nullopt;
+  if (!wanted(seq)) return std::nullopt;
+  // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
+  if (slot.stop.load(std::memory_order_acquire)) return std::nullopt;
+  return seq;
+}
+
 bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   ServerSlot* self = *selfp;
   // Relaxed: only whether to look; the binding's teardown joins this thread anyway. A binding
@@ -310,20 +324,16 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   if (self->stop.load(std::memory_order_relaxed) || threadsStarted.load(std::memory_order_relaxed) < 2) return false;
   for (size_t i = 0; i < slots.size(); ++i) {
     ServerSlot* other = slots[i].get();
-    // Acquire: pairs with the clerk's release before it started the other's thread.
-    if (other == self || !other->started.load(std::memory_order_acquire)) continue;
-    // Acquire: pairs with the client's release in ring(); the call's frame is visible after it.
-    const uint32_t seq = control(other->index)->callWord.load(std::memory_order_acquire);
-    // Relaxed: a first look only; claim() decides.
-    if (!newer(seq, other->served.load(std::memory_order_relaxed))) continue;
+    if (other == self) continue;
     // A call seen for the first time is left to its own thread, which may be about to take it:
     // taking it would move its A-stack's lines to this core for nothing.
-    if (seen[i] != seq) {
+    const std::optional<uint32_t> waiting = waitingCall(*other, [&seen, i](uint32_t seq) {
+      if (seen[i] == seq) return true;
       seen[i] = seq;
-      continue;
-    }
-    // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
-    if (other->stop.load(std::memory_order_acquire)) continue;
+      return false;
+    });
+    if (!waiting) continue;
+    const uint32_t seq = *waiting;
     // Our A-stack goes to the other's thread before we claim: if the call we run waits for a
     // call on our A-stack, that thread serves it. One hand-over per A-stack at a time.
     ServerSlot* none = nullptr;
@@ -363,18 +373,11 @@ void Connection::leaveGuest() noexcept {
 bool Connection::serveGuest(uint16_t origin) noexcept {
   for (const auto& owned : slots) {
     ServerSlot* slot = owned.get();
-    // Acquire: pairs with the clerk's release before it started the slot's thread.
-    if (!slot->started.load(std::memory_order_acquire)) continue;
-    AStackControl* ctl = control(slot->index);
-    // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
-    const uint32_t seq = ctl->callWord.load(std::memory_order_acquire);
-    // Relaxed: a first look only; claim() decides.
-    if (!newer(seq, slot->served.load(std::memory_order_relaxed))) continue;
-    if (detail::loadOnce(ctl->origin) != origin) continue;
-    // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
-    if (slot->stop.load(std::memory_order_acquire)) continue;
-    if (!claim(*slot, seq)) continue;
-    runCall(slot, seq);
+    const std::optional<uint32_t> seq = waitingCall(*slot, [&](uint32_t) {
+      return detail::loadOnce(control(slot->index)->origin) == origin;
+    });
+    if (!seq || !claim(*slot, *seq)) continue;
+    runCall(slot, *seq);
     return true;
   }
   return false;
