@@ -120,9 +120,9 @@ void opensslAead(benchmark::State& state, const EVP_CIPHER* cipher) {
 void opensslAes(benchmark::State& state) { opensslAead(state, EVP_aes_256_gcm()); }
 void opensslChacha(benchmark::State& state) { opensslAead(state, EVP_chacha20_poly1305()); }
 
-BENCHMARK(sodiumAes)->Name("sodium/aes256gcm")->Arg(64)->Arg(65536);
+BENCHMARK(sodiumAes)->Name("sodium/aes256gcm")->Arg(64)->Arg(256)->Arg(512)->Arg(1024)->Arg(1440)->Arg(65536);
 BENCHMARK(sodiumChacha)->Name("sodium/chacha20poly1305")->Arg(64)->Arg(65536);
-BENCHMARK(opensslAes)->Name("openssl/aes256gcm")->Arg(64)->Arg(65536);
+BENCHMARK(opensslAes)->Name("openssl/aes256gcm")->Arg(64)->Arg(256)->Arg(512)->Arg(1024)->Arg(1440)->Arg(65536);
 BENCHMARK(opensslChacha)->Name("openssl/chacha20poly1305")->Arg(64)->Arg(65536);
 
 namespace sec = lrpc::secure;

@@ -6,10 +6,9 @@ set -euo pipefail
 
 pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       capnproto libcapnp-dev liburing-dev libgtest-dev libgmock-dev
-      libbenchmark-dev iproute2 nftables procps libssl-dev)
+      libbenchmark-dev iproute2 nftables procps libssl-dev libsodium-dev)
 if [ "${1:-}" = bench ]; then
-  pkgs+=(libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler gnuplot-nox python3
-        libsodium-dev)
+  pkgs+=(libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler gnuplot-nox python3)
 fi
 
 missing=()

@@ -66,6 +66,14 @@ Status aeadOpen(const Key& key, const std::array<uint8_t, kNonceBytes>& nonce, B
 
 // An AES-256-GCM key expanded once, for many messages (the data path: the key schedule is
 // not redone per datagram). Not thread-safe: one context per direction and thread.
+//
+// Two implementations of the one cipher, chosen per message by its size: libsodium's for
+// messages of at most kSmallMessage bytes, where OpenSSL's EVP interface costs more than the
+// cipher (it sets the nonce and reads the tag through named parameters, found by string
+// compares), and OpenSSL's above, where its VAES code is twice libsodium's speed
+// (transport/secure/README.md, "Choosing the library"). Both compute the same AES-256-GCM, so
+// either side may seal with one and open with the other. Where libsodium's needs CPU features
+// this machine lacks, OpenSSL's does every size.
 class AeadContext {
  public:
   AeadContext() = default;
@@ -78,13 +86,19 @@ class AeadContext {
   static Result<AeadContext> forSealing(const Key& key);
   static Result<AeadContext> forOpening(const Key& key);
 
+  static constexpr size_t kSmallMessage = 512;
+
   Status seal(const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad, Bytes plain, MutableBytes out);
   Status open(const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad, Bytes sealed, MutableBytes out);
   bool valid() const noexcept { return ctx_ != nullptr; }
+  // Whether messages of at most kSmallMessage bytes go through libsodium (for tests).
+  bool sealsSmallWithSodium() const noexcept { return small_ != nullptr; }
 
  private:
+  static Result<AeadContext> keyed(const Key& key, bool sealing);
   explicit AeadContext(void* ctx) noexcept : ctx_(ctx) {}
-  void* ctx_ = nullptr;  // EVP_CIPHER_CTX, kept opaque so no OpenSSL header leaks to users
+  void* ctx_ = nullptr;    // EVP_CIPHER_CTX, kept opaque so no OpenSSL header leaks to users
+  void* small_ = nullptr;  // crypto_aead_aes256gcm_state (libsodium's expanded key), or null
 };
 
 // The Noise AESGCM nonce: 4 zero bytes, then the 64-bit counter big-endian.
