@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "transport/secure/crypto.h"
@@ -25,6 +26,21 @@ std::vector<uint8_t> bytes(size_t n, uint8_t seed) {
   return v;
 }
 
+// One key, keyed for each direction.
+class SecureAeadPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = AeadContext::forSealing(key);
+    auto o = AeadContext::forOpening(key);
+    ASSERT_TRUE(s.isOk() && o.isOk()) << s.status().toString() << o.status().toString();
+    sealer = std::move(*s);
+    opener = std::move(*o);
+  }
+  const Key key = testKey();
+  AeadContext sealer;
+  AeadContext opener;
+};
+
 TEST(SecureAead, SmallMessagesGoThroughLibsodiumWhereTheCpuAllowsIt) {
   auto ctx = AeadContext::forSealing(testKey());
   ASSERT_TRUE(ctx.isOk()) << ctx.status().toString();
@@ -34,11 +50,7 @@ TEST(SecureAead, SmallMessagesGoThroughLibsodiumWhereTheCpuAllowsIt) {
   EXPECT_EQ(ctx->sealsSmallWithSodium(), cpuHasIt);
 }
 
-TEST(SecureAead, EachImplementationOpensWhatTheOtherSealed) {
-  const Key key = testKey();
-  auto sealer = AeadContext::forSealing(key);
-  auto opener = AeadContext::forOpening(key);
-  ASSERT_TRUE(sealer.isOk() && opener.isOk());
+TEST_F(SecureAeadPair, EachImplementationOpensWhatTheOtherSealed) {
   const auto ad = bytes(16, 0xA0);
   uint64_t counter = 1;
   for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{200}, kSmall - 1, kSmall, kSmall + 1,
@@ -47,42 +59,38 @@ TEST(SecureAead, EachImplementationOpensWhatTheOtherSealed) {
     const auto nonce = counterNonce(counter++);
     // The context (libsodium at or below kSmall) against the one-shot form (always OpenSSL).
     std::vector<uint8_t> sealed(n + kTagBytes), reference(n + kTagBytes);
-    ASSERT_TRUE(sealer->seal(nonce, ad, plain, sealed).isOk()) << n;
+    ASSERT_TRUE(sealer.seal(nonce, ad, plain, sealed).isOk()) << n;
     ASSERT_TRUE(aeadSeal(key, nonce, ad, plain, reference).isOk()) << n;
     EXPECT_EQ(sealed, reference) << "the same cipher text and tag, " << n << " bytes";
     std::vector<uint8_t> opened(n);
     ASSERT_TRUE(aeadOpen(key, nonce, ad, sealed, opened).isOk()) << n;
     EXPECT_EQ(opened, plain) << n;
     std::vector<uint8_t> again(n);
-    ASSERT_TRUE(opener->open(nonce, ad, reference, again).isOk()) << n;
+    ASSERT_TRUE(opener.open(nonce, ad, reference, again).isOk()) << n;
     EXPECT_EQ(again, plain) << n;
   }
 }
 
-TEST(SecureAead, TamperedMessagesOpenWithNeitherAndLeaveNoBytes) {
-  const Key key = testKey();
-  auto sealer = AeadContext::forSealing(key);
-  auto opener = AeadContext::forOpening(key);
-  ASSERT_TRUE(sealer.isOk() && opener.isOk());
+TEST_F(SecureAeadPair, TamperedMessagesOpenWithNeitherAndLeaveNoBytes) {
   const auto ad = bytes(16, 0x11);
   for (size_t n : {size_t{64}, kSmall, kSmall + 1}) {
     const auto plain = bytes(n, 3);
     const auto nonce = counterNonce(7);
     std::vector<uint8_t> sealed(n + kTagBytes);
-    ASSERT_TRUE(sealer->seal(nonce, ad, plain, sealed).isOk());
+    ASSERT_TRUE(sealer.seal(nonce, ad, plain, sealed).isOk());
     for (size_t i : {size_t{0}, n / 2, n + kTagBytes - 1}) {
       auto bad = sealed;
       bad[i] ^= 0x40;
       std::vector<uint8_t> out(n, 0xEE);
-      const Status s = opener->open(nonce, ad, bad, out);
+      const Status s = opener.open(nonce, ad, bad, out);
       EXPECT_EQ(s.code(), Errc::kBadFrame) << n << " bytes, byte " << i << ": " << s.toString();
       EXPECT_EQ(out, std::vector<uint8_t>(n, 0)) << "no unauthenticated bytes handed out";
     }
     auto badAd = ad;
     badAd[0] ^= 1;
     std::vector<uint8_t> out(n);
-    EXPECT_EQ(opener->open(nonce, badAd, sealed, out).code(), Errc::kBadFrame) << n;
-    EXPECT_EQ(opener->open(counterNonce(8), ad, sealed, out).code(), Errc::kBadFrame) << n;
+    EXPECT_EQ(opener.open(nonce, badAd, sealed, out).code(), Errc::kBadFrame) << n;
+    EXPECT_EQ(opener.open(counterNonce(8), ad, sealed, out).code(), Errc::kBadFrame) << n;
   }
 }
 
