@@ -87,14 +87,20 @@ void timePiece(benchmark::State& state, Piece&& piece) {
 }
 
 // A server call over frames in this thread's own memory: the dispatch code alone, with no
-// other core's cache lines to fetch. Paper's results are all fixed-size (no result tail).
+// other core's cache lines to fetch. The calls timed here have fixed-size results (no result
+// tail). With `table`, capabilities it names can be called through the tunnel.
 class FrameCall final : public ServerCall {
  public:
-  FrameCall(std::span<const std::byte> args, std::byte* results) noexcept : ServerCall(args, {}, results) {}
+  FrameCall(std::span<const std::byte> args, std::byte* results, CapTable* table = nullptr) noexcept
+      : ServerCall(args, {}, results), table_(table) {}
   Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
     if (n == 0) return std::span<std::byte>();
     return Status(Errc::kInvalidArgument, "no result tail in this benchmark");
   }
+  CapTable* capTable() noexcept override { return table_; }
+
+ private:
+  CapTable* table_;
 };
 
 void addDispatch(Call call) {
@@ -140,20 +146,6 @@ void addResult() {
 // The server side of a call on a capability, as it arrives through the tunnel: the table
 // lookup, the private copy of the inner frame, the inner dispatch and the tunnel's results,
 // against Cost/dispatch/Null, the same call on a binding's own A-stack.
-class TunnelCall final : public ServerCall {
- public:
-  TunnelCall(std::span<const std::byte> args, std::byte* results, CapTable& table) noexcept
-      : ServerCall(args, {}, results), table_(table) {}
-  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
-    if (n == 0) return std::span<std::byte>();
-    return Status(Errc::kInvalidArgument, "no result tail in this benchmark");
-  }
-  CapTable* capTable() noexcept override { return &table_; }
-
- private:
-  CapTable& table_;
-};
-
 class NullObj final : public capsb::Obj::Server {
  public:
   Status null() override { return {}; }
@@ -172,7 +164,7 @@ void addCapDispatch() {
     alignas(64) std::byte results[64] = {};
     std::memcpy(args, &head, sizeof head);
     timePiece(state, [&] {
-      TunnelCall call(std::span<const std::byte>(args, sizeof args), results, table);
+      FrameCall call(std::span<const std::byte>(args, sizeof args), results, &table);
       benchmark::ClobberMemory();
       return detail::serveCapCall(call).isOk();
     });

@@ -307,10 +307,11 @@ std::optional<uint32_t> Connection::waitingCall(const ServerSlot& slot, Wanted&&
   // Acquire: pairs with the clerk's release before it started the slot's thread.
   if (!slot.started.load(std::memory_order_acquire)) return std::nullopt;
   // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
-  const uint32_t seq = control(slot.index)->callWord.load(std::memory_order_acquire);
+  const AStackControl* ctl = control(slot.index);
+  const uint32_t seq = ctl->callWord.load(std::memory_order_acquire);
   // Relaxed: a first look only; claim() decides.
   if (!newer(seq, slot.served.load(std::memory_order_relaxed))) return std::nullopt;
-  if (!wanted(seq)) return std::nullopt;
+  if (!wanted(seq, *ctl)) return std::nullopt;
   // Acquire, after the word: a stopping A-stack's word moved without a call (stopWaiter).
   if (slot.stop.load(std::memory_order_acquire)) return std::nullopt;
   return seq;
@@ -327,7 +328,7 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
     if (other == self) continue;
     // A call seen for the first time is left to its own thread, which may be about to take it:
     // taking it would move its A-stack's lines to this core for nothing.
-    const std::optional<uint32_t> waiting = waitingCall(*other, [&seen, i](uint32_t seq) {
+    const std::optional<uint32_t> waiting = waitingCall(*other, [&seen, i](uint32_t seq, const AStackControl&) {
       if (seen[i] == seq) return true;
       seen[i] = seq;
       return false;
@@ -373,9 +374,8 @@ void Connection::leaveGuest() noexcept {
 bool Connection::serveGuest(uint16_t origin) noexcept {
   for (const auto& owned : slots) {
     ServerSlot* slot = owned.get();
-    const std::optional<uint32_t> seq = waitingCall(*slot, [&](uint32_t) {
-      return detail::loadOnce(control(slot->index)->origin) == origin;
-    });
+    const std::optional<uint32_t> seq = waitingCall(
+        *slot, [origin](uint32_t, const AStackControl& ctl) { return detail::loadOnce(ctl.origin) == origin; });
     if (!seq || !claim(*slot, *seq)) continue;
     runCall(slot, *seq);
     return true;

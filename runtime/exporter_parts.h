@@ -167,7 +167,7 @@ struct Connection {
   // busy than the server has cores). Its own A-stack is handed over first (ServerSlot::handoff);
   // *self becomes the A-stack it serves afterwards. True if it served one or moved.
   bool help(ServerSlot** self, std::vector<uint32_t>& seen);
-  // The call rung on `slot` and not yet served, if `wanted(seq)` takes it and the A-stack is
+  // The call rung on `slot` and not yet served, if `wanted(seq, control)` takes it and the A-stack is
   // not stopping: what help() and serveGuest() look at before they claim() a call.
   template <class Wanted>
   std::optional<uint32_t> waitingCall(const ServerSlot& slot, Wanted&& wanted) const noexcept;

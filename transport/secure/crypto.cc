@@ -44,10 +44,22 @@ Status cryptoError(const char* what) {
 
 bool fitsInt(size_t n) noexcept { return n <= static_cast<size_t>(INT_MAX); }
 
-Status sealWith(EVP_CIPHER_CTX* ctx, const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad, Bytes plain,
-                MutableBytes out) {
+// The sizes both AES-GCM implementations need (EVP's lengths are ints).
+Status sealSizes(Bytes ad, Bytes plain, MutableBytes out) {
   if (out.size() != plain.size() + kTagBytes || !fitsInt(plain.size()) || !fitsInt(ad.size()))
     return Status(Errc::kInvalidArgument, "seal: output must be the plaintext plus the tag");
+  return {};
+}
+Status openSizes(Bytes ad, Bytes sealed, MutableBytes out) {
+  if (sealed.size() < kTagBytes || out.size() != sealed.size() - kTagBytes || !fitsInt(sealed.size()) ||
+      !fitsInt(ad.size()))
+    return Status(Errc::kBadFrame, "open: sealed message shorter than its tag");
+  return {};
+}
+
+Status sealWith(EVP_CIPHER_CTX* ctx, const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad, Bytes plain,
+                MutableBytes out) {
+  if (Status s = sealSizes(ad, plain, out); !s.isOk()) return s;
   int len = 0;
   if (EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1)
     return cryptoError("seal: nonce");
@@ -66,9 +78,7 @@ Status sealWith(EVP_CIPHER_CTX* ctx, const std::array<uint8_t, kNonceBytes>& non
 
 Status openWith(EVP_CIPHER_CTX* ctx, const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad, Bytes sealed,
                 MutableBytes out) {
-  if (sealed.size() < kTagBytes || out.size() != sealed.size() - kTagBytes || !fitsInt(sealed.size()) ||
-      !fitsInt(ad.size()))
-    return Status(Errc::kBadFrame, "open: sealed message shorter than its tag");
+  if (Status s = openSizes(ad, sealed, out); !s.isOk()) return s;
   const size_t body = sealed.size() - kTagBytes;
   int len = 0;
   if (EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1)
@@ -249,12 +259,9 @@ AeadContext::~AeadContext() {
 AeadContext::AeadContext(AeadContext&& o) noexcept
     : ctx_(std::exchange(o.ctx_, nullptr)), small_(std::exchange(o.small_, nullptr)) {}
 AeadContext& AeadContext::operator=(AeadContext&& o) noexcept {
-  if (this != &o) {
-    EVP_CIPHER_CTX_free(static_cast<EVP_CIPHER_CTX*>(ctx_));
-    dropSodiumKey(small_);
-    ctx_ = std::exchange(o.ctx_, nullptr);
-    small_ = std::exchange(o.small_, nullptr);
-  }
+  // Our keys go to `o`, whose destructor frees them.
+  std::swap(ctx_, o.ctx_);
+  std::swap(small_, o.small_);
   return *this;
 }
 
@@ -275,9 +282,7 @@ Status AeadContext::seal(const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad
   if (small_ == nullptr || plain.size() > kSmallMessage) {
     return sealWith(static_cast<EVP_CIPHER_CTX*>(ctx_), nonce, ad, plain, out);
   }
-  if (out.size() != plain.size() + kTagBytes) {
-    return Status(Errc::kInvalidArgument, "seal: output must be the plaintext plus the tag");
-  }
+  if (Status s = sealSizes(ad, plain, out); !s.isOk()) return s;
   unsigned long long written = 0;
   if (crypto_aead_aes256gcm_encrypt_afternm(out.data(), &written, plain.data(), plain.size(), ad.data(), ad.size(),
                                             nullptr, nonce.data(),
@@ -293,9 +298,7 @@ Status AeadContext::open(const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad
   if (small_ == nullptr || sealed.size() > kSmallMessage + kTagBytes) {
     return openWith(static_cast<EVP_CIPHER_CTX*>(ctx_), nonce, ad, sealed, out);
   }
-  if (sealed.size() < kTagBytes || out.size() != sealed.size() - kTagBytes) {
-    return Status(Errc::kBadFrame, "open: sealed message shorter than its tag");
-  }
+  if (Status s = openSizes(ad, sealed, out); !s.isOk()) return s;
   unsigned long long clear = 0;
   if (crypto_aead_aes256gcm_decrypt_afternm(out.data(), &clear, nullptr, sealed.data(), sealed.size(), ad.data(),
                                             ad.size(), nonce.data(),
