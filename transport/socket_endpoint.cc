@@ -122,7 +122,7 @@ Result<size_t> SocketEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std
     auto now = Clock::now();
     if (now >= deadline) return size_t{0};
     if (now < spinUntil) {
-      backoff.pause();
+      backoff.pause(now);
       continue;
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;

@@ -102,10 +102,9 @@ NetAddress boundAddress(int fd) noexcept {
   return fromSockaddr(s);
 }
 
-void Backoff::pause() noexcept {
-  // About 2000 pauses (tens of microseconds) before giving the CPU away on every turn:
-  // on a 2-core machine the peer we wait for may need this very core.
-  if (++spins_ < 2000) {
+void Backoff::pause(std::chrono::steady_clock::time_point now) noexcept {
+  if (since_ == std::chrono::steady_clock::time_point{}) since_ = now;
+  if (now - since_ < kYieldAfter) {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
 #endif

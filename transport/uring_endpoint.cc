@@ -354,8 +354,9 @@ Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std:
     for (;;) {
       auto got = readSocket(sink, MSG_DONTWAIT);
       if (!got || *got > 0) return got;
-      if (Clock::now() >= deadline) return size_t{0};
-      backoff.pause();
+      auto now = Clock::now();
+      if (now >= deadline) return size_t{0};
+      backoff.pause(now);
     }
   }
   for (;;) {
@@ -374,7 +375,7 @@ Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std:
     auto now = Clock::now();
     if (now >= deadline) return size_t{0};
     if (now < spinUntil) {
-      backoff.pause();
+      backoff.pause(now);
       continue;
     }
     auto left = std::min<std::chrono::nanoseconds>(deadline - now, std::chrono::seconds(1));
@@ -424,7 +425,7 @@ Result<size_t> UringEndpoint::receiveDirect(DatagramSink& sink, Clock::time_poin
       now = Clock::now();  // after a sleep (woken early: a signal, an oversized datagram) always
     }
     if (now >= deadline) return size_t{0};
-    if (!sleep) backoff.pause();
+    if (!sleep) backoff.pause(now);
   }
 }
 
