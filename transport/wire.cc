@@ -32,7 +32,24 @@ Result<Packet> decodePacket(std::span<const std::byte> bytes) noexcept {
     return Status(Errc::kBadFrame, "single-cell flag on a multi-cell packet");
   }
   if (h.status > static_cast<uint8_t>(Errc::kLastErrc)) return Status(Errc::kBadFrame, "unknown status");
+  if ((h.flags & kFlagReleases) != 0 && (p.type() != PacketType::kReply || fragment || h.status != 0)) {
+    return Status(Errc::kBadFrame, "releases on a packet other than a whole, successful reply");
+  }
   return p;
+}
+
+Result<std::span<const std::byte>> splitReleases(std::span<const std::byte> payload, uint32_t* ids,
+                                                 uint32_t* count) noexcept {
+  uint32_t n = 0;
+  if (payload.size() < sizeof n) return Status(Errc::kBadFrame, "reply too short for its releases");
+  std::memcpy(&n, payload.data() + payload.size() - sizeof n, sizeof n);
+  if (n == 0 || n > kMaxReplyReleases || payload.size() < releaseTrailerBytes(n)) {
+    return Status(Errc::kBadFrame, "malformed releases on a reply");
+  }
+  const size_t results = payload.size() - releaseTrailerBytes(n);
+  std::memcpy(ids, payload.data() + results, 4 * size_t{n});
+  *count = n;
+  return payload.first(results);
 }
 
 PacketHeader makeHeader(PacketType type, uint32_t session, uint64_t cookie, uint32_t seq) noexcept {

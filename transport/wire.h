@@ -16,8 +16,9 @@
 namespace lrpc::net {
 
 inline constexpr uint16_t kMagic = 0x524c;  // "LR" on the wire
-// 2: acks carry a 2048-fragment bitmap; 3: kRunning, sequence numbers wrap modulo 2^32.
-inline constexpr uint8_t kVersion = 3;
+// 2: acks carry a 2048-fragment bitmap; 3: kRunning, sequence numbers wrap modulo 2^32;
+// 4: a reply may carry releases (kFlagReleases).
+inline constexpr uint8_t kVersion = 4;
 
 // One U-Net cell: header and payload of a single-cell message. 64 bytes is one cache line,
 // so a single-cell message is read and written as one line, and it holds the paper's
@@ -54,7 +55,10 @@ inline constexpr uint8_t kFlagResend = 0x08;
 // On a fragment: the sender's window is full (or the message ends here), so it can send
 // nothing more until it hears an ack: ack now, whatever the receiver's own ack interval.
 inline constexpr uint8_t kFlagAckNow = 0x10;
-inline constexpr uint8_t kKnownFlags = 0x1f;
+// On a single-datagram kReply: the payload ends with the ids of objects of the client's callback
+// host that the handler dropped (ReplyTrailer), to release before the call returns.
+inline constexpr uint8_t kFlagReleases = 0x20;
+inline constexpr uint8_t kKnownFlags = 0x3f;
 
 // The fixed header of every datagram. All fields little-endian.
 struct PacketHeader {
@@ -112,6 +116,16 @@ struct AckBody {
   uint64_t bits[kAckBits / 64];
 };
 static_assert(sizeof(AckBody) == 264);
+
+// The end of a kReply payload with kFlagReleases: `count` ids (1..kMaxReplyReleases), each a
+// uint32 of the client's callback table, then `count` as a uint32. The call's results are
+// the bytes before them.
+inline constexpr uint32_t kMaxReplyReleases = 16;
+constexpr size_t releaseTrailerBytes(size_t count) noexcept { return 4 * (count + 1); }
+// Splits `payload` into the results and the ids (copied to `ids`, which holds
+// kMaxReplyReleases); kBadFrame for a trailer that does not fit or counts 0 or too many.
+Result<std::span<const std::byte>> splitReleases(std::span<const std::byte> payload, uint32_t* ids,
+                                                 uint32_t* count) noexcept;
 
 // Payload bytes one datagram carries at most for a given datagram size.
 constexpr size_t fragmentPayload(size_t maxDatagram) noexcept { return maxDatagram - kHeaderBytes; }

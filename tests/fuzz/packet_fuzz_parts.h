@@ -82,6 +82,11 @@ inline void decodeAll(std::span<const std::byte> bytes) {
   if (!p.isOk()) return;
   (void)decodeHello(p->payload);
   (void)decodeAck(p->payload);
+  // A reply's releases: only ever read from inside the payload.
+  uint32_t ids[kMaxReplyReleases];
+  uint32_t count = 0;
+  (void)splitReleases(p->payload, ids, &count);
+  (void)splitReleases(bytes, ids, &count);
   if ((p->header.flags & kFlagFragment) != 0 && p->header.total <= (1u << 20)) {
     MessageBuffer dest;
     Reassembly r;

@@ -143,6 +143,67 @@ TEST(Wire, RejectsMalformed) {
   expectBad(packet(h, big), "single-cell flag on 72 bytes");
 }
 
+// A reply's releases (kFlagReleases): only on a whole, successful reply, and a trailer that
+// names 1..16 ids inside the payload; anything else is a bad frame, never an id read from
+// outside the datagram.
+TEST(Wire, ReleasesRideOnlyOnWholeSuccessfulReplies) {
+  auto words = [](std::vector<uint32_t> w) {
+    std::vector<std::byte> out(w.size() * 4);
+    if (!w.empty()) std::memcpy(out.data(), w.data(), out.size());
+    return out;
+  };
+  // Results 0xAA 0xBB, then ids 7 and 9, then the count 2.
+  std::vector<std::byte> payload{std::byte{0xAA}, std::byte{0xBB}};
+  const std::vector<std::byte> trailer = words({7, 9, 2});
+  payload.insert(payload.end(), trailer.begin(), trailer.end());
+  PacketHeader h = makeHeader(PacketType::kReply, 7, 0x1234, 9);
+  h.flags = kFlagReleases;
+  h.total = static_cast<uint32_t>(payload.size());
+  const std::vector<std::byte> datagram = packet(h, payload);  // the decoded payload points into it
+  auto decoded = decodePacket(datagram);
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().toString();
+  uint32_t ids[kMaxReplyReleases] = {};
+  uint32_t count = 0;
+  auto results = splitReleases(decoded->payload, ids, &count);
+  ASSERT_TRUE(results.isOk()) << results.status().toString();
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[1], std::byte{0xBB});
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(ids[0], 7u);
+  EXPECT_EQ(ids[1], 9u);
+  // Results may be empty: the trailer alone.
+  const std::vector<std::byte> bare = words({5, 1});
+  ASSERT_TRUE(splitReleases(bare, ids, &count).isOk());
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(ids[0], 5u);
+
+  // Malformed trailers.
+  for (const std::vector<std::byte>& bad :
+       {std::vector<std::byte>{}, std::vector<std::byte>(3), words({0}), words({1}), words({5, 2}),
+        words({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 17}), words({0xFFFFFFFFu})}) {
+    count = 99;
+    EXPECT_EQ(splitReleases(bad, ids, &count).status().code(), Errc::kBadFrame) << bad.size();
+    EXPECT_EQ(count, 99u) << "nothing taken from a bad trailer";
+  }
+  // The largest count is taken.
+  std::vector<uint32_t> most(kMaxReplyReleases, 3);
+  most.push_back(kMaxReplyReleases);
+  EXPECT_TRUE(splitReleases(words(most), ids, &count).isOk());
+  EXPECT_EQ(count, kMaxReplyReleases);
+
+  // The flag anywhere else.
+  PacketHeader onRequest = request(static_cast<uint32_t>(payload.size()));
+  onRequest.flags = kFlagReleases;
+  EXPECT_FALSE(decodePacket(packet(onRequest, payload)).isOk());
+  PacketHeader onError = h;
+  onError.status = static_cast<uint8_t>(Errc::kApplication);
+  EXPECT_FALSE(decodePacket(packet(onError, payload)).isOk());
+  PacketHeader onFragment = h;
+  onFragment.flags = kFlagReleases | kFlagFragment;
+  onFragment.total = static_cast<uint32_t>(payload.size() * 2);
+  EXPECT_FALSE(decodePacket(packet(onFragment, payload)).isOk());
+}
+
 TEST(Wire, HelloRoundTripAndLimits) {
   HelloBody body{};
   body.ifaceId = 42;
