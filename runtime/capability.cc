@@ -2,6 +2,7 @@
 
 #include "runtime/cap_table.h"
 #include "runtime/local_binding.h"
+#include "runtime/reply_releases.h"
 
 #include <chrono>
 #include <cstring>
@@ -193,6 +194,9 @@ class TunnelStarted final : public ChannelCall {
   bool running_ = false;  // started and not yet completed or given up
 };
 
+// A release waits this long at most: a peer that is gone has dropped the object already.
+constexpr std::chrono::milliseconds kReleaseTimeout{200};
+
 Status tunnel(const Binding& root, const detail::CapCallArgs& head, const OutMessage& request, MessageBuffer& reply,
               const CallOptions& options) noexcept {
   const uint32_t p = root.iface->procedureCount - 1;
@@ -211,15 +215,16 @@ class CapChannel final : public CallChannel {
   // Tells the server it may drop the object. Best effort and bounded: a server that is gone
   // has dropped it already.
   ~CapChannel() override {
-    CallOptions options;
-    options.timeout = std::chrono::milliseconds(200);
-    MessageBuffer none;
-    const detail::CapCallArgs head{{0, 0}, import_.id, kReleaseCap, 0};
     const Binding& root = *import_.root;
+    // A UDP handler dropping its caller's object: the release rides on the call's reply.
+    if (root.remote && detail::ReplyReleases::take(root, import_.id)) return;
     if (!root.remote && root.local->guestWaits()) {
       // A callback dropped while serving a call whose caller waits: that caller runs the
       // release before its call returns (runtime/callbacks.h), so nobody waits for it here,
       // a round trip saved.
+      CallOptions options;
+      options.timeout = kReleaseTimeout;
+      const detail::CapCallArgs head{{0, 0}, import_.id, kReleaseCap, 0};
       LocalCall call(root, root.iface->procedureCount - 1, options, LocalCall::Async{}, {});
       if (!tunnelIn(call, head, OutMessage(std::span<const std::byte>())).isOk() || !call.start().isOk()) return;
       // Looked at again after the release was rung (ringReverse fences): if the caller still
@@ -234,7 +239,7 @@ class CapChannel final : public CallChannel {
       }
       return;
     }
-    (void)tunnel(root, head, OutMessage(std::span<const std::byte>()), none, options);
+    detail::releaseByRoundTrip(root, import_.id);
   }
 
   Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
@@ -477,6 +482,45 @@ Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap
   CapTable* table = call.capTable();
   if (table == nullptr) return Status(Errc::kUnsupported, "this path does not carry capabilities");
   return table->add(*hosted);
+}
+
+void releaseByRoundTrip(const Binding& root, uint32_t id) noexcept {
+  CallOptions options;
+  options.timeout = kReleaseTimeout;
+  MessageBuffer none;
+  const CapCallArgs head{{0, 0}, id, kReleaseCap, 0};
+  (void)tunnel(root, head, OutMessage(std::span<const std::byte>()), none, options);
+}
+
+namespace {
+thread_local ReplyReleases* tlsReplyReleases = nullptr;
+}  // namespace
+
+ReplyReleases::ReplyReleases(ServerCall& call) noexcept : call_(call), outer_(tlsReplyReleases) {
+  tlsReplyReleases = this;
+}
+
+ReplyReleases::~ReplyReleases() { tlsReplyReleases = outer_; }
+
+bool ReplyReleases::take(const Binding& root, uint32_t id) noexcept {
+  ReplyReleases* r = tlsReplyReleases;
+  if (r == nullptr || !r->open_ || r->count_ == kMax) return false;
+  // Relaxed hint (ServerCall::cancelled): a caller that gave up may never read the reply, so
+  // its releases go by round trips, which do not depend on it.
+  if (r->call_.cancelled()) return false;
+  if (!r->looked_) {
+    // Looked up once, at the first drop: most calls drop nothing, and this takes a lock.
+    r->root_ = r->call_.peerCallbacks();
+    r->looked_ = true;
+  }
+  if (r->root_.get() != &root) return false;
+  r->ids_[r->count_++] = id;
+  return true;
+}
+
+void ReplyReleases::releaseNow() noexcept {
+  for (uint32_t i = 0; i < count_; ++i) releaseByRoundTrip(*root_, ids_[i]);
+  count_ = 0;
 }
 
 Status attachCallbacks(const Binding& conn, std::span<const std::byte> where, const CallOptions& options) noexcept {

@@ -62,6 +62,8 @@ class NetCallbackHost {
 
   uint16_t port() const noexcept { return port_; }
   CapTable& table() noexcept { return *table_; }
+  // For releases made after the lock that guards the host is let go.
+  std::shared_ptr<CapTable> sharedTable() const noexcept { return table_; }
 
  private:
   NetCallbackHost(std::shared_ptr<CapTable> table, std::unique_ptr<UdpServer> server, uint16_t port) noexcept;

@@ -39,6 +39,10 @@ struct UdpChannel::Pending {
   // An asynchronous call (startAsync): its slot is let go as soon as it finishes, as no
   // caller's stack waits to do that.
   bool detached = false;
+  // Objects of our callback host that the handler dropped (the reply's kFlagReleases):
+  // released by the caller, outside every lock, before its call returns.
+  uint32_t releaseCount = 0;
+  uint32_t releases[kMaxReplyReleases];
 };
 
 class UdpChannel::Sink final : public DatagramSink {
@@ -309,6 +313,7 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
   fragmentBytes_ = fragmentPayload(std::min<size_t>(options_.maxDatagram, sink.welcome.maxDatagram));
   slots_.assign(window_, nullptr);
   nextSeq_ = options_.firstSequence;
+  owed_.clear();  // the numbers start over: a given-up call of the old session is not a new one's
   ++stats_.sessions;
   return {};
 }
@@ -340,7 +345,9 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, co
   (void)iface;
   Pending p;
   p.reply = &reply;
-  return afterCall(run(procedure, p, request, options));
+  Status s = run(procedure, p, request, options);
+  releaseHosted({p.releases, p.releaseCount});
+  return afterCall(std::move(s));
 }
 
 Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
@@ -353,7 +360,22 @@ Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedur
   p.tail = &tail;
   p.tailFrom = fixedBytes;
   p.apart = apart;
-  return afterCall(run(procedure, p, request, options));
+  Status s = run(procedure, p, request, options);
+  releaseHosted({p.releases, p.releaseCount});
+  return afterCall(std::move(s));
+}
+
+void UdpChannel::releaseHosted(std::span<const uint32_t> ids) noexcept {
+  if (ids.empty()) return;
+  std::shared_ptr<CapTable> table;
+  {
+    std::lock_guard lock(callbacksMu_);
+    if (!callbackHost_) return;  // the host has gone, and its objects with it
+    table = callbackHost_->sharedTable();
+  }
+  // An id that names no live object is a confused server's: ignored, as the host ignores such
+  // a release sent on its own.
+  for (uint32_t id : ids) (void)table->release(id);
 }
 
 Status UdpChannel::afterCall(Status s) noexcept {
@@ -450,6 +472,9 @@ class UdpChannel::Started final : public ChannelCall {
     if (over_) return;
     over_ = true;
     channel_.abandon(p);
+    // A reply another caller read meanwhile may have brought releases; abandon() took the lock
+    // they were written under.
+    channel_.releaseHosted({p.releases, p.releaseCount});
   }
 
   Pending p;
@@ -479,7 +504,12 @@ std::optional<Status> UdpChannel::progress(Pending& p, int64_t untilNs) noexcept
   std::unique_lock lock(mu_);
   if (!held_.empty()) sendHeldLocked();  // a caller never waits for a request still held
   for (bool looked = false;;) {
-    if (p.done) return std::move(p.status);  // its slot went when it finished
+    if (p.done) {  // its slot went when it finished
+      Status s = std::move(p.status);
+      lock.unlock();
+      releaseHosted({p.releases, p.releaseCount});
+      return s;
+    }
     if (looked) return std::nullopt;
     // untilNs is CLOCK_MONOTONIC (lrpc's monotonicNs), which steady_clock reads on Linux.
     const auto now = Clock::now();
@@ -499,6 +529,18 @@ void UdpChannel::abandon(Pending& p) noexcept {
   // a fragmented one, told to stop).
   finish(p, Status(Errc::kCancelled, "the caller cancelled the call"));
   sendCancel(p.seq);
+  owe(p.seq);
+}
+
+void UdpChannel::owe(uint32_t seq) noexcept {
+  // A handler may have dropped our objects before the cancel reached it: their releases then
+  // come on a reply that no caller waits for. A few such calls are remembered.
+  if (owed_.size() == kOwedCalls) owed_.erase(owed_.begin());
+  try {
+    owed_.push_back(seq);
+  } catch (const std::bad_alloc&) {
+    // Not remembered: its releases, if its reply brings any, wait for the session's end.
+  }
 }
 
 void UdpChannel::sendCancel(uint32_t seq) noexcept {
@@ -511,15 +553,17 @@ void UdpChannel::sendCancel(uint32_t seq) noexcept {
 bool UdpChannel::leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait) {
   if (!pollMu_.try_lock()) return false;
   lock.unlock();
-  lead(self, maxWait);
+  std::vector<uint32_t> owed;
+  lead(self, maxWait, owed);
   pollMu_.unlock();
+  releaseHosted(owed);  // no lock held: an object's destructor may call us
   lock.lock();
   // Leadership is free: wake a waiting caller so that someone keeps polling.
   cv_.notify_all();
   return true;
 }
 
-void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait) {
+void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed) {
   Sink sink(*this);
   Clock::time_point wake;
   {
@@ -547,6 +591,7 @@ void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait) {
   // With every call finished (the common case: ours just was), there is no timer to run and
   // no clock to read on the way back to the caller.
   if (live_ > 0) onTimers(Clock::now());
+  if (!releasesOwed_.empty()) owed.swap(releasesOwed_);
 }
 
 void UdpChannel::lend(MessageBuffer& buffer, size_t bytes) noexcept { shelf_.lend(buffer, bytes); }
@@ -660,6 +705,7 @@ void UdpChannel::onTimers(Clock::time_point now) noexcept {
     if (now >= p.deadline) {
       finish(p, Status(Errc::kDeadlineExceeded, "no reply before the call's deadline"));
       sendCancel(p.seq);
+      owe(p.seq);
       continue;
     }
     if (p.heard) {
@@ -755,6 +801,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     return;
   }
   if (p == nullptr) {
+    if ((h.flags & kFlagReleases) != 0) collectOwed(h.seq, pk.payload);
     // A reply for a call that already finished (a duplicate, or fragments still in flight
     // after completion): tell the server to stop sending it.
     if ((h.flags & kFlagFragment) != 0) {
@@ -776,11 +823,21 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
                         std::string(reinterpret_cast<const char*>(pk.payload.data()), pk.payload.size())));
       return;
     }
-    if (Status s = p->reply->resize(pk.payload.size()); !s.isOk()) {
+    std::span<const std::byte> results = pk.payload;
+    if ((h.flags & kFlagReleases) != 0) {
+      auto split = splitReleases(pk.payload, p->releases, &p->releaseCount);
+      if (!split) {
+        finish(*p, split.status());
+        return;
+      }
+      results = *split;
+      stats_.releasesCarried += p->releaseCount;
+    }
+    if (Status s = p->reply->resize(results.size()); !s.isOk()) {
       finish(*p, std::move(s));
       return;
     }
-    if (!pk.payload.empty()) std::memcpy(p->reply->data(), pk.payload.data(), pk.payload.size());
+    if (!results.empty()) std::memcpy(p->reply->data(), results.data(), results.size());
     finish(*p, Status());
     return;
   }
@@ -832,6 +889,21 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
   if (p->reassembly.ackDue()) {
     sendAck(p->seq, p->reassembly.ack());
     p->reassembly.acked();
+  }
+}
+
+void UdpChannel::collectOwed(uint32_t seq, std::span<const std::byte> payload) noexcept {
+  auto it = std::find(owed_.begin(), owed_.end(), seq);
+  if (it == owed_.end()) return;  // a duplicate of a reply already read: its releases were made
+  owed_.erase(it);
+  uint32_t ids[kMaxReplyReleases];
+  uint32_t count = 0;
+  if (!splitReleases(payload, ids, &count)) return;
+  stats_.releasesCarried += count;
+  try {
+    releasesOwed_.insert(releasesOwed_.end(), ids, ids + count);
+  } catch (const std::bad_alloc&) {
+    // Left to the session's end, when the host drops every object.
   }
 }
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -117,6 +118,7 @@ class UdpChannel final : public CallChannel,
     uint64_t running = 0;  // "still running" answers from the server (long handlers)
     uint64_t sessions = 0;  // sessions opened (1, plus one per re-handshake)
     uint64_t requestSends = 0;  // endpoint sends of new requests (a SendBatch's burst is one)
+    uint64_t releasesCarried = 0;  // objects of our callback host released by replies (kFlagReleases)
   };
   Stats stats() const;
 
@@ -145,7 +147,14 @@ class UdpChannel final : public CallChannel,
   // meanwhile; false if another does.
   bool leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait);
   // Polls the endpoint once as the leader, waiting `maxWait` at most: delivers replies, runs timers.
-  void lead(Pending& self, std::chrono::nanoseconds maxWait = std::chrono::milliseconds(20));
+  // `owed`: releases that replies of given-up calls brought (collectOwed), for the caller to make
+  // with no lock held.
+  void lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed);
+  // Releases objects of our callback host that the server dropped (no lock held).
+  void releaseHosted(std::span<const uint32_t> ids) noexcept;
+  void owe(uint32_t seq) noexcept;  // with mu_ held: call `seq` was given up
+  // With mu_ held: a reply with releases for a call that has finished; kept if it was given up.
+  void collectOwed(uint32_t seq, std::span<const std::byte> payload) noexcept;
   void onDatagram(const Datagram& d) noexcept;          // with mu_ held
   void onTimers(std::chrono::steady_clock::time_point now) noexcept;  // with mu_ held
   void sendRequest(Pending& p, bool resend) noexcept;   // with mu_ held
@@ -182,6 +191,10 @@ class UdpChannel final : public CallChannel,
   bool lost_ = false;            // GUARDED_BY(mu_): the server lost the session; re-handshake
   Stats stats_;                  // GUARDED_BY(mu_)
   std::vector<uint32_t> held_;     // GUARDED_BY(mu_): sequence numbers of requests held for a batch
+  // Calls given up (cancelled, past their deadline) whose replies may carry releases.
+  static constexpr size_t kOwedCalls = 32;
+  std::vector<uint32_t> owed_;          // GUARDED_BY(mu_)
+  std::vector<uint32_t> releasesOwed_;  // GUARDED_BY(mu_): their releases, for the next leader to make
   std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
   FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
 

@@ -547,6 +547,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     // the job queue hands it over.
     slot.cancelled.store(false, std::memory_order_relaxed);
     slot.fragmentedReply = false;
+    slot.replyFlags = 0;
     slot.kept.reset();
     slot.reassembly.clear();
     if (!fragment) {
@@ -605,7 +606,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
 void UdpServer::schedule(Session& s, Slot& slot) noexcept {
   slot.state = SlotState::kRunning;
   try {
-    jobs_.push_back(Job{s.id, s.service, s.slots, &slot, s.caps, s.callbacks});
+    jobs_.push_back(Job{s.id, s.service, s.slots, &slot, s.caps, s.callbacks, s.fragmentBytes});
   } catch (...) {
     slot.state = SlotState::kEmpty;
     slot.seq -= 1;  // no memory now: let a retransmission try again
@@ -621,6 +622,7 @@ void UdpServer::finishJob(const Job& job, Status result) noexcept {
   slot.deferred.reset();
   slot.status = 0;
   if (!result.isOk()) {
+    slot.replyFlags = 0;
     slot.status = static_cast<uint8_t>(result.code());
     slot.kept.reset();  // the reply is the error text alone
     const std::string& text = result.detail();
@@ -642,6 +644,7 @@ void UdpServer::sendReply(Session& s, Slot& slot, Resend resend) noexcept {
   h.total = static_cast<uint32_t>(slot.reply.size());
   if (slot.reply.size() <= s.fragmentBytes && !slot.kept) {  // a kept value never fits one datagram
     if (kHeaderBytes + slot.reply.size() <= kCellBytes) h.flags |= kFlagSingleCell;
+    h.flags |= slot.replyFlags;
     sendHeaderOnly(s.peer, h, slot.reply.span());
     return;
   }

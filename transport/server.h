@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -146,6 +147,7 @@ class UdpServer {
     uint16_t procedure = 0;
     uint8_t status = 0;
     bool fragmentedReply = false;
+    uint8_t replyFlags = 0;  // kFlagReleases when the reply ends with releases
     // The request's frame: reassembled, or copied out of the receive buffer (the handler runs
     // after the receive returns, possibly while another thread polls).
     std::unique_ptr<MessageBuffer> request;
@@ -193,6 +195,7 @@ class UdpServer {
     Slot* slot;
     std::shared_ptr<CapTable> caps;
     std::shared_ptr<PeerCallbacks> callbacks;
+    size_t fragmentBytes = 0;  // the session's: a reply at most this long is one datagram
   };
   class Sink;
   class Call;
@@ -210,6 +213,8 @@ class UdpServer {
   // Runs a job's handler (no lock held); *deferred: its answer is still to come, and finishes
   // the job itself.
   Status execute(const Job& job, MessageBuffer& fixed, bool* deferred) noexcept;
+  // Appends the releases `ids` to the slot's reply if it stays one datagram (true).
+  static bool carryReleases(Slot& slot, size_t fragmentBytes, std::span<const uint32_t> ids) noexcept;
   // Opens the channel back to the client of `pc` at the port in `where` (no lock held).
   Status attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> where) noexcept;
   void finishJob(const Job& job, Status result) noexcept;                         // with mu_ held

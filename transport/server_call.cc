@@ -6,6 +6,7 @@
 
 #include "transport/server.h"
 #include "runtime/cap_table.h"
+#include "runtime/reply_releases.h"
 
 namespace lrpc::net {
 
@@ -204,15 +205,36 @@ Status UdpServer::execute(const Job& job, MessageBuffer& fixed, bool* deferred) 
   Call call(*this, job, frame.first(pd.argsSize), frame.subspan(pd.argsSize), fixed, {slot.reply, slot.kept, slot.keptAt});
   executed_.fetch_add(1, std::memory_order_relaxed);
   const lrpc::detail::CurrentCall current(call);
+  lrpc::detail::ReplyReleases releases(call);
   Status result = iface.dispatch(job.service->server, slot.procedure, call);
+  releases.close();
   if (call.deferred()) {
+    releases.releaseNow();  // the answer is made elsewhere, perhaps much later
     DeferLink& link = *call.link();
     // We finish the job with an answer given during dispatch; otherwise the answer to come
     // does (Deferred::finish), and the slot may go to a newer call meanwhile.
     *deferred = !link.race.handBack();
     return *deferred ? Status() : adoptAnswer(slot, link);
   }
-  return call.complete(std::move(result));
+  Status done = call.complete(std::move(result));
+  if (!releases.ids().empty() && !(done.isOk() && carryReleases(slot, job.fragmentBytes, releases.ids()))) {
+    releases.releaseNow();
+  }
+  return done;
+}
+
+static_assert(lrpc::detail::ReplyReleases::kMax == kMaxReplyReleases, "a reply carries what a handler notes");
+
+bool UdpServer::carryReleases(Slot& slot, size_t fragmentBytes, std::span<const uint32_t> ids) noexcept {
+  // Only on a reply of one datagram: the client reads the ids where the datagram ends.
+  const size_t results = slot.reply.size();
+  const size_t total = results + releaseTrailerBytes(ids.size());
+  if (slot.kept || total > fragmentBytes || !slot.reply.resize(total).isOk()) return false;
+  const auto count = static_cast<uint32_t>(ids.size());
+  std::memcpy(slot.reply.data() + results, ids.data(), ids.size_bytes());
+  std::memcpy(slot.reply.data() + total - sizeof count, &count, sizeof count);
+  slot.replyFlags = kFlagReleases;
+  return true;
 }
 
 }  // namespace lrpc::net

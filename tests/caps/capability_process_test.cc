@@ -185,10 +185,102 @@ void checkCallbacks(caps::Publisher::Client& publisher) {
   EXPECT_EQ(live->load(), 0u) << "released when the server dropped them";
 }
 
+// Subscribes a fresh listener of the client's and keeps no reference to it: the server's is
+// the only one.
+void subscribeOne(caps::Publisher::Client& publisher, const std::shared_ptr<std::atomic<uint32_t>>& live) {
+  auto listener = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 0));
+  auto kept = publisher.subscribe(listener);
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+}
+
+// Objects of the channel's callback host that replies released so far (0 on the same host).
+uint64_t releasesCarried(const caps::Publisher::Client& publisher) {
+  auto* channel = dynamic_cast<net::UdpChannel*>(publisher.binding()->channel);
+  return channel == nullptr ? 0 : channel->stats().releasesCarried;
+}
+
+// A listener a handler drops is gone when the call returns, whatever the reply: over UDP its
+// release rides on a reply of one datagram (kFlagReleases, 16 at most), and is a round trip of
+// its own beyond that, or for an error, a reply of many datagrams and a deferred answer.
+void checkReleasesBeforeEveryReturn(caps::Publisher::Client& publisher) {
+  const bool udp = dynamic_cast<net::UdpChannel*>(publisher.binding()->channel) != nullptr;
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  EXPECT_EQ(live->load(), 2u);
+  uint64_t carried = releasesCarried(publisher);
+  ASSERT_TRUE(publisher.clear().isOk());
+  EXPECT_EQ(live->load(), 0u) << "an ok reply";
+  EXPECT_EQ(releasesCarried(publisher) - carried, udp ? 2u : 0u) << "both on clear's reply";
+  carried = releasesCarried(publisher);
+  ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  EXPECT_EQ(publisher.clearThenFail().code(), Errc::kApplication);
+  EXPECT_EQ(live->load(), 0u) << "an error";
+  ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  auto pad = publisher.clearAndPad(64 * 1024);
+  ASSERT_TRUE(pad.isOk()) << pad.status().toString();
+  EXPECT_EQ(pad->size(), 64u * 1024);
+  EXPECT_EQ(live->load(), 0u) << "a reply of many datagrams";
+  ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  ASSERT_TRUE(publisher.clearLater().isOk());
+  EXPECT_EQ(live->load(), 0u) << "a deferred answer";
+  EXPECT_EQ(releasesCarried(publisher), carried) << "none of those three replies carried them";
+  for (int i = 0; i < 20; ++i) ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  EXPECT_EQ(live->load(), 20u);
+  ASSERT_TRUE(publisher.clear().isOk());
+  EXPECT_EQ(live->load(), 0u) << "more than one reply carries";
+  EXPECT_EQ(releasesCarried(publisher) - carried, udp ? 16u : 0u) << "16 on the reply, 4 by round trips";
+}
+
+// A client's object whose notify waits until the test opens it.
+class GateListener final : public caps::Listener::Server {
+ public:
+  Result<int64_t> notify(int64_t n) override {
+    entered = true;
+    for (int i = 0; i < 1000 && !open.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return n;
+  }
+  Result<int64_t> take(const caps::Counter::Client&) override { return 0; }
+  std::atomic<bool> entered{false};
+  std::atomic<bool> open{false};
+};
+
+// Over UDP: a call given up after its handler dropped our object, so that the release went on
+// a reply nobody waits for. The channel's next calls read that reply and make it.
+void checkReleaseOfAGivenUpCall(caps::Publisher::Client& publisher) {
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  ASSERT_NO_FATAL_FAILURE(subscribeOne(publisher, live));
+  auto gate = std::make_shared<GateListener>();
+  auto gateClient = caps::Listener::Client::serve(gate);
+  uint64_t carried = 0;
+  {
+    auto pending = publisher.async().clearThenPing(gateClient, 1);
+    // The handler has dropped the kept listener (noted for its reply) and waits for our gate.
+    for (int i = 0; i < 500 && !gate->entered.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(gate->entered.load());
+    EXPECT_EQ(live->load(), 1u) << "its release waits for the reply";
+    carried = releasesCarried(publisher);
+    pending.cancel();  // one look finds no reply yet: given up
+    gate->open = true;
+  }
+  // Each call leads the channel once at least, and so reads the given-up call's reply when it
+  // has come.
+  for (int i = 0; i < 500 && live->load() != 0; ++i) {
+    ASSERT_TRUE(publisher.clear().isOk());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(live->load(), 0u) << "released by the reply of the call given up";
+  // The kept listener's release, and the gate's too when the cancel reached the server only
+  // after the handler had returned (else the gate's went by a round trip).
+  const uint64_t late = releasesCarried(publisher) - carried;
+  EXPECT_TRUE(late == 1 || late == 2) << late;
+}
+
 TEST_P(SameHost, CallbacksRoundTrip) {
   ASSERT_NO_FATAL_FAILURE(startPublisher());
   auto& publisher = publisher_;
   checkCallbacks(*publisher);
+  checkReleasesBeforeEveryReturn(*publisher);
 }
 
 // A client's object that records the thread each notify runs on; `sleep` slows each down.
@@ -625,6 +717,8 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     auto publisher = net::connect<caps::Publisher>(uri.substr(0, uri.rfind('/')) + "/publisher");
     ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
     checkCallbacks(*publisher);
+    checkReleasesBeforeEveryReturn(*publisher);
+    checkReleaseOfAGivenUpCall(*publisher);
     // The server passes on a capability of another server (its same-host upstream): a proxy.
     auto broker = net::connect<caps::Broker>(uri.substr(0, uri.rfind('/')) + "/broker");
     ASSERT_TRUE(broker.isOk()) << broker.status().toString();
@@ -735,6 +829,7 @@ TEST(TwoNamespaces, CallbacksOverSecureSessions) {
     auto publisher = net::connect<caps::Publisher>(base + "publisher" + query);
     ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
     checkCallbacks(*publisher);
+    checkReleasesBeforeEveryReturn(*publisher);
     checkManyThreadsCallBack(*publisher);
     auto factory = net::connect<caps::Factory>(base + "factory" + query);
     ASSERT_TRUE(factory.isOk()) << factory.status().toString();

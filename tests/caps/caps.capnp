@@ -3,6 +3,7 @@
 # them back as arguments, and returns them again.
 
 using Cxx = import "/capnp/c++.capnp";
+using Lrpc = import "/lrpc.capnp";
 $Cxx.namespace("caps");
 
 interface Counter {
@@ -95,6 +96,17 @@ interface Publisher {
   # The listener, returned: the client gets its own object back.
   lend @5 (listener :Listener, start :Int64) -> (total :Int64);
   # Makes a Counter(start) and passes it to listener.take: a callback that passes a capability.
+  # Each of the next three drops every kept listener, as clear does, with a reply that cannot
+  # carry the releases over UDP (transport/wire.h, kFlagReleases): they are round trips then.
+  clearThenFail @6 () -> ();
+  # Then fails with kApplication: an error reply carries no releases.
+  clearAndPad @7 (bytes :UInt32) -> (pad :Data);
+  # Then returns `bytes` zero bytes: a reply of many datagrams carries none either.
+  clearLater @8 () -> () $Lrpc.deferred;
+  # Then answers through its Reply: a deferred answer is made apart from the handler.
+  clearThenPing @9 (listener :Listener, n :Int64) -> (reply :Int64);
+  # Drops every kept listener, then calls listener.notify(n): the drops come before a callback
+  # the client can hold up.
 }
 
 interface Broker {

@@ -496,6 +496,22 @@ class PublisherImpl final : public caps::Publisher::Server {
     dropped.swap(kept_);
     return {};
   }
+  Status clearThenFail() override {
+    (void)clear();
+    return Status(Errc::kApplication, "cleared, then failed");
+  }
+  Result<std::vector<uint8_t>> clearAndPad(uint32_t bytes) override {
+    (void)clear();
+    return std::vector<uint8_t>(bytes);
+  }
+  void clearLater(Reply<void>&& reply) override {
+    (void)clear();
+    reply.send();
+  }
+  Result<int64_t> clearThenPing(const caps::Listener::Client& listener, int64_t n) override {
+    (void)clear();
+    return listener.notify(n);
+  }
   Result<caps::Listener::Client> back(const caps::Listener::Client& listener) override { return listener; }
   Result<int64_t> lend(const caps::Listener::Client& listener, int64_t start) override {
     return listener.take(caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "lent", start)));

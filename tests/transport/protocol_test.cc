@@ -2,7 +2,10 @@
 // loopback network, with drop/duplicate/reorder injection: no sockets involved.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
@@ -295,6 +298,79 @@ TEST(Protocol, ReplayedAndSpoofedPacketsNeverExecuteTwice) {
   // A call after the replays proves the server processed them (in order, one thread).
   ASSERT_TRUE(testing::callToken(**b, 6).isOk());
   for (uint64_t t = 1; t <= 6; ++t) EXPECT_EQ(rig.impl.executions(t), 1) << t;
+}
+
+// A server that welcomes any client and answers each request with a reply carrying `trailer`
+// as its releases (kFlagReleases): what a broken or hostile server can make a client read.
+class ReleasingServer {
+ public:
+  ReleasingServer(LoopbackNetwork& net, std::vector<uint32_t> trailer)
+      : endpoint_(net.open(7100)), trailer_(std::move(trailer)), thread_([this] { run(); }) {}
+  ~ReleasingServer() {
+    stop_ = true;
+    thread_.join();
+  }
+  NetAddress address() const { return endpoint_->localAddress(); }
+
+ private:
+  struct Sink final : DatagramSink {
+    explicit Sink(ReleasingServer& server) : server_(server) {}
+    void onDatagram(const Datagram& d) noexcept override { server_.answer(d); }
+    ReleasingServer& server_;
+  };
+  void run() {
+    Sink sink(*this);
+    while (!stop_) (void)endpoint_->receive(sink, ReceiveMode::kBlocking, std::chrono::milliseconds(10));
+  }
+  void answer(const Datagram& d) {
+    auto p = decodePacket(d.bytes);
+    if (!p) return;
+    if (p->type() == PacketType::kHello) {
+      PacketHeader h = makeHeader(PacketType::kWelcome, kSession, p->header.cookie, 0);
+      WelcomeBody w{};
+      w.cookie = kCookie;
+      w.window = 1;
+      w.maxDatagram = 1472;
+      w.procedureCount = Svc::kDescriptor.procedureCount;
+      h.total = sizeof w;
+      OutDatagram out{d.from, {{&h, sizeof h}, {&w, sizeof w}}, 2};
+      (void)endpoint_->send({&out, 1});
+    } else if (p->type() == PacketType::kRequest) {
+      PacketHeader h = makeHeader(PacketType::kReply, kSession, kCookie, p->header.seq);
+      h.procedure = p->header.procedure;
+      h.flags = kFlagReleases;
+      h.total = static_cast<uint32_t>(trailer_.size() * 4);
+      OutDatagram out{d.from, {{&h, sizeof h}, {trailer_.data(), trailer_.size() * 4}}, 2};
+      (void)endpoint_->send({&out, 1});
+    }
+  }
+  static constexpr uint32_t kSession = 5;
+  static constexpr uint64_t kCookie = 0x5eed;
+  std::unique_ptr<Endpoint> endpoint_;
+  std::vector<uint32_t> trailer_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A client reads the releases a reply carries only from inside the datagram: a trailer that
+// does not fit fails the call as a bad frame; a well-formed one naming objects the client
+// never passed (it has no callback host) changes nothing.
+TEST(Protocol, RepliesReleaseOnlyWhatTheyCanName) {
+  for (const auto& [trailer, want] : std::vector<std::pair<std::vector<uint32_t>, Errc>>{
+           {{}, Errc::kBadFrame},
+           {{0}, Errc::kBadFrame},
+           {{7, 2}, Errc::kBadFrame},
+           {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 17}, Errc::kBadFrame},
+           {{0xFFFFFFFFu}, Errc::kBadFrame},
+           {{7, 9, 2}, Errc::kOk}}) {
+    auto net = std::make_shared<LoopbackNetwork>();
+    ReleasingServer server(*net, trailer);
+    auto ch = UdpChannel::open(net->open(0), server.address(), "svc", Svc::kDescriptor, fastRetry());
+    ASSERT_TRUE(ch.isOk()) << ch.status().toString();
+    Binding b(Svc::kDescriptor, ch->get(), nullptr);
+    EXPECT_EQ(testing::callNull(b).code(), want) << trailer.size() << " words";
+    EXPECT_EQ((*ch)->stats().releasesCarried, want == Errc::kOk ? trailer.back() : 0u);
+  }
 }
 
 }  // namespace
