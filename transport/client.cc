@@ -345,9 +345,7 @@ Status UdpChannel::call(const InterfaceDescriptor& iface, uint32_t procedure, co
   (void)iface;
   Pending p;
   p.reply = &reply;
-  Status s = run(procedure, p, request, options);
-  releaseHosted({p.releases, p.releaseCount});
-  return afterCall(std::move(s));
+  return afterCall(p, run(procedure, p, request, options));
 }
 
 Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
@@ -360,9 +358,7 @@ Status UdpChannel::callApart(const InterfaceDescriptor& iface, uint32_t procedur
   p.tail = &tail;
   p.tailFrom = fixedBytes;
   p.apart = apart;
-  Status s = run(procedure, p, request, options);
-  releaseHosted({p.releases, p.releaseCount});
-  return afterCall(std::move(s));
+  return afterCall(p, run(procedure, p, request, options));
 }
 
 void UdpChannel::releaseHosted(std::span<const uint32_t> ids) noexcept {
@@ -378,7 +374,8 @@ void UdpChannel::releaseHosted(std::span<const uint32_t> ids) noexcept {
   for (uint32_t id : ids) (void)table->release(id);
 }
 
-Status UdpChannel::afterCall(Status s) noexcept {
+Status UdpChannel::afterCall(Pending& p, Status s) noexcept {
+  releaseHosted({p.releases, p.releaseCount});
   if (s.code() != Errc::kPeerDied) return s;
   {
     std::lock_guard lock(mu_);

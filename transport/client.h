@@ -140,9 +140,9 @@ class UdpChannel final : public CallChannel,
   // until `untilNs` (monotonic, 0: one look) at most; and giving p up (kCancelled).
   std::optional<Status> progress(Pending& p, int64_t untilNs) noexcept;
   void abandon(Pending& p) noexcept;
-  // A synchronous call's status, after the objects we passed are dropped if it says the
-  // server is gone for good (no lock held).
-  Status afterCall(Status s) noexcept;
+  // A synchronous call's status, after the releases its reply carried are made and the
+  // objects we passed are dropped if it says the server is gone for good (no lock held).
+  Status afterCall(Pending& p, Status s) noexcept;
   // With mu_ held via `lock`: leads once (lead) if no other thread polls, mu_ released
   // meanwhile; false if another does.
   bool leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait);

@@ -229,10 +229,8 @@ bool UdpServer::carryReleases(Slot& slot, size_t fragmentBytes, std::span<const 
   // Only on a reply of one datagram: the client reads the ids where the datagram ends.
   const size_t results = slot.reply.size();
   const size_t total = results + releaseTrailerBytes(ids.size());
-  if (slot.kept || total > fragmentBytes || !slot.reply.resize(total).isOk()) return false;
-  const auto count = static_cast<uint32_t>(ids.size());
-  std::memcpy(slot.reply.data() + results, ids.data(), ids.size_bytes());
-  std::memcpy(slot.reply.data() + total - sizeof count, &count, sizeof count);
+  if (slot.kept || total > fragmentBytes || !slot.reply.resizeForOverwrite(total).isOk()) return false;
+  writeReleases(slot.reply.span().subspan(results), ids);
   slot.replyFlags = kFlagReleases;
   return true;
 }

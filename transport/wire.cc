@@ -38,6 +38,12 @@ Result<Packet> decodePacket(std::span<const std::byte> bytes) noexcept {
   return p;
 }
 
+void writeReleases(std::span<std::byte> at, std::span<const uint32_t> ids) noexcept {
+  const auto count = static_cast<uint32_t>(ids.size());
+  std::memcpy(at.data(), ids.data(), ids.size_bytes());
+  std::memcpy(at.data() + ids.size_bytes(), &count, sizeof count);
+}
+
 Result<std::span<const std::byte>> splitReleases(std::span<const std::byte> payload, uint32_t* ids,
                                                  uint32_t* count) noexcept {
   uint32_t n = 0;

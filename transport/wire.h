@@ -126,6 +126,8 @@ constexpr size_t releaseTrailerBytes(size_t count) noexcept { return 4 * (count 
 // kMaxReplyReleases); kBadFrame for a trailer that does not fit or counts 0 or too many.
 Result<std::span<const std::byte>> splitReleases(std::span<const std::byte> payload, uint32_t* ids,
                                                  uint32_t* count) noexcept;
+// Writes the trailer of `ids` (1..kMaxReplyReleases) into `at`, releaseTrailerBytes(ids.size()) long.
+void writeReleases(std::span<std::byte> at, std::span<const uint32_t> ids) noexcept;
 
 // Payload bytes one datagram carries at most for a given datagram size.
 constexpr size_t fragmentPayload(size_t maxDatagram) noexcept { return maxDatagram - kHeaderBytes; }
