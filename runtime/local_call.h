@@ -198,7 +198,7 @@ class LocalCall {
   std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
   // The tail lies in the A-stack or its out-of-band segment, which the server may still write:
   // it is never apart, and a value is always copied out.
-  void resultTailApart() noexcept {}
+  void resultTailApart(std::vector<uint8_t>&) noexcept {}
   void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
     detail::copyBytes(tail, ref, out);
   }

@@ -286,8 +286,9 @@ class CallChannel {
   virtual Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept;
   // call(), for a procedure whose only variable-size result is a Data value, so that the
   // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
-  // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. The caller then
-  // takes that vector as the value instead of copying the bytes out (RemoteCall::takeResultBytes).
+  // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. `tail` is the
+  // vector that becomes the value (RemoteCall::takeResultBytes), perhaps the caller's own
+  // (lrpc::Into): resizing it to the size it already has costs nothing.
   // Worth it where the channel writes a large reply into place anyway (reassembly); by
   // default nothing is apart.
   virtual Status callApart(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request,
@@ -331,6 +332,26 @@ inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<u
 }
 }  // namespace detail
 
+// Where a synchronous call writes its results: `client.get(key, lrpc::into(value))` fills
+// `value` (the method's result, or its Results struct) in place of returning a new one, and a
+// Text, Data or List result reuses the storage the target already has. A large result
+// fetched call after call then lands in warm memory instead of a fresh allocation (past
+// glibc's mmap threshold, new pages faulted in on every call). Offered by methods with a
+// variable-size result; the target's contents are unspecified when the call fails.
+template <class T>
+class Into {
+ public:
+  explicit Into(T& target) noexcept : target_(target) {}
+  T& target() const noexcept { return target_; }
+
+ private:
+  T& target_;
+};
+template <class T>
+Into<T> into(T& target) noexcept {
+  return Into<T>(target);
+}
+
 // The contract between generated client code and a path: exactly these members, used in this
 // order, on a RemoteCall (below, the message path) or a LocalCall (local_call.h, A-stacks):
 //   status()        why the call could not start (no A-stack, dead peer), else ok
@@ -338,13 +359,15 @@ inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<u
 //   args()          the fixed argument part, argsSize bytes, zeroed
 //   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
 //                   contents are unspecified: generated code writes every byte, gaps included
-//   resultTailApart()  (before invoke, only where the sole variable-size result is Data) the
-//                   result tail may arrive apart from the frame, see takeResultBytes
+//   resultTailApart(value)  (before invoke, only where the sole variable-size result is Data)
+//                   the result tail may arrive apart from the frame, straight into `value`,
+//                   the vector that will hold that result; see takeResultBytes
 //   invoke()        transfer control and wait for the result or an error
 //   results()       the fixed result part, resultsSize bytes (valid after an ok invoke)
 //   resultTail()    the result tail as the server wrote it (bounded, but unchecked content)
 //   takeResultBytes(tail, ref, out)  sets `out` to the Data value `ref` names in `tail`
-//                   (resultTail(), ref checked against it): a copy, or the tail's own storage
+//                   (resultTail(), ref checked against it): a copy, or, where the tail arrived
+//                   apart in `out` itself, `out` cut to the value
 // plus copyTail(dst, src, n), which writes one value into the reserved tail.
 template <class C>
 concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const void* src,
@@ -354,7 +377,7 @@ concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const
   { call.args() } -> std::same_as<std::byte*>;
   { call.argTail(n) } -> std::same_as<Result<std::span<std::byte>>>;
   call.copyTail(dst, src, n);
-  call.resultTailApart();
+  call.resultTailApart(out);
   { call.invoke() } -> std::same_as<Status>;
   { ccall.results() } -> std::same_as<const std::byte*>;
   { ccall.resultTail() } -> std::same_as<std::span<const std::byte>>;
@@ -410,12 +433,13 @@ class RemoteCall {
     }
     std::memcpy(dst, src, n);
   }
-  void resultTailApart() noexcept { wantApart_ = true; }
+  void resultTailApart(std::vector<uint8_t>& value) noexcept { tailApart_ = &value; }
   Status invoke() noexcept {
     const OutMessage request(request_.span(), borrowAt_, borrowed_);  // borrowed_ empty: borrows nothing
-    Status s = wantApart_ ? binding_.channel->callApart(*binding_.iface, procedure_, request, reply_,
-                                                        desc_->resultsSize, tailApart_, &apart_, options_)
-                          : binding_.channel->call(*binding_.iface, procedure_, request, reply_, options_);
+    Status s = tailApart_ != nullptr
+                   ? binding_.channel->callApart(*binding_.iface, procedure_, request, reply_, desc_->resultsSize,
+                                                 *tailApart_, &apart_, options_)
+                   : binding_.channel->call(*binding_.iface, procedure_, request, reply_, options_);
     if (!s.isOk()) return s;
     if (reply_.size() < desc_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
     if (apart_ && reply_.size() != desc_->resultsSize) return Status(Errc::kBadFrame, "reply tail in two places");
@@ -451,15 +475,15 @@ class RemoteCall {
 
   const std::byte* results() const noexcept { return reply_.data(); }
   std::span<const std::byte> resultTail() const noexcept {
-    if (apart_) return std::as_bytes(std::span<const uint8_t>(tailApart_));
+    if (apart_) return std::as_bytes(std::span<const uint8_t>(*tailApart_));
     return reply_.span().subspan(desc_->resultsSize);
   }
-  // A tail that arrived apart and starts with the value becomes the value: no copy. Any
-  // padding after the value is cut off (shrinking never reallocates).
+  // A tail that arrived apart arrived in the value's own vector: it is cut to the value, no
+  // copy (`ref` was checked against it; shrinking never reallocates). Anything else is copied.
   void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
-    if (apart_ && ref.offset == 0 && ref.length <= tailApart_.size()) {
-      tailApart_.resize(ref.length);
-      out = std::move(tailApart_);
+    if (apart_ && &out == tailApart_) {
+      out.erase(out.begin(), out.begin() + ref.offset);
+      out.resize(ref.length);
       apart_ = false;
       return;
     }
@@ -476,10 +500,9 @@ class RemoteCall {
   MessageBuffer reply_;
   size_t borrowAt_ = 0;
   std::span<const std::byte> borrowed_;  // the caller's value (copyTail)
-  bool wantApart_ = false;
-  bool apart_ = false;               // the result tail is tailApart_, not the rest of reply_
+  bool apart_ = false;               // the result tail is *tailApart_, not the rest of reply_
   bool async_ = false;               // started by start(), not invoke()
-  std::vector<uint8_t> tailApart_;  // (CallChannel::callApart)
+  std::vector<uint8_t>* tailApart_ = nullptr;  // the result value that may hold the tail (callApart)
   std::unique_ptr<ChannelCall> started_;  // start(): the call on the channel
   detail::Reclaim reclaim_;               // Async: passed on to startAsync
 };

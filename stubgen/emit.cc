@@ -630,6 +630,19 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
     } else {
       out += "  " + returnType(m) + " " + m.name + params + " {\n" + indentLines(body, 2) + "  }\n";
     }
+    if (std::any_of(m.results.begin(), m.results.end(), [](const Field& f) { return isVariable(f.type); })) {
+      // Never a later client: a sole interface result is fixed-size.
+      const std::string ps = paramList(m);
+      out += "  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).\n";
+      out += "  ::lrpc::Status " + m.name + "(" + ps + (ps.empty() ? "" : ", ") + "::lrpc::Into<" + replyValue(m) +
+             "> into_) const {\n";
+      const std::string to = "    return " + m.name + "To_(call_" + argNames(m) + ", into_.target());\n";
+      out += "    if (binding_->remote) [[unlikely]] {\n";
+      out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+      out += "  " + to + "    }\n";
+      out += "    ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+      out += to + "  }\n";
+    }
   }
   emitClientAsync(d, complete, out, later);
   out += "\n private:\n";
@@ -638,14 +651,32 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
     std::string ps = paramList(m);
     out += "  template <class Call>\n";
     out += "  static ::lrpc::Status " + m.name + "In_(" + halfParams(m, true) + ");\n";
+    if (!m.results.empty()) {
+      out += "  template <class Call>\n";
+      out += "  static ::lrpc::Status " + m.name + "Read_(" + halfParams(m, false) + ", " + replyValue(m) + "& out_);\n";
+    }
     out += "  template <class Call>\n";
     out += "  static " + returnType(m) + " " + m.name + "Out_(" + halfParams(m, false) + ");\n";
+    if (!m.results.empty()) {
+      out += "  template <class Call>\n";
+      out += "  static ::lrpc::Status " + m.name + "To_(Call& call_" + (ps.empty() ? "" : ", " + ps) + ", " +
+             replyValue(m) + "& out_);\n";
+    }
     out += "  template <class Call>\n";
     out += "  static " + returnType(m) + " " + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) + ");\n";
   }
   out += "\n  std::shared_ptr<::lrpc::Binding> binding_;  // never null\n";
   out += "  ::lrpc::CallOptions options_;\n";
   out += "};\n\n";
+}
+
+// The result whose tail may arrive apart (RemoteCall::resultTailApart): a Data value that is
+// the method's only variable-size result, so that the reply's tail is that value.
+const Field* apartResult(const Method& m) {
+  const auto isVar = [](const Field& f) { return isVariable(f.type); };
+  const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
+  if (var == m.results.end() || var->type.kind != Kind::kData) return nullptr;
+  return std::count_if(m.results.begin(), m.results.end(), isVar) == 1 ? &*var : nullptr;
 }
 
 bool usesCaps(const Method& m) {
@@ -675,24 +706,20 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   spec.capId = "caps_.toFrame(";
   if (m.maxDepth != 0) spec.depth = std::to_string(m.maxDepth) + "u";
   emitWrite(m.params, m.argsSize, [](const Field& f) { return f.name; }, spec, 2, out);
-  const auto isVar = [](const Field& f) { return isVariable(f.type); };
-  const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
-  if (var != m.results.end() && var->type.kind == Kind::kData &&
-      std::count_if(m.results.begin(), m.results.end(), isVar) == 1) {
-    out += "  // The tail is that one Data value: it may arrive apart and become the value uncopied.\n";
-    out += "  call_.resultTailApart();\n";
-  }
   if (usesCaps(m)) out += "  (void)caps_;  // used by the parameters or only by the results\n";
   if (m.params.empty()) out += "  (void)call_;\n";
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 
-  out += "template <class Call>\n";
-  out += returnType(m) + " " + scope + m.name + "Out_(" + halfParams(m, false) + ") {\n";
   if (m.results.empty()) {
+    out += "template <class Call>\n";
+    out += "::lrpc::Status " + scope + m.name + "Out_(" + halfParams(m, false) + ") {\n";
     if (usesCaps(m)) out += "  (void)caps_;\n";
     out += "  (void)call_;\n";
     out += "  return ::lrpc::Status::ok();\n}\n\n";
   } else {
+    const std::string value = replyValue(m);
+    out += "template <class Call>\n";
+    out += "::lrpc::Status " + scope + m.name + "Read_(" + halfParams(m, false) + ", " + value + "& out_) {\n";
     if (usesCaps(m)) out += "  (void)caps_;  // used by the results or only by the parameters\n";
     out += "  // The server is not trusted with our memory either: copy the results out, then check them.\n";
     out += "  " + m.frameScope + "::" + m.framePrefix + "ResultsFrame frame_;\n";
@@ -708,13 +735,8 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
       out += "  const std::span<const std::byte> tail_ = call_.resultTail();\n";
     }
     const bool single = m.results.size() == 1;
-    if (single) {
-      out += "  " + valueType(m.results[0].type) + " value_{};\n";
-    } else {
-      out += "  " + m.frameScope + "::" + m.framePrefix + "Results out_{};\n";
-    }
     for (const auto& f : m.results) {
-      const std::string target = single ? "value_" : "out_." + f.name;
+      const std::string target = single ? "out_" : "out_." + f.name;
       if (f.type.kind == Kind::kBool) {
         out += "  " + target + " = frame_." + f.name + " != 0;\n";
       } else if (f.type.kind == Kind::kInterface) {
@@ -729,17 +751,42 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
         emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, false, out);
       }
     }
-    out += single ? "  return value_;\n}\n\n" : "  return out_;\n}\n\n";
+    out += "  return ::lrpc::Status::ok();\n}\n\n";
+
+    out += "template <class Call>\n";
+    out += returnType(m) + " " + scope + m.name + "Out_(" + halfParams(m, false) + ") {\n";
+    out += "  " + value + " value_{};\n";
+    out += "  if (::lrpc::Status s_ = " + m.name + "Read_(call_" + caps + ", value_); !s_.isOk()) return s_;\n";
+    out += "  return value_;\n}\n\n";
   }
 
+  // The synchronous call: To_ into a target (lrpc::Into, or Via's own value), Via returning it.
   std::string ps = paramList(m);
+  const std::string head = "Call& call_" + (ps.empty() ? "" : ", " + ps);
+  const std::string body = [&] {
+    std::string b = "  if (!call_.status().isOk()) return call_.status();\n";
+    if (usesCaps(m)) b += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
+    b += "  if (::lrpc::Status s_ = " + m.name + "In_(call_" + caps + argNames(m) + "); !s_.isOk()) return s_;\n";
+    if (const Field* apart = apartResult(m)) {
+      b += "  // The tail is that one Data value: it may arrive apart, straight into the value.\n";
+      b += "  call_.resultTailApart(" + std::string(m.results.size() == 1 ? "out_" : "out_." + apart->name) + ");\n";
+    }
+    b += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
+    return b;
+  }();
   out += "template <class Call>\n";
-  out += returnType(m) + " " + scope + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) + ") {\n";
-  out += "  if (!call_.status().isOk()) return call_.status();\n";
-  if (usesCaps(m)) out += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
-  out += "  if (::lrpc::Status s_ = " + m.name + "In_(call_" + caps + argNames(m) + "); !s_.isOk()) return s_;\n";
-  out += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
-  out += "  return " + m.name + "Out_(call_" + caps + ");\n}\n\n";
+  if (m.results.empty()) {
+    out += "::lrpc::Status " + scope + m.name + "Via(" + head + ") {\n" + body;
+    out += "  return " + m.name + "Out_(call_" + caps + ");\n}\n\n";
+    return;
+  }
+  out += "::lrpc::Status " + scope + m.name + "To_(" + head + ", " + replyValue(m) + "& out_) {\n" + body;
+  out += "  return " + m.name + "Read_(call_" + caps + ", out_);\n}\n\n";
+  out += "template <class Call>\n";
+  out += returnType(m) + " " + scope + m.name + "Via(" + head + ") {\n";
+  out += "  " + replyValue(m) + " value_{};\n";
+  out += "  if (::lrpc::Status s_ = " + m.name + "To_(call_" + argNames(m) + ", value_); !s_.isOk()) return s_;\n";
+  out += "  return value_;\n}\n\n";
 }
 
 // ---- Server -------------------------------------------------------------------------------

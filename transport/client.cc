@@ -849,6 +849,9 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       // The tail is the caller's Data value (callApart): reassembled straight into the vector
       // that becomes it, instead of here and then copied (a pass over a megabyte reply).
       try {
+        // The caller's own vector (lrpc::Into) may hold a value already: its size kept costs
+        // nothing, its old bytes are never worth copying into a larger allocation.
+        if (p->tail->capacity() < h.total - p->tailFrom) p->tail->clear();
         p->tail->resize(h.total - p->tailFrom);
       } catch (...) {
         finish(*p, Status(Errc::kResourceExhausted, "reply tail allocation failed"));

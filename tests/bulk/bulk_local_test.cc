@@ -133,6 +133,25 @@ TEST_P(BulkLocal, LargeArgumentsOfChangingSizesKeepTheirOwnBytes) {
   }
 }
 
+// Results written into the caller's own vector (lrpc::Into): each call's exact bytes, larger
+// and smaller ones in turn, and once the vector has held the largest, its storage is the
+// one every later result lands in.
+TEST_P(BulkLocal, ResultsIntoTheCallersVectorReuseItsStorage) {
+  std::vector<uint8_t> out = pattern(100, 1);  // stale bytes that must not survive
+  const size_t sizes[] = {size_t{2} << 20, 70'000, (size_t{2} << 20) - 3, 0, size_t{2} << 20, 5};
+  const uint8_t* storage = nullptr;
+  uint32_t seed = 30;
+  for (size_t n : sizes) {
+    const std::vector<uint8_t> sent = pattern(n, ++seed);
+    Status s = client_->data(sent, lrpc::into(out));
+    ASSERT_TRUE(s.isOk()) << n << ": " << s.toString();
+    ASSERT_EQ(out.size(), n);
+    EXPECT_TRUE(out == sent) << n;
+    if (storage == nullptr) storage = out.data();
+    EXPECT_EQ(storage, out.data()) << n << ": the result moved to new storage";
+  }
+}
+
 TEST_P(BulkLocal, AtTheServersLimitWithTheOtherAStackHeld) {
   // `data` has two A-stacks ($Lrpc.astacks(2)): hold one, so the calls below get the last.
   auto held = std::make_unique<Result<SharedBuffer>>(

@@ -186,6 +186,47 @@ TEST_F(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
   });
 }
 
+// Results written into the caller's own storage (lrpc::Into): a large Data result is
+// reassembled straight in the caller's vector (CallChannel::callApart), a small one copied
+// into it, and a Results struct's Text and Data reuse theirs; each call's exact bytes, and
+// once the vector has held the largest, its storage is the one every later result lands in.
+TEST_F(BulkNetBuffers, ResultsIntoTheCallersStorageReuseIt) {
+  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
+                               [](const std::string& b) { return serveEvery(b, false); });
+  ASSERT_NE(server.port(), 0);
+  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
+  testing::runIn(pair.nsPath(false), [&] {
+    Result<Everything::Client> client = lrpc::connect<Everything>(target);
+    ASSERT_TRUE(client.isOk()) << client.status().toString();
+    std::vector<uint8_t> out = pattern(100, 1);  // stale bytes that must not survive
+    const uint8_t* storage = nullptr;
+    for (size_t n : {size_t{1} << 20, size_t{300'001}, (size_t{1} << 20) - 7, size_t{0}, size_t{1} << 20, size_t{9}}) {
+      const std::vector<uint8_t> sent = pattern(n, 40 + static_cast<uint32_t>(n));
+      Status s = client->data(sent, lrpc::into(out));
+      ASSERT_TRUE(s.isOk()) << n << ": " << s.toString();
+      ASSERT_EQ(out.size(), n);
+      EXPECT_TRUE(out == sent) << n;
+      if (storage == nullptr) storage = out.data();
+      EXPECT_EQ(storage, out.data()) << n << ": the result moved to new storage";
+    }
+    lrpc::testing::Blobs::MixedResults mixed;
+    mixed.t.reserve(100'000);
+    mixed.d.reserve(100'000);
+    const char* t = mixed.t.data();
+    const uint8_t* d = mixed.d.data();
+    for (size_t n : {size_t{80'000}, size_t{10}, size_t{99'999}}) {
+      const std::string text(n, 'q');
+      const std::vector<uint8_t> data = pattern(n, 50);
+      ASSERT_TRUE(client->mixed(1, text, false, data, 2, lrpc::into(mixed)).isOk());
+      EXPECT_EQ(mixed.count, 3u + 2 * n);
+      EXPECT_FALSE(mixed.flag);
+      EXPECT_TRUE(mixed.t == text && mixed.d == data) << n;
+      EXPECT_EQ(t, mixed.t.data());
+      EXPECT_EQ(d, mixed.d.data());
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Faults, BulkNet,
                          ::testing::Values(Case{"clean", 0, false}, Case{"loss5", 5, false}, Case{"loss20", 20, false},
                                            Case{"fewBuffers", 0, true}, Case{"fewBuffersLoss5", 5, true}),

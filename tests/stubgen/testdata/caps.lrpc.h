@@ -531,13 +531,21 @@ class Item::Client {
   template <class Call>
   static ::lrpc::Status getIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status getRead_(Call& call_, uint32_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> getOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status getTo_(Call& call_, uint32_t& out_);
   template <class Call>
   static ::lrpc::Result<uint32_t> getVia(Call& call_);
   template <class Call>
   static ::lrpc::Status splitIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
+  static ::lrpc::Status splitRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Item::SplitResults> splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status splitTo_(Call& call_, ::golden::caps::Item::SplitResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Item::SplitResults> splitVia(Call& call_);
 
@@ -628,13 +636,21 @@ class Shop::Hook::Client {
   template <class Call>
   static ::lrpc::Status backIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
+  static ::lrpc::Status backRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::Client> backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status backTo_(Call& call_, ::golden::caps::Shop::Client& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::Client> backVia(Call& call_);
   template <class Call>
   static ::lrpc::Status backTwiceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
+  static ::lrpc::Status backTwiceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status backTwiceTo_(Call& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceVia(Call& call_);
 
@@ -715,6 +731,15 @@ class Shop::Client {
     }
     ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
     return boxVia(call_, box);
+  }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status box(const ::golden::caps::Box& box, ::lrpc::Into<::golden::caps::Box> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
+      return boxTo_(call_, box, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
+    return boxTo_(call_, box, into_.target());
   }
 
   ::lrpc::Result<uint32_t> all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) const {
@@ -828,37 +853,61 @@ class Shop::Client {
   template <class Call>
   static ::lrpc::Status makeIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value);
   template <class Call>
+  static ::lrpc::Status makeRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Item::Client> makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status makeTo_(Call& call_, uint32_t value, ::golden::caps::Item::Client& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Item::Client> makeVia(Call& call_, uint32_t value);
   template <class Call>
   static ::lrpc::Status priceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
   template <class Call>
+  static ::lrpc::Status priceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint64_t> priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status priceTo_(Call& call_, const ::golden::caps::Item::Client& item, uint64_t& out_);
   template <class Call>
   static ::lrpc::Result<uint64_t> priceVia(Call& call_, const ::golden::caps::Item::Client& item);
   template <class Call>
   static ::lrpc::Status twoIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
+  static ::lrpc::Status twoRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status twoTo_(Call& call_, ::golden::caps::Shop::TwoResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoVia(Call& call_);
   template <class Call>
   static ::lrpc::Status boxIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box);
   template <class Call>
+  static ::lrpc::Status boxRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Box> boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status boxTo_(Call& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Box> boxVia(Call& call_, const ::golden::caps::Box& box);
   template <class Call>
   static ::lrpc::Status allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
   template <class Call>
+  static ::lrpc::Status allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status allTo_(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_);
   template <class Call>
   static ::lrpc::Result<uint32_t> allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
   template <class Call>
   static ::lrpc::Status swapIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
   template <class Call>
+  static ::lrpc::Status swapRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Item::Client> swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status swapTo_(Call& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Item::Client> swapVia(Call& call_, const ::golden::caps::Item::Client& item);
   template <class Call>
@@ -870,7 +919,11 @@ class Shop::Client {
   template <class Call>
   static ::lrpc::Status openIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook);
   template <class Call>
+  static ::lrpc::Status openRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::Client> openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status openTo_(Call& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_);
   template <class Call>
   static ::lrpc::Result<::golden::caps::Shop::Client> openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook);
 
@@ -932,21 +985,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Item::Client::getOut_(Call& call_) {
+::lrpc::Status Item::Client::getRead_(Call& call_, uint32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.value;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Item::Client::getOut_(Call& call_) {
   uint32_t value_{};
-  value_ = frame_.value;
+  if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Item::Client::getVia(Call& call_) {
+::lrpc::Status Item::Client::getTo_(Call& call_, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = getIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return getOut_(call_);
+  return getRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Item::Client::getVia(Call& call_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = getTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -957,12 +1023,11 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Item::Client::splitRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::SplitResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Item::SplitResults out_{};
   {
     auto cap_ = caps_.in(frame_.left, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
@@ -973,16 +1038,30 @@ template <class Call>
     if (!cap_.isOk()) return cap_.status();
     out_.right = ::golden::caps::Item::Client(std::move(*cap_));
   }
-  return out_;
+  return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Item::SplitResults value_{};
+  if (::lrpc::Status s_ = splitRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Item::Client::splitTo_(Call& call_, ::golden::caps::Item::SplitResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = splitIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return splitOut_(call_, caps_);
+  return splitRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
+  ::golden::caps::Item::SplitResults value_{};
+  if (::lrpc::Status s_ = splitTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -993,27 +1072,40 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Hook::Client::backRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::Hook::BackResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Shop::Client value_{};
   {
     auto cap_ = caps_.in(frame_.shop, ::golden::caps::Shop::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
-    value_ = ::golden::caps::Shop::Client(std::move(*cap_));
+    out_ = ::golden::caps::Shop::Client(std::move(*cap_));
   }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = backRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backVia(Call& call_) {
+::lrpc::Status Shop::Hook::Client::backTo_(Call& call_, ::golden::caps::Shop::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = backIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return backOut_(call_, caps_);
+  return backRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backVia(Call& call_) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = backTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1024,12 +1116,11 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Hook::Client::backTwiceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::Hook::BackTwiceResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Shop::Hook::BackTwiceResults out_{};
   {
     auto cap_ = caps_.in(frame_.first, ::golden::caps::Shop::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
@@ -1040,16 +1131,30 @@ template <class Call>
     if (!cap_.isOk()) return cap_.status();
     out_.second = ::golden::caps::Shop::Client(std::move(*cap_));
   }
-  return out_;
+  return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceVia(Call& call_) {
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::Hook::BackTwiceResults value_{};
+  if (::lrpc::Status s_ = backTwiceRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backTwiceTo_(Call& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = backTwiceIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return backTwiceOut_(call_, caps_);
+  return backTwiceRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceVia(Call& call_) {
+  ::golden::caps::Shop::Hook::BackTwiceResults value_{};
+  if (::lrpc::Status s_ = backTwiceTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1061,27 +1166,40 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::makeRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::MakeResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Item::Client value_{};
   {
     auto cap_ = caps_.in(frame_.item, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
-    value_ = ::golden::caps::Item::Client(std::move(*cap_));
+    out_ = ::golden::caps::Item::Client(std::move(*cap_));
   }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = makeRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
+::lrpc::Status Shop::Client::makeTo_(Call& call_, uint32_t value, ::golden::caps::Item::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = makeIn_(call_, caps_, value); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return makeOut_(call_, caps_);
+  return makeRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = makeTo_(call_, value, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1095,23 +1213,36 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Shop::Client::priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::priceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::PriceResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.cents;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Shop::Client::priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint64_t value_{};
-  value_ = frame_.cents;
+  if (::lrpc::Status s_ = priceRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
+::lrpc::Status Shop::Client::priceTo_(Call& call_, const ::golden::caps::Item::Client& item, uint64_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = priceIn_(call_, caps_, item); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return priceOut_(call_, caps_);
+  return priceRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = priceTo_(call_, item, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1122,12 +1253,11 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::twoRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::TwoResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Shop::TwoResults out_{};
   {
     auto cap_ = caps_.in(frame_.a, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
@@ -1138,16 +1268,30 @@ template <class Call>
     if (!cap_.isOk()) return cap_.status();
     out_.b = ::golden::caps::Item::Client(std::move(*cap_));
   }
-  return out_;
+  return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::TwoResults value_{};
+  if (::lrpc::Status s_ = twoRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::twoTo_(Call& call_, ::golden::caps::Shop::TwoResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = twoIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return twoOut_(call_, caps_);
+  return twoRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
+  ::golden::caps::Shop::TwoResults value_{};
+  if (::lrpc::Status s_ = twoTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1174,7 +1318,7 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Box> Shop::Client::boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::boxRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::BoxResultsFrame frame_;
@@ -1182,21 +1326,34 @@ template <class Call>
   ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
   const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
-  ::golden::caps::Box value_{};
-  if (!::lrpc::codec::get(rd_, frame_.box, value_)) {
+  if (!::lrpc::codec::get(rd_, frame_.box, out_)) {
     if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.box: result box is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Box value_{};
+  if (::lrpc::Status s_ = boxRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
+::lrpc::Status Shop::Client::boxTo_(Call& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = boxIn_(call_, caps_, box); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return boxOut_(call_, caps_);
+  return boxRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
+  ::golden::caps::Box value_{};
+  if (::lrpc::Status s_ = boxTo_(call_, box, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1223,23 +1380,36 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Shop::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::AllResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Shop::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint32_t value_{};
-  value_ = frame_.count;
+  if (::lrpc::Status s_ = allRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+::lrpc::Status Shop::Client::allTo_(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = allIn_(call_, caps_, items); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return allOut_(call_, caps_);
+  return allRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = allTo_(call_, items, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1253,27 +1423,40 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::swapRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::SwapResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Item::Client value_{};
   {
     auto cap_ = caps_.in(frame_.item, ::golden::caps::Item::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
-    value_ = ::golden::caps::Item::Client(std::move(*cap_));
+    out_ = ::golden::caps::Item::Client(std::move(*cap_));
   }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = swapRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapVia(Call& call_, const ::golden::caps::Item::Client& item) {
+::lrpc::Status Shop::Client::swapTo_(Call& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = swapIn_(call_, caps_, item); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return swapOut_(call_, caps_);
+  return swapRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapVia(Call& call_, const ::golden::caps::Item::Client& item) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = swapTo_(call_, item, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1319,27 +1502,40 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Shop::Client::openRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::OpenResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::caps::Shop::Client value_{};
   {
     auto cap_ = caps_.in(frame_.shop, ::golden::caps::Shop::kDescriptor);
     if (!cap_.isOk()) return cap_.status();
-    value_ = ::golden::caps::Shop::Client(std::move(*cap_));
+    out_ = ::golden::caps::Shop::Client(std::move(*cap_));
   }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = openRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook) {
+::lrpc::Status Shop::Client::openTo_(Call& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = openIn_(call_, caps_, hook); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return openOut_(call_, caps_);
+  return openRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = openTo_(call_, hook, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 }  // namespace golden::caps

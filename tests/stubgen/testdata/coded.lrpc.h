@@ -1099,6 +1099,15 @@ class Trees::Client {
     ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kAll, options_);
     return allVia(call_);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status all(::lrpc::Into<::coded::Trees::AllResults> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kAll, options_);
+      return allTo_(call_, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kAll, options_);
+    return allTo_(call_, into_.target());
+  }
 
   ::lrpc::Result<::coded::Link> link(const ::coded::Link& l) const {
     if (binding_->remote) [[unlikely]] {
@@ -1107,6 +1116,15 @@ class Trees::Client {
     }
     ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLink, options_);
     return linkVia(call_, l);
+  }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status link(const ::coded::Link& l, ::lrpc::Into<::coded::Link> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kLink, options_);
+      return linkTo_(call_, l, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLink, options_);
+    return linkTo_(call_, l, into_.target());
   }
 
   // The same arguments as views (runtime/codec_view.h), and Boxes as BoxViews.
@@ -1183,25 +1201,41 @@ class Trees::Client {
   template <class Call>
   static ::lrpc::Status putIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
   template <class Call>
+  static ::lrpc::Status putRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status putTo_(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_);
   template <class Call>
   static ::lrpc::Result<uint32_t> putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
   template <class Call>
   static ::lrpc::Status allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
   template <class Call>
+  static ::lrpc::Status allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_);
+  template <class Call>
   static ::lrpc::Result<::coded::Trees::AllResults> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status allTo_(Call& call_, ::coded::Trees::AllResults& out_);
   template <class Call>
   static ::lrpc::Result<::coded::Trees::AllResults> allVia(Call& call_);
   template <class Call>
   static ::lrpc::Status linkIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l);
   template <class Call>
+  static ::lrpc::Status linkRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_);
+  template <class Call>
   static ::lrpc::Result<::coded::Link> linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status linkTo_(Call& call_, const ::coded::Link& l, ::coded::Link& out_);
   template <class Call>
   static ::lrpc::Result<::coded::Link> linkVia(Call& call_, const ::coded::Link& l);
   template <class Call>
   static ::lrpc::Status putViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
   template <class Call>
+  static ::lrpc::Status putViewRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status putViewTo_(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_);
   template <class Call>
   static ::lrpc::Result<uint32_t> putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
   template <class Call>
@@ -1273,23 +1307,36 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Trees::Client::putRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::PutResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint32_t value_{};
-  value_ = frame_.count;
+  if (::lrpc::Status s_ = putRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+::lrpc::Status Trees::Client::putTo_(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = putIn_(call_, caps_, root, label); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return putOut_(call_, caps_);
+  return putRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = putTo_(call_, root, label, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1300,7 +1347,7 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Trees::Client::allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::AllResultsFrame frame_;
@@ -1308,7 +1355,6 @@ template <class Call>
   ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
   const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
-  ::coded::Trees::AllResults out_{};
   if (!::lrpc::codec::get(rd_, frame_.nodes, out_.nodes)) {
     if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result nodes is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
@@ -1317,16 +1363,30 @@ template <class Call>
     if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result labels is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
-  return out_;
+  return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::coded::Trees::AllResults value_{};
+  if (::lrpc::Status s_ = allRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::allTo_(Call& call_, ::coded::Trees::AllResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = allIn_(call_, caps_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return allOut_(call_, caps_);
+  return allRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
+  ::coded::Trees::AllResults value_{};
+  if (::lrpc::Status s_ = allTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1353,7 +1413,7 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::coded::Link> Trees::Client::linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Trees::Client::linkRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::LinkResultsFrame frame_;
@@ -1361,21 +1421,34 @@ template <class Call>
   ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
   const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
-  ::coded::Link value_{};
-  if (!::lrpc::codec::get(rd_, frame_.l, value_)) {
+  if (!::lrpc::codec::get(rd_, frame_.l, out_)) {
     if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.link: result l is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::coded::Link> Trees::Client::linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::coded::Link value_{};
+  if (::lrpc::Status s_ = linkRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::coded::Link> Trees::Client::linkVia(Call& call_, const ::coded::Link& l) {
+::lrpc::Status Trees::Client::linkTo_(Call& call_, const ::coded::Link& l, ::coded::Link& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = linkIn_(call_, caps_, l); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return linkOut_(call_, caps_);
+  return linkRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::coded::Link> Trees::Client::linkVia(Call& call_, const ::coded::Link& l) {
+  ::coded::Link value_{};
+  if (::lrpc::Status s_ = linkTo_(call_, l, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1429,23 +1502,36 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Trees::Client::putViewRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::PutViewResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint32_t value_{};
-  value_ = frame_.count;
+  if (::lrpc::Status s_ = putViewRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+::lrpc::Status Trees::Client::putViewTo_(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = putViewIn_(call_, caps_, root, label, names); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return putViewOut_(call_, caps_);
+  return putViewRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = putViewTo_(call_, root, label, names, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>

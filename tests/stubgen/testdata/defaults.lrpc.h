@@ -458,6 +458,15 @@ class Settings::Client {
     ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kGreet, options_);
     return greetVia(call_, name, times);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status greet(std::string_view name, uint16_t times, ::lrpc::Into<std::string> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kGreet, options_);
+      return greetTo_(call_, name, times, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kGreet, options_);
+    return greetTo_(call_, name, times, into_.target());
+  }
 
   // Void in and out: called as tick(), returns lrpc::Status.
   ::lrpc::Status tick() const {
@@ -544,13 +553,21 @@ class Settings::Client {
   template <class Call>
   static ::lrpc::Status applyIn_(Call& call_, const ::defaults::Config& config, bool dryRun);
   template <class Call>
+  static ::lrpc::Status applyRead_(Call& call_, uint32_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint32_t> applyOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status applyTo_(Call& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_);
   template <class Call>
   static ::lrpc::Result<uint32_t> applyVia(Call& call_, const ::defaults::Config& config, bool dryRun);
   template <class Call>
   static ::lrpc::Status greetIn_(Call& call_, std::string_view name, uint16_t times);
   template <class Call>
+  static ::lrpc::Status greetRead_(Call& call_, std::string& out_);
+  template <class Call>
   static ::lrpc::Result<std::string> greetOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status greetTo_(Call& call_, std::string_view name, uint16_t times, std::string& out_);
   template <class Call>
   static ::lrpc::Result<std::string> greetVia(Call& call_, std::string_view name, uint16_t times);
   template <class Call>
@@ -562,13 +579,21 @@ class Settings::Client {
   template <class Call>
   static ::lrpc::Status mixIn_(Call& call_, int32_t a, int32_t b, ::defaults::Level c);
   template <class Call>
+  static ::lrpc::Status mixRead_(Call& call_, int32_t& out_);
+  template <class Call>
   static ::lrpc::Result<int32_t> mixOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status mixTo_(Call& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_);
   template <class Call>
   static ::lrpc::Result<int32_t> mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c);
   template <class Call>
   static ::lrpc::Status withResultDefaultIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status withResultDefaultRead_(Call& call_, int32_t& out_);
+  template <class Call>
   static ::lrpc::Result<int32_t> withResultDefaultOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status withResultDefaultTo_(Call& call_, int32_t& out_);
   template <class Call>
   static ::lrpc::Result<int32_t> withResultDefaultVia(Call& call_);
 
@@ -616,21 +641,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Settings::Client::applyOut_(Call& call_) {
+::lrpc::Status Settings::Client::applyRead_(Call& call_, uint32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::ApplyResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.applied;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Settings::Client::applyOut_(Call& call_) {
   uint32_t value_{};
-  value_ = frame_.applied;
+  if (::lrpc::Status s_ = applyRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint32_t> Settings::Client::applyVia(Call& call_, const ::defaults::Config& config, bool dryRun) {
+::lrpc::Status Settings::Client::applyTo_(Call& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = applyIn_(call_, config, dryRun); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return applyOut_(call_);
+  return applyRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Settings::Client::applyVia(Call& call_, const ::defaults::Config& config, bool dryRun) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = applyTo_(call_, config, dryRun, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -654,25 +692,38 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Settings::Client::greetOut_(Call& call_) {
+::lrpc::Status Settings::Client::greetRead_(Call& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::GreetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  std::string value_{};
   if (!::lrpc::detail::varRefOk(frame_.greeting, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Settings.greet: result greeting lies outside the tail, is misaligned or is over its size limit");
   }
-  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.greeting.offset), frame_.greeting.length);
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.greeting.offset), frame_.greeting.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Settings::Client::greetOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = greetRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<std::string> Settings::Client::greetVia(Call& call_, std::string_view name, uint16_t times) {
+::lrpc::Status Settings::Client::greetTo_(Call& call_, std::string_view name, uint16_t times, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = greetIn_(call_, name, times); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return greetOut_(call_);
+  return greetRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Settings::Client::greetVia(Call& call_, std::string_view name, uint16_t times) {
+  std::string value_{};
+  if (::lrpc::Status s_ = greetTo_(call_, name, times, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -706,21 +757,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<int32_t> Settings::Client::mixOut_(Call& call_) {
+::lrpc::Status Settings::Client::mixRead_(Call& call_, int32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::MixResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.sum;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::mixOut_(Call& call_) {
   int32_t value_{};
-  value_ = frame_.sum;
+  if (::lrpc::Status s_ = mixRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<int32_t> Settings::Client::mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+::lrpc::Status Settings::Client::mixTo_(Call& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = mixIn_(call_, a, b, c); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return mixOut_(call_);
+  return mixRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+  int32_t value_{};
+  if (::lrpc::Status s_ = mixTo_(call_, a, b, c, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -730,21 +794,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<int32_t> Settings::Client::withResultDefaultOut_(Call& call_) {
+::lrpc::Status Settings::Client::withResultDefaultRead_(Call& call_, int32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::WithResultDefaultResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.n;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultOut_(Call& call_) {
   int32_t value_{};
-  value_ = frame_.n;
+  if (::lrpc::Status s_ = withResultDefaultRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(Call& call_) {
+::lrpc::Status Settings::Client::withResultDefaultTo_(Call& call_, int32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = withResultDefaultIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return withResultDefaultOut_(call_);
+  return withResultDefaultRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(Call& call_) {
+  int32_t value_{};
+  if (::lrpc::Status s_ = withResultDefaultTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 }  // namespace defaults

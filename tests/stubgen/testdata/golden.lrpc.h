@@ -228,6 +228,15 @@ class Sensor::Client {
     ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
     return nameVia(call_);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status name(::lrpc::Into<std::string> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
+      return nameTo_(call_, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
+    return nameTo_(call_, into_.target());
+  }
 
   // The latest reading.
   ::lrpc::Result<::golden::v1::Reading> read() const {
@@ -246,6 +255,15 @@ class Sensor::Client {
     }
     ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
     return historyVia(call_, count);
+  }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status history(uint16_t count, ::lrpc::Into<::golden::v1::Sensor::HistoryResults> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
+      return historyTo_(call_, count, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
+    return historyTo_(call_, count, into_.target());
   }
 
   ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) const {
@@ -285,6 +303,15 @@ class Sensor::Client {
     ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
     return dumpVia(call_, from);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status dump(uint32_t from, ::lrpc::Into<::golden::v1::Sensor::DumpResults> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
+      return dumpTo_(call_, from, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
+    return dumpTo_(call_, from, into_.target());
+  }
 
   // The first reading after `after`, answered when it comes (through an lrpc::Reply).
   ::lrpc::Result<::golden::v1::Sensor::NextResults> next(uint64_t after) const {
@@ -294,6 +321,15 @@ class Sensor::Client {
     }
     ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
     return nextVia(call_, after);
+  }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status next(uint64_t after, ::lrpc::Into<::golden::v1::Sensor::NextResults> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
+      return nextTo_(call_, after, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
+    return nextTo_(call_, after, into_.target());
   }
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
@@ -369,19 +405,31 @@ class Sensor::Client {
   template <class Call>
   static ::lrpc::Status nameIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status nameRead_(Call& call_, std::string& out_);
+  template <class Call>
   static ::lrpc::Result<std::string> nameOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status nameTo_(Call& call_, std::string& out_);
   template <class Call>
   static ::lrpc::Result<std::string> nameVia(Call& call_);
   template <class Call>
   static ::lrpc::Status readIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status readRead_(Call& call_, ::golden::v1::Reading& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Reading> readOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status readTo_(Call& call_, ::golden::v1::Reading& out_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Reading> readVia(Call& call_);
   template <class Call>
   static ::lrpc::Status historyIn_(Call& call_, uint16_t count);
   template <class Call>
+  static ::lrpc::Status historyRead_(Call& call_, ::golden::v1::Sensor::HistoryResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status historyTo_(Call& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyVia(Call& call_, uint16_t count);
   template <class Call>
@@ -393,25 +441,41 @@ class Sensor::Client {
   template <class Call>
   static ::lrpc::Status uploadIn_(Call& call_, std::span<const uint8_t> blob, bool delete_);
   template <class Call>
+  static ::lrpc::Status uploadRead_(Call& call_, ::golden::v1::Sensor::UploadResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status uploadTo_(Call& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_);
   template <class Call>
   static ::lrpc::Status appendIn_(Call& call_, std::span<const uint8_t> chunk);
   template <class Call>
+  static ::lrpc::Status appendRead_(Call& call_, uint64_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint64_t> appendOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status appendTo_(Call& call_, std::span<const uint8_t> chunk, uint64_t& out_);
   template <class Call>
   static ::lrpc::Result<uint64_t> appendVia(Call& call_, std::span<const uint8_t> chunk);
   template <class Call>
   static ::lrpc::Status dumpIn_(Call& call_, uint32_t from);
   template <class Call>
+  static ::lrpc::Status dumpRead_(Call& call_, ::golden::v1::Sensor::DumpResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status dumpTo_(Call& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpVia(Call& call_, uint32_t from);
   template <class Call>
   static ::lrpc::Status nextIn_(Call& call_, uint64_t after);
   template <class Call>
+  static ::lrpc::Status nextRead_(Call& call_, ::golden::v1::Sensor::NextResults& out_);
+  template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status nextTo_(Call& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_);
   template <class Call>
   static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextVia(Call& call_, uint64_t after);
 
@@ -459,25 +523,38 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameOut_(Call& call_) {
+::lrpc::Status Sensor::Client::nameRead_(Call& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Named::NameResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  std::string value_{};
   if (!::lrpc::detail::varRefOk(frame_.name, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Named.name: result name lies outside the tail, is misaligned or is over its size limit");
   }
-  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Sensor::Client::nameOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameVia(Call& call_) {
+::lrpc::Status Sensor::Client::nameTo_(Call& call_, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nameOut_(call_);
+  return nameRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Sensor::Client::nameVia(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -487,7 +564,7 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readOut_(Call& call_) {
+::lrpc::Status Sensor::Client::readRead_(Call& call_, ::golden::v1::Reading& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::ReadResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -495,17 +572,30 @@ template <class Call>
     unsigned char* b_ = reinterpret_cast<unsigned char*>(&frame_) + o_;
     *b_ = *b_ != 0 ? 1 : 0;
   }
+  out_ = frame_.reading;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Reading> Sensor::Client::readOut_(Call& call_) {
   ::golden::v1::Reading value_{};
-  value_ = frame_.reading;
+  if (::lrpc::Status s_ = readRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(Call& call_) {
+::lrpc::Status Sensor::Client::readTo_(Call& call_, ::golden::v1::Reading& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = readIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return readOut_(call_);
+  return readRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(Call& call_) {
+  ::golden::v1::Reading value_{};
+  if (::lrpc::Status s_ = readTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -516,12 +606,11 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyOut_(Call& call_) {
+::lrpc::Status Sensor::Client::historyRead_(Call& call_, ::golden::v1::Sensor::HistoryResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::HistoryResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  ::golden::v1::Sensor::HistoryResults out_{};
   if (!::lrpc::detail::varRefOk(frame_.readings, tail_.size(), sizeof(::golden::v1::Reading))) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.history: result readings lies outside the tail, is misaligned or is over its size limit");
   }
@@ -534,15 +623,29 @@ template <class Call>
     }
   }
   out_.more = frame_.more != 0;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyOut_(Call& call_) {
+  ::golden::v1::Sensor::HistoryResults value_{};
+  if (::lrpc::Status s_ = historyRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::historyTo_(Call& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = historyIn_(call_, count); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return historyRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyVia(Call& call_, uint16_t count) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = historyIn_(call_, count); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return historyOut_(call_);
+  ::golden::v1::Sensor::HistoryResults value_{};
+  if (::lrpc::Status s_ = historyTo_(call_, count, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -619,22 +722,35 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadOut_(Call& call_) {
+::lrpc::Status Sensor::Client::uploadRead_(Call& call_, ::golden::v1::Sensor::UploadResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::UploadResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::golden::v1::Sensor::UploadResults out_{};
   out_.stored = frame_.stored;
   out_.ok = frame_.ok != 0;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadOut_(Call& call_) {
+  ::golden::v1::Sensor::UploadResults value_{};
+  if (::lrpc::Status s_ = uploadRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::uploadTo_(Call& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = uploadIn_(call_, blob, delete_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return uploadRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = uploadIn_(call_, blob, delete_); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return uploadOut_(call_);
+  ::golden::v1::Sensor::UploadResults value_{};
+  if (::lrpc::Status s_ = uploadTo_(call_, blob, delete_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -656,53 +772,79 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendOut_(Call& call_) {
+::lrpc::Status Sensor::Client::appendRead_(Call& call_, uint64_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::AppendResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.size;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Sensor::Client::appendOut_(Call& call_) {
   uint64_t value_{};
-  value_ = frame_.size;
+  if (::lrpc::Status s_ = appendRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
+::lrpc::Status Sensor::Client::appendTo_(Call& call_, std::span<const uint8_t> chunk, uint64_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = appendIn_(call_, chunk); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return appendOut_(call_);
+  return appendRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = appendTo_(call_, chunk, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
 ::lrpc::Status Sensor::Client::dumpIn_(Call& call_, uint32_t from) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &from, sizeof from);
-  // The tail is that one Data value: it may arrive apart and become the value uncopied.
-  call_.resultTailApart();
   return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpOut_(Call& call_) {
+::lrpc::Status Sensor::Client::dumpRead_(Call& call_, ::golden::v1::Sensor::DumpResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::DumpResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  ::golden::v1::Sensor::DumpResults out_{};
   out_.at = frame_.at;
   if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.dump: result blob lies outside the tail, is misaligned or is over its size limit");
   }
   call_.takeResultBytes(tail_, frame_.blob, out_.blob);
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpOut_(Call& call_) {
+  ::golden::v1::Sensor::DumpResults value_{};
+  if (::lrpc::Status s_ = dumpRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::dumpTo_(Call& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
+  // The tail is that one Data value: it may arrive apart, straight into the value.
+  call_.resultTailApart(out_.blob);
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return dumpRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(Call& call_, uint32_t from) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return dumpOut_(call_);
+  ::golden::v1::Sensor::DumpResults value_{};
+  if (::lrpc::Status s_ = dumpTo_(call_, from, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -713,7 +855,7 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextOut_(Call& call_) {
+::lrpc::Status Sensor::Client::nextRead_(Call& call_, ::golden::v1::Sensor::NextResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::NextResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -722,21 +864,34 @@ template <class Call>
     *b_ = *b_ != 0 ? 1 : 0;
   }
   const std::span<const std::byte> tail_ = call_.resultTail();
-  ::golden::v1::Sensor::NextResults out_{};
   out_.reading = frame_.reading;
   if (!::lrpc::detail::varRefOk(frame_.tag, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.next: result tag lies outside the tail, is misaligned or is over its size limit");
   }
   out_.tag.assign(reinterpret_cast<const char*>(tail_.data() + frame_.tag.offset), frame_.tag.length);
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextOut_(Call& call_) {
+  ::golden::v1::Sensor::NextResults value_{};
+  if (::lrpc::Status s_ = nextRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Sensor::Client::nextTo_(Call& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nextIn_(call_, after); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nextRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextVia(Call& call_, uint64_t after) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = nextIn_(call_, after); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nextOut_(call_);
+  ::golden::v1::Sensor::NextResults value_{};
+  if (::lrpc::Status s_ = nextTo_(call_, after, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 }  // namespace golden::v1

@@ -95,6 +95,15 @@ class Named::Client {
     ::lrpc::LocalCall call_(*binding_, ::Named::kName, options_);
     return nameVia(call_);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status name(::lrpc::Into<std::string> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::Named::kName, options_);
+      return nameTo_(call_, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::Named::kName, options_);
+    return nameTo_(call_, into_.target());
+  }
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
@@ -127,7 +136,11 @@ class Named::Client {
   template <class Call>
   static ::lrpc::Status nameIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status nameRead_(Call& call_, std::string& out_);
+  template <class Call>
   static ::lrpc::Result<std::string> nameOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status nameTo_(Call& call_, std::string& out_);
   template <class Call>
   static ::lrpc::Result<std::string> nameVia(Call& call_);
 
@@ -157,24 +170,37 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Named::Client::nameOut_(Call& call_) {
+::lrpc::Status Named::Client::nameRead_(Call& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Named::NameResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  std::string value_{};
   if (!::lrpc::detail::varRefOk(frame_.name, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Named.name: result name lies outside the tail, is misaligned or is over its size limit");
   }
-  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Named::Client::nameOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
+::lrpc::Status Named::Client::nameTo_(Call& call_, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nameOut_(call_);
+  return nameRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 

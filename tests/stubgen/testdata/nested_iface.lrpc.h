@@ -534,6 +534,15 @@ class Catalog::Browser::Client {
     ::lrpc::LocalCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
     return listVia(call_, prefix);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status list(std::string_view prefix, ::lrpc::Into<::nested::Catalog::Browser::ListResults> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+      return listTo_(call_, prefix, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+    return listTo_(call_, prefix, into_.target());
+  }
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
@@ -566,7 +575,11 @@ class Catalog::Browser::Client {
   template <class Call>
   static ::lrpc::Status listIn_(Call& call_, std::string_view prefix);
   template <class Call>
+  static ::lrpc::Status listRead_(Call& call_, ::nested::Catalog::Browser::ListResults& out_);
+  template <class Call>
   static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status listTo_(Call& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_);
   template <class Call>
   static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listVia(Call& call_, std::string_view prefix);
 
@@ -647,7 +660,11 @@ class Store::Reader::Cursor::Client {
   template <class Call>
   static ::lrpc::Status nextIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status nextRead_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_);
+  template <class Call>
   static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status nextTo_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_);
   template <class Call>
   static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextVia(Call& call_);
 
@@ -696,6 +713,15 @@ class Store::Reader::Client {
     ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
     return getVia(call_, key);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status get(const ::nested::Store::Key& key, ::lrpc::Into<std::string> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+      return getTo_(call_, key, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+    return getTo_(call_, key, into_.target());
+  }
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
@@ -728,7 +754,11 @@ class Store::Reader::Client {
   template <class Call>
   static ::lrpc::Status getIn_(Call& call_, const ::nested::Store::Key& key);
   template <class Call>
+  static ::lrpc::Status getRead_(Call& call_, std::string& out_);
+  template <class Call>
   static ::lrpc::Result<std::string> getOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_);
   template <class Call>
   static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
 
@@ -781,6 +811,15 @@ class Store::Writer::Client {
     ::lrpc::LocalCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
     return getVia(call_, key);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status get(const ::nested::Store::Key& key, ::lrpc::Into<std::string> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
+      return getTo_(call_, key, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
+    return getTo_(call_, key, into_.target());
+  }
 
   ::lrpc::Status put(const ::nested::Store::Key& key, std::string_view value) const {
     if (binding_->remote) [[unlikely]] {
@@ -828,7 +867,11 @@ class Store::Writer::Client {
   template <class Call>
   static ::lrpc::Status getIn_(Call& call_, const ::nested::Store::Key& key);
   template <class Call>
+  static ::lrpc::Status getRead_(Call& call_, std::string& out_);
+  template <class Call>
   static ::lrpc::Result<std::string> getOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_);
   template <class Call>
   static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
   template <class Call>
@@ -917,7 +960,11 @@ class Store::Client {
   template <class Call>
   static ::lrpc::Status sizeIn_(Call& call_);
   template <class Call>
+  static ::lrpc::Status sizeRead_(Call& call_, uint64_t& out_);
+  template <class Call>
   static ::lrpc::Result<uint64_t> sizeOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status sizeTo_(Call& call_, uint64_t& out_);
   template <class Call>
   static ::lrpc::Result<uint64_t> sizeVia(Call& call_);
 
@@ -998,7 +1045,11 @@ class Audit::Client {
   template <class Call>
   static ::lrpc::Status checkIn_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
   template <class Call>
+  static ::lrpc::Status checkRead_(Call& call_, bool& out_);
+  template <class Call>
   static ::lrpc::Result<bool> checkOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status checkTo_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_);
   template <class Call>
   static ::lrpc::Result<bool> checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
 
@@ -1047,6 +1098,15 @@ class Tagger::Client {
     ::lrpc::LocalCall call_(*binding_, ::nested::Tagger::kTag, options_);
     return tagVia(call_, m, s);
   }
+  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
+  ::lrpc::Status tag(const ::nested::Marker& m, const ::nested::Span& s, ::lrpc::Into<::nested::Tagger::TagResults> into_) const {
+    if (binding_->remote) [[unlikely]] {
+      ::lrpc::RemoteCall call_(*binding_, ::nested::Tagger::kTag, options_);
+      return tagTo_(call_, m, s, into_.target());
+    }
+    ::lrpc::LocalCall call_(*binding_, ::nested::Tagger::kTag, options_);
+    return tagTo_(call_, m, s, into_.target());
+  }
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
@@ -1079,7 +1139,11 @@ class Tagger::Client {
   template <class Call>
   static ::lrpc::Status tagIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s);
   template <class Call>
+  static ::lrpc::Status tagRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_);
+  template <class Call>
   static ::lrpc::Result<::nested::Tagger::TagResults> tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <class Call>
+  static ::lrpc::Status tagTo_(Call& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_);
   template <class Call>
   static ::lrpc::Result<::nested::Tagger::TagResults> tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s);
 
@@ -1121,12 +1185,11 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listOut_(Call& call_) {
+::lrpc::Status Catalog::Browser::Client::listRead_(Call& call_, ::nested::Catalog::Browser::ListResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Catalog::Browser::ListResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  ::nested::Catalog::Browser::ListResults out_{};
   if (!::lrpc::detail::varRefOk(frame_.names, tail_.size(), sizeof(::lrpc::VarRef))) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: result names lies outside the tail, is misaligned or is over its size limit");
   }
@@ -1148,15 +1211,29 @@ template <class Call>
     }
   }
   out_.first = frame_.first;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listOut_(Call& call_) {
+  ::nested::Catalog::Browser::ListResults value_{};
+  if (::lrpc::Status s_ = listRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Catalog::Browser::Client::listTo_(Call& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = listIn_(call_, prefix); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return listRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(Call& call_, std::string_view prefix) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = listIn_(call_, prefix); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return listOut_(call_);
+  ::nested::Catalog::Browser::ListResults value_{};
+  if (::lrpc::Status s_ = listTo_(call_, prefix, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1166,22 +1243,35 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextOut_(Call& call_) {
+::lrpc::Status Store::Reader::Cursor::Client::nextRead_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::Cursor::NextResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::nested::Store::Reader::Cursor::NextResults out_{};
   out_.key = frame_.key;
   out_.more = frame_.more != 0;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextOut_(Call& call_) {
+  ::nested::Store::Reader::Cursor::NextResults value_{};
+  if (::lrpc::Status s_ = nextRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Cursor::Client::nextTo_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nextIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nextRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = nextIn_(call_); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nextOut_(call_);
+  ::nested::Store::Reader::Cursor::NextResults value_{};
+  if (::lrpc::Status s_ = nextTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1192,25 +1282,38 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Store::Reader::Client::getOut_(Call& call_) {
+::lrpc::Status Store::Reader::Client::getRead_(Call& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  std::string value_{};
   if (!::lrpc::detail::varRefOk(frame_.value, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Store.Reader.get: result value lies outside the tail, is misaligned or is over its size limit");
   }
-  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Reader::Client::getOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<std::string> Store::Reader::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+::lrpc::Status Store::Reader::Client::getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return getOut_(call_);
+  return getRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Reader::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getTo_(call_, key, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1221,25 +1324,38 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<std::string> Store::Writer::Client::getOut_(Call& call_) {
+::lrpc::Status Store::Writer::Client::getRead_(Call& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
   const std::span<const std::byte> tail_ = call_.resultTail();
-  std::string value_{};
   if (!::lrpc::detail::varRefOk(frame_.value, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Store.Reader.get: result value lies outside the tail, is misaligned or is over its size limit");
   }
-  value_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Writer::Client::getOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<std::string> Store::Writer::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+::lrpc::Status Store::Writer::Client::getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return getOut_(call_);
+  return getRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Writer::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getTo_(call_, key, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1282,21 +1398,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Store::Client::sizeOut_(Call& call_) {
+::lrpc::Status Store::Client::sizeRead_(Call& call_, uint64_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::SizeResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.n;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Store::Client::sizeOut_(Call& call_) {
   uint64_t value_{};
-  value_ = frame_.n;
+  if (::lrpc::Status s_ = sizeRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+::lrpc::Status Store::Client::sizeTo_(Call& call_, uint64_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = sizeIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return sizeOut_(call_);
+  return sizeRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = sizeTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1307,21 +1436,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<bool> Audit::Client::checkOut_(Call& call_) {
+::lrpc::Status Audit::Client::checkRead_(Call& call_, bool& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Audit::CheckResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.ok != 0;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<bool> Audit::Client::checkOut_(Call& call_) {
   bool value_{};
-  value_ = frame_.ok != 0;
+  if (::lrpc::Status s_ = checkRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
 template <class Call>
-::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+::lrpc::Status Audit::Client::checkTo_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = checkIn_(call_, pos); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return checkOut_(call_);
+  return checkRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+  bool value_{};
+  if (::lrpc::Status s_ = checkTo_(call_, pos, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -1349,7 +1491,7 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+::lrpc::Status Tagger::Client::tagRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Tagger::TagResultsFrame frame_;
@@ -1357,22 +1499,35 @@ template <class Call>
   ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
   const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
   ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
-  ::nested::Tagger::TagResults out_{};
   if (!::lrpc::codec::get(rd_, frame_.m, out_.m)) {
     if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: result m is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
   out_.s = frame_.s;
-  return out_;
+  return ::lrpc::Status::ok();
 }
 
 template <class Call>
-::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::nested::Tagger::TagResults value_{};
+  if (::lrpc::Status s_ = tagRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Tagger::Client::tagTo_(Call& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = tagIn_(call_, caps_, m, s); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return tagOut_(call_, caps_);
+  return tagRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+  ::nested::Tagger::TagResults value_{};
+  if (::lrpc::Status s_ = tagTo_(call_, m, s, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 }  // namespace nested

@@ -218,7 +218,11 @@ class Base::Client {
   template <class Call>
   static ::lrpc::Status pairIn_(Call& call_, const ::Base::Pair& p);
   template <class Call>
+  static ::lrpc::Status pairRead_(Call& call_, ::Base::PairResults& out_);
+  template <class Call>
   static ::lrpc::Result<::Base::PairResults> pairOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_);
   template <class Call>
   static ::lrpc::Result<::Base::PairResults> pairVia(Call& call_, const ::Base::Pair& p);
 
@@ -318,13 +322,21 @@ class Derived::Client {
   template <class Call>
   static ::lrpc::Status pairIn_(Call& call_, const ::Base::Pair& p);
   template <class Call>
+  static ::lrpc::Status pairRead_(Call& call_, ::Base::PairResults& out_);
+  template <class Call>
   static ::lrpc::Result<::Base::PairResults> pairOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_);
   template <class Call>
   static ::lrpc::Result<::Base::PairResults> pairVia(Call& call_, const ::Base::Pair& p);
   template <class Call>
   static ::lrpc::Status ownIn_(Call& call_, ::Base::Kind k, const ::Later& p);
   template <class Call>
+  static ::lrpc::Status ownRead_(Call& call_, ::Derived::OwnResults& out_);
+  template <class Call>
   static ::lrpc::Result<::Derived::OwnResults> ownOut_(Call& call_);
+  template <class Call>
+  static ::lrpc::Status ownTo_(Call& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_);
   template <class Call>
   static ::lrpc::Result<::Derived::OwnResults> ownVia(Call& call_, ::Base::Kind k, const ::Later& p);
 
@@ -416,22 +428,35 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(Call& call_) {
+::lrpc::Status Base::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::Base::PairResults out_{};
   out_.q = frame_.q;
   out_.r = frame_.r;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(Call& call_) {
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Base::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return pairRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::Base::PairResults> Base::Client::pairVia(Call& call_, const ::Base::Pair& p) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return pairOut_(call_);
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -443,22 +468,35 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(Call& call_) {
+::lrpc::Status Derived::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::Base::PairResults out_{};
   out_.q = frame_.q;
   out_.r = frame_.r;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(Call& call_) {
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return pairRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::Base::PairResults> Derived::Client::pairVia(Call& call_, const ::Base::Pair& p) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return pairOut_(call_);
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
 template <class Call>
@@ -472,21 +510,34 @@ template <class Call>
 }
 
 template <class Call>
-::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(Call& call_) {
+::lrpc::Status Derived::Client::ownRead_(Call& call_, ::Derived::OwnResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Derived::OwnResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
-  ::Derived::OwnResults out_{};
   out_.p = frame_.p;
   out_.k = frame_.k;
-  return out_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(Call& call_) {
+  ::Derived::OwnResults value_{};
+  if (::lrpc::Status s_ = ownRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::ownTo_(Call& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = ownIn_(call_, k, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ownRead_(call_, out_);
 }
 
 template <class Call>
 ::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(Call& call_, ::Base::Kind k, const ::Later& p) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = ownIn_(call_, k, p); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return ownOut_(call_);
+  ::Derived::OwnResults value_{};
+  if (::lrpc::Status s_ = ownTo_(call_, k, p, value_); !s_.isOk()) return s_;
+  return value_;
 }
 
