@@ -10,7 +10,8 @@
 //   lrpc_sink         Curves.sink(Data) over lrpc on the same host (out-of-band segment)
 //   lrpc_sink_inplace Curves.sinkInPlace(Data $Lrpc.inPlace): the server reads the bytes in the
 //                     segment without copy "E", so the client's copy is the only one
-//   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved)
+//   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved;
+//                     results, here and in net_source, into one reused vector: lrpc::into)
 //   lrpc_sink_shared  Curves.sink through lrpc::SharedBuffer: the caller's bytes are already in
 //                     the shared segment (it produced them there), so the server's copy "E" is
 //                     the only copy
@@ -431,16 +432,15 @@ enum class Op { kSink, kSinkInPlace, kEcho, kSource };
 Curve runCurve(const std::string& name, const Config& cfg, Curves::Client& client, Op op) {
   Curve c{name, {}, {}};
   std::vector<uint8_t> data(cfg.maxBytes, 0x5a);
+  // Results land in one vector, call after call (lrpc::into), as a loop fetching large values
+  // would keep them: a fresh vector past glibc's mmap threshold is new pages on every call.
+  std::vector<uint8_t> result;
   for (size_t size : sizes(cfg)) {
     std::span<const uint8_t> in(data.data(), size);
     Point p = measure(size, op == Op::kEcho ? 2.0 : 1.0, cfg.budgetMs, [&] {
-      if (op == Op::kEcho) {
-        Result<std::vector<uint8_t>> r = client.echo(in);
-        return r.isOk() && r->size() == size;
-      }
+      if (op == Op::kEcho) return client.echo(in, lrpc::into(result)).isOk() && result.size() == size;
       if (op == Op::kSource) {
-        Result<std::vector<uint8_t>> r = client.source(static_cast<uint32_t>(size));
-        return r.isOk() && r->size() == size;
+        return client.source(static_cast<uint32_t>(size), lrpc::into(result)).isOk() && result.size() == size;
       }
       return (op == Op::kSink ? client.sink(in) : client.sinkInPlace(in)).isOk();
     });
@@ -676,10 +676,10 @@ void pairNet(const NetnsPair& ns, const ServerProcess& netServer, Curves::Client
     park(false);
     return c.sink(data).isOk();
   }, floor));
+  std::vector<uint8_t> result;
   paired->push_back(pairedAtMiB("net_source", streamName(kind), [&] {
     park(false);
-    Result<std::vector<uint8_t>> r = c.source(static_cast<uint32_t>(kMiB));
-    return r.isOk() && r->size() == kMiB;
+    return c.source(static_cast<uint32_t>(kMiB), lrpc::into(result)).isOk() && result.size() == kMiB;
   }, floor));
   park(false);
 }
@@ -734,10 +734,10 @@ void pairSecure(NetSide& clear, NetSide& secure, std::vector<PairedRatio>* paire
     use(side);
     return side.client.sink(data).isOk();
   };
+  std::vector<uint8_t> result;
   auto source = [&](NetSide& side) {
     use(side);
-    Result<std::vector<uint8_t>> r = side.client.source(static_cast<uint32_t>(kMiB));
-    return r.isOk() && r->size() == kMiB;
+    return side.client.source(static_cast<uint32_t>(kMiB), lrpc::into(result)).isOk() && result.size() == kMiB;
   };
   paired->push_back(pairedAtMiB("net_secure_sink", "net_sink", [&] { return sink(secure); }, [&] { return sink(clear); }));
   paired->push_back(
