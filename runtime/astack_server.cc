@@ -35,6 +35,7 @@ class AStackServerCall final : public ServerCall {
         seq_(seq) {}
 
   std::vector<uint8_t>* spareBytes() noexcept override { return &slot_->spareBytes; }
+  std::vector<uint8_t>* spareResultBytes() const noexcept override { return &slot_->spareResultBytes; }
 
   Status awaitArgTail(size_t end) noexcept override {
     if (argReady_ == nullptr || end <= ready_) return {};

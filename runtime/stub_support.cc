@@ -86,6 +86,23 @@ bool callCancelled() noexcept {
   return call != nullptr && call->cancelled();
 }
 
+std::vector<uint8_t> resultBuffer() noexcept {
+  std::vector<uint8_t> out;
+  const ServerCall* call = detail::tlsCurrentCall;
+  if (std::vector<uint8_t>* spare = call != nullptr ? call->spareResultBytes() : nullptr) out.swap(*spare);
+  out.clear();
+  return out;
+}
+
+void ServerCall::keepResultStorage(std::vector<uint8_t>& value) noexcept {
+  std::vector<uint8_t>* spare = spareResultBytes();
+  if (spare == nullptr || value.capacity() < detail::SpareBytes::kMinBytes || value.capacity() <= spare->capacity()) {
+    return;
+  }
+  value.clear();
+  spare->swap(value);
+}
+
 Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                              const OutMessage& request, MessageBuffer& reply,
                                                              const CallOptions& options, detail::Reclaim) noexcept {

@@ -566,6 +566,7 @@ class ServerCall {
       }
     }
     if (n != 0) std::memcpy(dst, value.data(), n);
+    if constexpr (std::is_same_v<C, std::vector<uint8_t>>) keepResultStorage(value);
   }
   // Waits until the first `end` bytes of the argument tail are final: a same-host client may
   // still be writing a large tail while the handler's copy-out runs (LocalCall::copyTail).
@@ -582,6 +583,9 @@ class ServerCall {
   // A buffer this path keeps from call to call for the copy "E" of large Data arguments
   // (detail::SpareBytes), or null where it keeps none. Only the call being served uses it.
   virtual std::vector<uint8_t>* spareBytes() noexcept { return nullptr; }
+  // A buffer this path keeps from call to call for the storage of large Data results
+  // (lrpc::resultBuffer()), or null where it keeps none. Only the call being served uses it.
+  virtual std::vector<uint8_t>* spareResultBytes() const noexcept { return nullptr; }
   // The export table of the connection this call came on (runtime/capability.h), or null on a
   // path that carries no capabilities.
   virtual CapTable* capTable() noexcept { return nullptr; }
@@ -619,6 +623,11 @@ class ServerCall {
   std::span<const std::byte> argTail_;
   std::byte* results_;
   bool deferred_ = false;  // set by a path's defer()
+
+ private:
+  // A large result value copied out is left empty with its storage kept for the next call's
+  // handler (spareResultBytes), the larger of the two buffers.
+  void keepResultStorage(std::vector<uint8_t>& value) noexcept;
 };
 
 namespace detail {
@@ -707,6 +716,13 @@ Status handlerThrew(const char* method) noexcept;
 // Pending, or passed its deadline), on both paths. A long handler may look now and then and
 // stop early; its result goes nowhere then. False outside a handler.
 bool callCancelled() noexcept;
+
+// In a handler: an empty vector to build a large Data result in, whose capacity is that of a
+// large result an earlier call on the same A-stack returned (kept once its bytes were copied
+// into shared memory). Filling it then writes warm memory: a new vector of more than 32 MiB
+// (glibc's largest mmap threshold) is fresh pages on every call. Same host only; on the
+// network, and outside a handler, a new empty vector. Never holds an earlier call's bytes.
+std::vector<uint8_t> resultBuffer() noexcept;
 
 }  // namespace lrpc
 

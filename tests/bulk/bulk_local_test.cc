@@ -68,6 +68,31 @@ class BulkServer {
   bool ok_ = false;
 };
 
+// Blobs whose data() (an echo) builds its result in lrpc::resultBuffer() and notes what it
+// got: digest() answers how many calls found storage already large enough (hash) and how
+// many found bytes in it (n).
+class RecyclingBlobs final : public Blobs::Server {
+ public:
+  Result<uint64_t> ping(uint64_t n) override { return n + 1; }
+  Result<std::string> text(std::string_view t) override { return std::string(t); }
+  Result<std::vector<uint8_t>> data(std::span<const uint8_t> d) override {
+    std::vector<uint8_t> out = lrpc::resultBuffer();
+    if (!out.empty()) ++stale_;
+    if (!d.empty() && out.capacity() >= d.size()) ++reused_;
+    out.assign(d.begin(), d.end());
+    return out;
+  }
+  Result<std::string> limited(std::string_view t) override { return std::string(t); }
+  Result<Blobs::MixedResults> mixed(uint8_t, std::string_view, bool, std::span<const uint8_t>, int64_t) override {
+    return Blobs::MixedResults{};
+  }
+  Result<Blobs::DigestResults> digest(std::span<const uint8_t>) override { return Blobs::DigestResults{reused_, stale_}; }
+
+ private:
+  uint64_t reused_ = 0;
+  uint64_t stale_ = 0;
+};
+
 class BulkLocal : public ::testing::TestWithParam<TransferMode> {
  protected:
   void SetUp() override {
@@ -295,6 +320,47 @@ TEST(SharedBufferRemote, IsUnsupported) {
   Result<SharedBuffer> r = SharedBuffer::allocate(remote, Everything::kData, 16);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Errc::kUnsupported);
+}
+
+// A handler building large results in lrpc::resultBuffer() gets, from its second call on, the
+// storage of the last large result copied out, empty: each echo exact, larger or smaller.
+TEST(ResultBuffer, AHandlerGetsTheLastLargeResultsStorageEmpty) {
+  TempDir dir;
+  Pipe ready;
+  Child child([&] {
+    RecyclingBlobs impl;
+    ServerOptions o;
+    o.dir = dir.path();
+    Exporter exporter(o);
+    bool ok = exporter.add<Blobs>("blobs", impl).isOk();
+    ready.putByte(ok ? 'k' : 'x');
+    if (!ok) return 1;
+    for (;;) ::pause();
+  });
+  char c = 0;
+  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ImportOptions io;
+  io.dir = dir.path();
+  Result<Blobs::Client> client = lrpc::import<Blobs>("blobs", io);
+  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, (size_t{1} << 20) + 3, size_t{2} << 20, 100, size_t{2} << 20};
+  uint32_t seed = 60;
+  for (size_t n : sizes) {
+    const std::vector<uint8_t> sent = pattern(n, ++seed);
+    Result<std::vector<uint8_t>> back = client->data(sent);
+    ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
+    EXPECT_TRUE(*back == sent) << n;
+  }
+  Result<Blobs::DigestResults> seen = client->digest({});
+  ASSERT_TRUE(seen.isOk()) << seen.status().toString();
+  EXPECT_EQ(seen->hash, std::size(sizes) - 1) << "calls that found the last result's storage";
+  EXPECT_EQ(seen->n, 0u) << "calls whose buffer held bytes";
+}
+
+TEST(ResultBuffer, OutsideAHandlerIsAnEmptyVector) {
+  std::vector<uint8_t> v = lrpc::resultBuffer();
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(v.capacity(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, BulkLocal,

@@ -51,7 +51,13 @@ class EveryTypeImpl final : public Base {
   // Echo and Blobs
   Result<uint64_t> ping(uint64_t n) { return count(n + 1); }
   Result<std::string> text(std::string_view t) { return count(std::string(t)); }
-  Result<std::vector<uint8_t>> data(std::span<const uint8_t> d) { return count(std::vector<uint8_t>(d.begin(), d.end())); }
+  // Built in lrpc::resultBuffer(), so every echo test also checks that a kept buffer never
+  // brings an earlier call's bytes back.
+  Result<std::vector<uint8_t>> data(std::span<const uint8_t> d) {
+    std::vector<uint8_t> out = lrpc::resultBuffer();
+    out.assign(d.begin(), d.end());
+    return count(std::move(out));
+  }
   Result<std::string> limited(std::string_view t) {
     if (t == "grow") return count(std::string(17, 'g'));
     return count(std::string(t));
