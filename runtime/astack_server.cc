@@ -35,7 +35,10 @@ class AStackServerCall final : public ServerCall {
         seq_(seq) {}
 
   std::vector<uint8_t>* spareBytes() noexcept override { return &slot_->spareBytes; }
-  std::vector<uint8_t>* spareResultBytes() const noexcept override { return &slot_->spareResultBytes; }
+  std::vector<uint8_t> takeResultStorage() noexcept override { return std::move(slot_->spareResultBytes); }
+  void keepResultStorage(std::vector<uint8_t>& value) noexcept override {
+    detail::keepLargerStorage(slot_->spareResultBytes, value);
+  }
 
   Status awaitArgTail(size_t end) noexcept override {
     if (argReady_ == nullptr || end <= ready_) return {};

@@ -105,7 +105,7 @@ struct ServerSlot {
   // used only by whoever serves this A-stack's current call (the served/finished chain orders
   // them). At most the largest Data argument this binding has sent; freed with the binding.
   std::vector<uint8_t> spareBytes;
-  // The storage of the last large Data result copied out (ServerCall::spareResultBytes), for
+  // The storage of the last large Data result copied out (ServerCall::keepResultStorage), for
   // the next handler's lrpc::resultBuffer(): the same rules, at most the largest result.
   std::vector<uint8_t> spareResultBytes;
 };

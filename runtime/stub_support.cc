@@ -34,10 +34,10 @@ std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const 
 namespace {
 // Per thread: a handler runs on the thread that dispatched it, and a nested dispatch (a
 // capability call inside a call) restores the outer one when it is done.
-thread_local const ServerCall* tlsCurrentCall = nullptr;
+thread_local ServerCall* tlsCurrentCall = nullptr;
 }  // namespace
 
-CurrentCall::CurrentCall(const ServerCall& call) noexcept : outer_(tlsCurrentCall) { tlsCurrentCall = &call; }
+CurrentCall::CurrentCall(ServerCall& call) noexcept : outer_(tlsCurrentCall) { tlsCurrentCall = &call; }
 CurrentCall::~CurrentCall() { tlsCurrentCall = outer_; }
 
 Status handlerThrew(const char* method) noexcept {
@@ -87,20 +87,10 @@ bool callCancelled() noexcept {
 }
 
 std::vector<uint8_t> resultBuffer() noexcept {
-  std::vector<uint8_t> out;
-  const ServerCall* call = detail::tlsCurrentCall;
-  if (std::vector<uint8_t>* spare = call != nullptr ? call->spareResultBytes() : nullptr) out.swap(*spare);
+  ServerCall* call = detail::tlsCurrentCall;
+  std::vector<uint8_t> out = call != nullptr ? call->takeResultStorage() : std::vector<uint8_t>();
   out.clear();
   return out;
-}
-
-void ServerCall::keepResultStorage(std::vector<uint8_t>& value) noexcept {
-  std::vector<uint8_t>* spare = spareResultBytes();
-  if (spare == nullptr || value.capacity() < detail::SpareBytes::kMinBytes || value.capacity() <= spare->capacity()) {
-    return;
-  }
-  value.clear();
-  spare->swap(value);
 }
 
 Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,

@@ -514,6 +514,9 @@ class KeptResult {
  public:
   virtual ~KeptResult() = default;
   std::span<const std::byte> bytes() const noexcept { return bytes_; }
+  // Once the bytes are no longer needed: the value's storage, where it is a Data value (for
+  // ServerCall::keepResultStorage), else an empty vector.
+  virtual std::vector<uint8_t> takeStorage() noexcept { return {}; }
 
  protected:
   std::span<const std::byte> bytes_;
@@ -526,6 +529,11 @@ class KeptValue final : public KeptResult {
  public:
   explicit KeptValue(C&& value) noexcept : value_(std::move(value)) {
     bytes_ = std::as_bytes(std::span(value_.data(), value_.size()));
+  }
+  std::vector<uint8_t> takeStorage() noexcept override {
+    bytes_ = {};
+    if constexpr (std::is_same_v<C, std::vector<uint8_t>>) return std::move(value_);
+    return {};
   }
 
  private:
@@ -568,6 +576,11 @@ class ServerCall {
     if (n != 0) std::memcpy(dst, value.data(), n);
     if constexpr (std::is_same_v<C, std::vector<uint8_t>>) keepResultStorage(value);
   }
+  // The storage a path keeps from call to call for large Data results (lrpc::resultBuffer()):
+  // takeResultStorage() hands it over, empty; keepResultStorage() is given a result's storage
+  // once its bytes are copied out (moveResultTail). By default the path keeps none.
+  virtual std::vector<uint8_t> takeResultStorage() noexcept { return {}; }
+  virtual void keepResultStorage(std::vector<uint8_t>& value) noexcept { (void)value; }
   // Waits until the first `end` bytes of the argument tail are final: a same-host client may
   // still be writing a large tail while the handler's copy-out runs (LocalCall::copyTail).
   // Generated code calls it before it reads each value; an error (the client went away, or
@@ -583,9 +596,6 @@ class ServerCall {
   // A buffer this path keeps from call to call for the copy "E" of large Data arguments
   // (detail::SpareBytes), or null where it keeps none. Only the call being served uses it.
   virtual std::vector<uint8_t>* spareBytes() noexcept { return nullptr; }
-  // A buffer this path keeps from call to call for the storage of large Data results
-  // (lrpc::resultBuffer()), or null where it keeps none. Only the call being served uses it.
-  virtual std::vector<uint8_t>* spareResultBytes() const noexcept { return nullptr; }
   // The export table of the connection this call came on (runtime/capability.h), or null on a
   // path that carries no capabilities.
   virtual CapTable* capTable() noexcept { return nullptr; }
@@ -623,11 +633,6 @@ class ServerCall {
   std::span<const std::byte> argTail_;
   std::byte* results_;
   bool deferred_ = false;  // set by a path's defer()
-
- private:
-  // A large result value copied out is left empty with its storage kept for the next call's
-  // handler (spareResultBytes), the larger of the two buffers.
-  void keepResultStorage(std::vector<uint8_t>& value) noexcept;
 };
 
 namespace detail {
@@ -666,6 +671,14 @@ class SpareBytes {
   std::vector<uint8_t>& bytes_;
 };
 
+// ServerCall::keepResultStorage on a path that keeps one buffer: `spare` takes `value`'s
+// storage (left empty) when it is large and larger than what `spare` has.
+inline void keepLargerStorage(std::vector<uint8_t>& spare, std::vector<uint8_t>& value) noexcept {
+  if (value.capacity() < SpareBytes::kMinBytes || value.capacity() <= spare.capacity()) return;
+  value.clear();
+  spare.swap(value);
+}
+
 // Copy "E" of a Data argument, a chunk at a time as the client streams the tail (`ref` has
 // been checked against the tail already); a large one into the kept buffer (SpareBytes).
 inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
@@ -697,13 +710,13 @@ std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const 
 // The call whose handler this thread runs (callCancelled()), set by the paths around dispatch.
 class CurrentCall {
  public:
-  explicit CurrentCall(const ServerCall& call) noexcept;
+  explicit CurrentCall(ServerCall& call) noexcept;
   ~CurrentCall();
   CurrentCall(const CurrentCall&) = delete;
   CurrentCall& operator=(const CurrentCall&) = delete;
 
  private:
-  const ServerCall* outer_;
+  ServerCall* outer_;
 };
 
 // Turns the exception a handler threw into the status the caller sees. Call only from
@@ -718,10 +731,11 @@ Status handlerThrew(const char* method) noexcept;
 bool callCancelled() noexcept;
 
 // In a handler: an empty vector to build a large Data result in, whose capacity is that of a
-// large result an earlier call on the same A-stack returned (kept once its bytes were copied
-// into shared memory). Filling it then writes warm memory: a new vector of more than 32 MiB
-// (glibc's largest mmap threshold) is fresh pages on every call. Same host only; on the
-// network, and outside a handler, a new empty vector. Never holds an earlier call's bytes.
+// large result an earlier call returned: on the same host the last one copied out of this
+// A-stack's handler, on the network the largest one a client has received whole (of at most
+// ServerOptions::keepBufferBytes). Filling it then writes warm memory: a new vector of more
+// than 32 MiB (glibc's largest mmap threshold) is fresh pages on every call. Outside a
+// handler, or with nothing kept, a new empty vector. Never holds an earlier call's bytes.
 std::vector<uint8_t> resultBuffer() noexcept;
 
 }  // namespace lrpc

@@ -33,4 +33,17 @@ void BufferShelf::put(MessageBuffer& buffer) noexcept {
   if (smallest->capacity < capacity) *smallest = Kept{std::move(storage), capacity};
 }
 
+std::vector<uint8_t> ResultShelf::take() noexcept {
+  MutexLock lock(mu_);
+  std::vector<uint8_t> out = std::move(kept_);
+  out.clear();
+  return out;
+}
+
+void ResultShelf::put(std::vector<uint8_t>& value) noexcept {
+  if (value.capacity() > maxBytes_ + BufferShelf::kFrameSlack) return;
+  MutexLock lock(mu_);
+  detail::keepLargerStorage(kept_, value);
+}
+
 }  // namespace lrpc::net

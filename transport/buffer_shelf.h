@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "runtime/stub_support.h"
 
 namespace lrpc::net {
@@ -40,6 +41,24 @@ class BufferShelf {
   const size_t maxBytes_;
   std::mutex mu_;           // a client's callers lend and put from many threads
   std::vector<Kept> kept_;  // GUARDED_BY(mu_)
+};
+
+// The storage of one large Data result, kept for the next handler that asks for it
+// (lrpc::resultBuffer()): a handler's result is sent from its own vector, which is dropped
+// once the client has the whole reply; this keeps the largest such vector, of at most
+// `maxBytes`, instead of giving its pages back.
+class ResultShelf {
+ public:
+  explicit ResultShelf(size_t maxBytes) noexcept : maxBytes_(maxBytes) {}
+  // The kept storage, emptied (or a new vector).
+  std::vector<uint8_t> take() noexcept LRPC_EXCLUDES(mu_);
+  // Keeps `value`'s storage (then `value` is empty) if it is large and larger than the kept one.
+  void put(std::vector<uint8_t>& value) noexcept LRPC_EXCLUDES(mu_);
+
+ private:
+  const size_t maxBytes_;
+  Mutex mu_;  // handlers take and delivered replies put from several threads
+  std::vector<uint8_t> kept_ LRPC_GUARDED_BY(mu_);
 };
 
 }  // namespace lrpc::net

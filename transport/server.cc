@@ -17,6 +17,15 @@
 namespace lrpc::net {
 
 namespace {
+
+// Drops a slot's kept result value, its storage to `shelf` for the next lrpc::resultBuffer().
+void shelveKept(ResultShelf& shelf, std::unique_ptr<KeptResult>& kept) noexcept {
+  if (!kept) return;
+  std::vector<uint8_t> storage = kept->takeStorage();
+  shelf.put(storage);
+  kept.reset();
+}
+
 constexpr size_t kMaxErrorText = 1024;
 // A request buffer larger than this is not kept in its slot after the call (one spare at most).
 constexpr size_t kKeepRequestBytes = 64u << 10;
@@ -51,7 +60,8 @@ UdpServer::UdpServer(ServerOptions options)
     : options_(options),
       // Session ids start somewhere hard to guess (the cookie is what protects a session).
       nextSession_(static_cast<uint32_t>(detail::randomCookie() >> 40) + 1),
-      replyShelf_(options.keepBufferBytes) {}
+      replyShelf_(options.keepBufferBytes),
+      resultShelf_(options.keepBufferBytes) {}
 
 UdpServer::~UdpServer() { stop(); }
 
@@ -548,7 +558,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.cancelled.store(false, std::memory_order_relaxed);
     slot.fragmentedReply = false;
     slot.replyFlags = 0;
-    slot.kept.reset();
+    shelveKept(resultShelf_, slot.kept);  // the client has moved on: it has that reply, or gave up
     slot.reassembly.clear();
     if (!fragment) {
       spareRequest_.reset();  // back to small calls: give the large buffer back
@@ -679,7 +689,7 @@ void UdpServer::onAck(Session& s, const Packet& p) noexcept {
     // to the shelf (or back to the system) rather than keep it in this slot until reused.
     slot.state = SlotState::kDelivered;
     if (slot.reply.onHeap()) replyShelf_.put(slot.reply);
-    slot.kept.reset();
+    shelveKept(resultShelf_, slot.kept);
     return;
   }
   const bool timedOut = (p.header.flags & kFlagResend) != 0;

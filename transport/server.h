@@ -271,6 +271,7 @@ class UdpServer {
   // The object tables of sessions just ended, destroyed by Sink after it lets mu_ go.
   std::vector<std::shared_ptr<void>> ended_;  // GUARDED_BY(mu_)
   BufferShelf replyShelf_;                       // its own lock
+  ResultShelf resultShelf_;                      // its own lock: storage for lrpc::resultBuffer()
   std::atomic<uint64_t> executed_{0};
   std::atomic<size_t> sessionCount_{0};
   std::atomic<size_t> halfOpenCount_{0};

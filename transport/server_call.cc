@@ -66,6 +66,9 @@ class UdpServer::Call final : public ServerCall {
   // One large result value is kept, not copied: the reply is cached in the slot until the
   // client has it all, and its fragments are sent from the value's own storage (OutMessage).
   // One at most, so that a fragment spans at most two pieces.
+  // The storage of a large result the client has received whole (UdpServer's ResultShelf).
+  std::vector<uint8_t> takeResultStorage() noexcept override { return server_.resultShelf_.take(); }
+  void keepResultStorage(std::vector<uint8_t>& value) noexcept override { server_.resultShelf_.put(value); }
   bool keepsResults() const noexcept override { return kept_ == nullptr; }
   void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept override {
     keptAt_ = static_cast<size_t>(dst - reply_.data());

@@ -19,6 +19,7 @@
 #include "runtime/shared_buffer.h"
 #include "tests/integration/harness.h"
 #include "tests/testing/every_type_impl.h"
+#include "tests/testing/recycling_blobs.h"
 
 namespace lrpc::testing {
 namespace {
@@ -66,31 +67,6 @@ class BulkServer {
   Pipe ready_;
   std::unique_ptr<Child> child_;
   bool ok_ = false;
-};
-
-// Blobs whose data() (an echo) builds its result in lrpc::resultBuffer() and notes what it
-// got: digest() answers how many calls found storage already large enough (hash) and how
-// many found bytes in it (n).
-class RecyclingBlobs final : public Blobs::Server {
- public:
-  Result<uint64_t> ping(uint64_t n) override { return n + 1; }
-  Result<std::string> text(std::string_view t) override { return std::string(t); }
-  Result<std::vector<uint8_t>> data(std::span<const uint8_t> d) override {
-    std::vector<uint8_t> out = lrpc::resultBuffer();
-    if (!out.empty()) ++stale_;
-    if (!d.empty() && out.capacity() >= d.size()) ++reused_;
-    out.assign(d.begin(), d.end());
-    return out;
-  }
-  Result<std::string> limited(std::string_view t) override { return std::string(t); }
-  Result<Blobs::MixedResults> mixed(uint8_t, std::string_view, bool, std::span<const uint8_t>, int64_t) override {
-    return Blobs::MixedResults{};
-  }
-  Result<Blobs::DigestResults> digest(std::span<const uint8_t>) override { return Blobs::DigestResults{reused_, stale_}; }
-
- private:
-  uint64_t reused_ = 0;
-  uint64_t stale_ = 0;
 };
 
 class BulkLocal : public ::testing::TestWithParam<TransferMode> {

@@ -15,6 +15,7 @@
 
 #include "every_type.lrpc.h"
 #include "tests/testing/every_type_impl.h"
+#include "tests/testing/recycling_blobs.h"
 #include "tests/transport/net_harness.h"
 #include "transport/client.h"
 #include "transport/connect.h"
@@ -224,6 +225,40 @@ TEST_F(BulkNetBuffers, ResultsIntoTheCallersStorageReuseIt) {
       EXPECT_EQ(t, mixed.t.data());
       EXPECT_EQ(d, mixed.d.data());
     }
+  });
+}
+
+// Over the network a handler's large result is sent from its own vector, kept with the reply
+// until the client has all of it; then its storage waits for the next handler's
+// lrpc::resultBuffer(), empty: each echo exact, larger or smaller.
+TEST_F(BulkNetBuffers, AHandlerGetsADeliveredResultsStorageEmpty) {
+  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [](const std::string& b) -> uint16_t {
+    auto* impl = new lrpc::testing::RecyclingBlobs;
+    ServerOptions so;
+    so.security.clearText = true;
+    auto* s = new UdpServer(so);
+    if (!s->add<lrpc::testing::Blobs>("blobs", *impl).isOk()) return 0;
+    auto port = s->bind(b);
+    if (!port.isOk() || !s->start().isOk()) return 0;
+    return *port;
+  });
+  ASSERT_NE(server.port(), 0);
+  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/blobs";
+  testing::runIn(pair.nsPath(false), [&] {
+    Result<lrpc::testing::Blobs::Client> client = lrpc::connect<lrpc::testing::Blobs>(target);
+    ASSERT_TRUE(client.isOk()) << client.status().toString();
+    const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, (size_t{1} << 20) + 3, size_t{2} << 20, 100,
+                            size_t{2} << 20};
+    for (size_t n : sizes) {
+      const std::vector<uint8_t> sent = pattern(n, 70 + static_cast<uint32_t>(n));
+      Result<std::vector<uint8_t>> back = client->data(sent);
+      ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
+      EXPECT_TRUE(*back == sent) << n;
+    }
+    Result<lrpc::testing::Blobs::DigestResults> seen = client->digest({});
+    ASSERT_TRUE(seen.isOk()) << seen.status().toString();
+    EXPECT_EQ(seen->hash, std::size(sizes) - 1) << "calls that found a delivered result's storage";
+    EXPECT_EQ(seen->n, 0u) << "calls whose buffer held bytes";
   });
 }
 
