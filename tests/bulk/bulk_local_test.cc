@@ -43,17 +43,19 @@ std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
   return v;
 }
 
-// Forks a process serving Everything as "every", out-of-band tails limited to 64 MiB.
+// Forks a process serving `Iface` through an `Impl` as `name` (Everything as "every" by
+// default), out-of-band tails limited to 64 MiB.
+template <class Iface = Everything, class Impl = EveryTypeImpl<Everything::Server>>
 class BulkServer {
  public:
-  explicit BulkServer(const std::string& dir) {
+  explicit BulkServer(const std::string& dir, const char* name = "every") {
     child_ = std::make_unique<Child>([&] {
-      EveryTypeImpl<Everything::Server> impl;
+      Impl impl;
       ServerOptions o;
       o.dir = dir;
       o.maxOutOfBandBytes = kBig;
       Exporter exporter(o);
-      bool ok = exporter.add<Everything>("every", impl).isOk();
+      bool ok = exporter.add<Iface>(name, impl).isOk();
       ready_.putByte(ok ? 'k' : 'x');
       if (!ok) return 1;
       for (;;) ::pause();
@@ -72,7 +74,7 @@ class BulkServer {
 class BulkLocal : public ::testing::TestWithParam<TransferMode> {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<BulkServer>(dir_.path());
+    server_ = std::make_unique<BulkServer<>>(dir_.path());
     ASSERT_TRUE(server_->ok());
     ImportOptions o;
     o.dir = dir_.path();
@@ -83,7 +85,7 @@ class BulkLocal : public ::testing::TestWithParam<TransferMode> {
   }
 
   TempDir dir_;
-  std::unique_ptr<BulkServer> server_;
+  std::unique_ptr<BulkServer<>> server_;
   std::unique_ptr<Everything::Client> client_;
 };
 
@@ -302,19 +304,8 @@ TEST(SharedBufferRemote, IsUnsupported) {
 // storage of the last large result copied out, empty: each echo exact, larger or smaller.
 TEST(ResultBuffer, AHandlerGetsTheLastLargeResultsStorageEmpty) {
   TempDir dir;
-  Pipe ready;
-  Child child([&] {
-    RecyclingBlobs impl;
-    ServerOptions o;
-    o.dir = dir.path();
-    Exporter exporter(o);
-    bool ok = exporter.add<Blobs>("blobs", impl).isOk();
-    ready.putByte(ok ? 'k' : 'x');
-    if (!ok) return 1;
-    for (;;) ::pause();
-  });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  BulkServer<Blobs, RecyclingBlobs> server(dir.path(), "blobs");
+  ASSERT_TRUE(server.ok());
   ImportOptions io;
   io.dir = dir.path();
   Result<Blobs::Client> client = lrpc::import<Blobs>("blobs", io);

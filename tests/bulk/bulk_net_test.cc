@@ -47,10 +47,12 @@ struct Case {
   bool fewBuffers;
 };
 
-// Runs in the forked server: serves Everything as "every"; never returns the objects (the
-// child exits without destructors when the parent goes away).
-uint16_t serveEvery(const std::string& bind, bool fewBuffers) {
-  auto* impl = new EveryTypeImpl<Everything::Server>;
+// Runs in the forked server: serves `Iface` through an `Impl` as `name` (Everything as
+// "every" by default); never returns the objects (the child exits without destructors when
+// the parent goes away).
+template <class Iface = Everything, class Impl = EveryTypeImpl<Everything::Server>>
+uint16_t serveEvery(const std::string& bind, bool fewBuffers, const char* name = "every") {
+  auto* impl = new Impl;
   ServerOptions so;
   so.security.clearText = true;
   if (fewBuffers) {
@@ -58,7 +60,7 @@ uint16_t serveEvery(const std::string& bind, bool fewBuffers) {
     so.fragmentWindow = 16;
   }
   auto* server = new UdpServer(so);
-  if (!server->add<Everything>("every", *impl).isOk()) return 0;
+  if (!server->add<Iface>(name, *impl).isOk()) return 0;
   auto port = server->bind(bind);
   if (!port.isOk() || !server->start().isOk()) return 0;
   return *port;
@@ -115,6 +117,20 @@ class BulkNetBuffers : public ::testing::Test {
       FAIL() << s.toString();
     }
   }
+  // Forks a clear-text server of `Iface` through an `Impl` (Everything as "every" by
+  // default) in one namespace, and runs `body` with a client of it in the other.
+  template <class Iface = Everything, class Impl = EveryTypeImpl<Everything::Server>, class Body>
+  void withClient(Body body, const ConnectOptions& co = {}, const char* name = "every") {
+    testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
+                                 [name](const std::string& b) { return serveEvery<Iface, Impl>(b, false, name); });
+    ASSERT_NE(server.port(), 0);
+    std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/" + name;
+    testing::runIn(pair.nsPath(false), [&] {
+      Result<typename Iface::Client> client = lrpc::connect<Iface>(target, co);
+      ASSERT_TRUE(client.isOk()) << client.status().toString();
+      body(*client);
+    });
+  }
   testing::NetnsPair pair;
 };
 
@@ -123,18 +139,12 @@ class BulkNetBuffers : public ::testing::Test {
 // keepBufferBytes): larger, smaller and odd sizes one after the other, from two threads at
 // once, each echo must come back as exactly what was sent, never with an earlier call's bytes.
 TEST_F(BulkNetBuffers, KeptBuffersCarryNothingOver) {
-  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
-                               [](const std::string& b) { return serveEvery(b, false); });
-  ASSERT_NE(server.port(), 0);
-  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
-  testing::runIn(pair.nsPath(false), [&] {
-    Result<Everything::Client> client = lrpc::connect<Everything>(target);
-    ASSERT_TRUE(client.isOk()) << client.status().toString();
+  withClient([](Everything::Client& client) {
     auto run = [&](uint32_t seed, std::vector<std::string>* failures) {
       for (size_t n : {size_t{1} << 20, size_t{300'001}, size_t{2} << 20, size_t{70'000}, (size_t{1} << 20) + 3,
                        size_t{100}, size_t{65'536}}) {
         std::vector<uint8_t> in = pattern(n, seed + static_cast<uint32_t>(n));
-        Result<std::vector<uint8_t>> back = client->data(in);
+        Result<std::vector<uint8_t>> back = client.data(in);
         if (!back.isOk()) {
           failures->push_back(std::to_string(n) + ": " + back.status().toString());
         } else if (*back != in) {
@@ -159,15 +169,9 @@ TEST_F(BulkNetBuffers, KeptBuffersCarryNothingOver) {
 // 5% loss so that resends read those ranges again: every byte must come back as sent.
 TEST_F(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
   ASSERT_TRUE(pair.addLoss(5)) << "nft loss rule refused";
-  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
-                               [](const std::string& b) { return serveEvery(b, false); });
-  ASSERT_NE(server.port(), 0);
-  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
-  testing::runIn(pair.nsPath(false), [&] {
-    ConnectOptions co;
-    co.remote.maxRetries = 40;
-    Result<Everything::Client> client = lrpc::connect<Everything>(target, co);
-    ASSERT_TRUE(client.isOk()) << client.status().toString();
+  ConnectOptions co;
+  co.remote.maxRetries = 40;
+  withClient([](Everything::Client& client) {
     struct Sizes {
       size_t text, data;
     };
@@ -177,14 +181,14 @@ TEST_F(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
       std::string text(z.text, 'x');
       for (size_t i = 0; i < z.text; ++i) text[i] = static_cast<char>('a' + textBytes[i] % 26);
       std::vector<uint8_t> data = pattern(z.data, 9 + static_cast<uint32_t>(z.data));
-      auto m = client->mixed(7, text, true, data, 11);
+      auto m = client.mixed(7, text, true, data, 11);
       ASSERT_TRUE(m.isOk()) << z.text << "/" << z.data << ": " << m.status().toString();
       EXPECT_EQ(m->count, 7u + z.text + z.data + 11u);
       EXPECT_TRUE(m->t == text) << z.text << "/" << z.data;
       EXPECT_TRUE(m->d == data) << z.text << "/" << z.data;
       EXPECT_TRUE(m->flag);
     }
-  });
+  }, co);
 }
 
 // Results written into the caller's own storage (lrpc::Into): a large Data result is
@@ -192,18 +196,12 @@ TEST_F(BulkNetBuffers, BorrowedAndKeptValuesArriveIntact) {
 // into it, and a Results struct's Text and Data reuse theirs; each call's exact bytes, and
 // once the vector has held the largest, its storage is the one every later result lands in.
 TEST_F(BulkNetBuffers, ResultsIntoTheCallersStorageReuseIt) {
-  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0",
-                               [](const std::string& b) { return serveEvery(b, false); });
-  ASSERT_NE(server.port(), 0);
-  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
-  testing::runIn(pair.nsPath(false), [&] {
-    Result<Everything::Client> client = lrpc::connect<Everything>(target);
-    ASSERT_TRUE(client.isOk()) << client.status().toString();
+  withClient([](Everything::Client& client) {
     std::vector<uint8_t> out = pattern(100, 1);  // stale bytes that must not survive
     const uint8_t* storage = nullptr;
     for (size_t n : {size_t{1} << 20, size_t{300'001}, (size_t{1} << 20) - 7, size_t{0}, size_t{1} << 20, size_t{9}}) {
       const std::vector<uint8_t> sent = pattern(n, 40 + static_cast<uint32_t>(n));
-      Status s = client->data(sent, lrpc::into(out));
+      Status s = client.data(sent, lrpc::into(out));
       ASSERT_TRUE(s.isOk()) << n << ": " << s.toString();
       ASSERT_EQ(out.size(), n);
       EXPECT_TRUE(out == sent) << n;
@@ -218,7 +216,7 @@ TEST_F(BulkNetBuffers, ResultsIntoTheCallersStorageReuseIt) {
     for (size_t n : {size_t{80'000}, size_t{10}, size_t{99'999}}) {
       const std::string text(n, 'q');
       const std::vector<uint8_t> data = pattern(n, 50);
-      ASSERT_TRUE(client->mixed(1, text, false, data, 2, lrpc::into(mixed)).isOk());
+      ASSERT_TRUE(client.mixed(1, text, false, data, 2, lrpc::into(mixed)).isOk());
       EXPECT_EQ(mixed.count, 3u + 2 * n);
       EXPECT_FALSE(mixed.flag);
       EXPECT_TRUE(mixed.t == text && mixed.d == data) << n;
@@ -232,34 +230,21 @@ TEST_F(BulkNetBuffers, ResultsIntoTheCallersStorageReuseIt) {
 // until the client has all of it; then its storage waits for the next handler's
 // lrpc::resultBuffer(), empty: each echo exact, larger or smaller.
 TEST_F(BulkNetBuffers, AHandlerGetsADeliveredResultsStorageEmpty) {
-  testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [](const std::string& b) -> uint16_t {
-    auto* impl = new lrpc::testing::RecyclingBlobs;
-    ServerOptions so;
-    so.security.clearText = true;
-    auto* s = new UdpServer(so);
-    if (!s->add<lrpc::testing::Blobs>("blobs", *impl).isOk()) return 0;
-    auto port = s->bind(b);
-    if (!port.isOk() || !s->start().isOk()) return 0;
-    return *port;
-  });
-  ASSERT_NE(server.port(), 0);
-  std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/blobs";
-  testing::runIn(pair.nsPath(false), [&] {
-    Result<lrpc::testing::Blobs::Client> client = lrpc::connect<lrpc::testing::Blobs>(target);
-    ASSERT_TRUE(client.isOk()) << client.status().toString();
+  using lrpc::testing::Blobs;
+  withClient<Blobs, lrpc::testing::RecyclingBlobs>([](Blobs::Client& client) {
     const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, (size_t{1} << 20) + 3, size_t{2} << 20, 100,
                             size_t{2} << 20};
     for (size_t n : sizes) {
       const std::vector<uint8_t> sent = pattern(n, 70 + static_cast<uint32_t>(n));
-      Result<std::vector<uint8_t>> back = client->data(sent);
+      Result<std::vector<uint8_t>> back = client.data(sent);
       ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
       EXPECT_TRUE(*back == sent) << n;
     }
-    Result<lrpc::testing::Blobs::DigestResults> seen = client->digest({});
+    Result<Blobs::DigestResults> seen = client.digest({});
     ASSERT_TRUE(seen.isOk()) << seen.status().toString();
     EXPECT_EQ(seen->hash, std::size(sizes) - 1) << "calls that found a delivered result's storage";
     EXPECT_EQ(seen->n, 0u) << "calls whose buffer held bytes";
-  });
+  }, {}, "blobs");
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, BulkNet,
