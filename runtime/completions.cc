@@ -3,7 +3,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <list>
 #include <string>
@@ -65,7 +64,7 @@ class CompletionQueue final : public CompletionState {
   void signal() noexcept LRPC_REQUIRES(mu_);
 
   mutable Mutex mu_;
-  std::condition_variable_any changed_;  // an entry was added, or stopped being driven, or stop_ set
+  CondVar changed_;  // an entry was added, or stopped being driven, or stop_ set
   std::list<Entry> entries_ LRPC_GUARDED_BY(mu_);
   bool stop_ LRPC_GUARDED_BY(mu_) = false;
   bool signalled_ LRPC_GUARDED_BY(mu_) = false;  // the eventfd holds a count poll() has not read
@@ -84,7 +83,7 @@ void CompletionQueue::stop() noexcept {
     MutexLock lock(mu_);
     stop_ = true;
   }
-  changed_.notify_all();
+  changed_.notifyAll();
   if (waiter_.joinable()) waiter_.join();
   // Calls handed over with then() go with the queue (their destructors cancel them), outside
   // the lock: nothing can run their continuations any more.
@@ -104,10 +103,10 @@ void CompletionQueue::enlist(AsyncOp* op) {
     MutexLock lock(mu_);
     entries_.push_back(Entry{nullptr, op, {}, {}, false});
   }
-  changed_.notify_all();
+  changed_.notifyAll();
 }
 
-std::list<CompletionQueue::Entry>::iterator CompletionQueue::settled(AsyncOp* op) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+std::list<CompletionQueue::Entry>::iterator CompletionQueue::settled(AsyncOp* op) {
   for (;;) {
     auto it = entries_.begin();
     while (it != entries_.end() && it->op != op) ++it;
@@ -124,7 +123,7 @@ void CompletionQueue::adopt(std::unique_ptr<AsyncOp> op, std::unique_ptr<Continu
     it->owned = std::move(op);
     it->done = std::move(done);
   }
-  changed_.notify_all();
+  changed_.notifyAll();
 }
 
 void CompletionQueue::watch(AsyncOp* op, std::coroutine_handle<> waiter) {
@@ -134,7 +133,7 @@ void CompletionQueue::watch(AsyncOp* op, std::coroutine_handle<> waiter) {
     if (it == entries_.end()) it = entries_.insert(entries_.end(), Entry{nullptr, op, {}, {}, false});
     it->waiter = waiter;
   }
-  changed_.notify_all();
+  changed_.notifyAll();
 }
 
 void CompletionQueue::forget(AsyncOp* op) noexcept {
@@ -144,7 +143,7 @@ void CompletionQueue::forget(AsyncOp* op) noexcept {
   if (it != entries_.end()) entries_.erase(it);
 }
 
-bool CompletionQueue::drive(Entry& e, int64_t untilNs) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+bool CompletionQueue::drive(Entry& e, int64_t untilNs) {
   // Off the lock: the wait may be long, and other threads poll, add and remove meanwhile.
   // The entry stays put: nobody removes or drives an entry marked as driven.
   e.driving = true;
@@ -152,7 +151,7 @@ bool CompletionQueue::drive(Entry& e, int64_t untilNs) LRPC_NO_THREAD_SAFETY_ANA
   const bool done = e.op->advance(untilNs);
   mu_.lock();
   e.driving = false;
-  changed_.notify_all();
+  changed_.notifyAll();
   return done;
 }
 
@@ -163,7 +162,7 @@ bool CompletionQueue::advance(AsyncOp* op, int64_t untilNs) noexcept {
   return drive(*it, untilNs);
 }
 
-void CompletionQueue::cancel(AsyncOp* op) noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+void CompletionQueue::cancel(AsyncOp* op) noexcept {
   MutexLock lock(mu_);
   auto it = settled(op);
   if (it == entries_.end()) return;
@@ -172,7 +171,7 @@ void CompletionQueue::cancel(AsyncOp* op) noexcept LRPC_NO_THREAD_SAFETY_ANALYSI
   op->cancel();
   mu_.lock();
   it->driving = false;
-  changed_.notify_all();
+  changed_.notifyAll();
 }
 
 void CompletionQueue::lookAll() {
@@ -238,7 +237,7 @@ bool CompletionQueue::driveOne(int64_t untilNs) {
   return true;
 }
 
-size_t CompletionQueue::run(Duration timeout) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+size_t CompletionQueue::run(Duration timeout) {
   const int64_t until = monotonicNs() + (timeout.count() > 0 ? timeout.count() : 0);
   for (;;) {
     if (size_t ran = poll(); ran != 0) return ran;
@@ -249,7 +248,7 @@ size_t CompletionQueue::run(Duration timeout) LRPC_NO_THREAD_SAFETY_ANALYSIS {
     if (!driveOne(slice)) {
       // Every open call is driven by another thread (or has completed, waiting for its
       // taker): wait for a change.
-      changed_.wait_for(mu_, std::chrono::nanoseconds(slice - now));
+      changed_.waitFor(mu_, std::chrono::nanoseconds(slice - now));
     }
   }
 }
@@ -282,7 +281,7 @@ Result<int> CompletionQueue::fd() noexcept {
   return event_.get();
 }
 
-void CompletionQueue::waiterLoop() noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+void CompletionQueue::waiterLoop() noexcept {
   mu_.lock();
   while (!stop_) {
     lookAll();

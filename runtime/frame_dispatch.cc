@@ -2,7 +2,6 @@
 // object served in process (Foo::Client::serve), and calls on a capability that arrive
 // through the capability tunnel (serveCapCall). Both may be deferred (runtime/reply.h).
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -22,14 +21,20 @@ class InProcessAnswer {
 
   // Waits for the answer (at most `timeout`, when not zero); afterwards nothing more is
   // written to the reply buffer.
-  Status wait(std::chrono::nanoseconds timeout) noexcept LRPC_NO_THREAD_SAFETY_ANALYSIS {
+  Status wait(std::chrono::nanoseconds timeout) noexcept {
     MutexLock lock(mu_);
-    const auto answered = [this]() LRPC_NO_THREAD_SAFETY_ANALYSIS { return answered_; };
-    if (timeout.count() == 0) {
-      changed_.wait(mu_, answered);
-    } else if (!changed_.wait_for(mu_, timeout, answered)) {
-      reply_ = nullptr;
-      return Status(Errc::kDeadlineExceeded, "the deferred reply did not come within the call's deadline");
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!answered_) {
+      if (timeout.count() == 0) {
+        changed_.wait(mu_);
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        reply_ = nullptr;
+        return Status(Errc::kDeadlineExceeded, "the deferred reply did not come within the call's deadline");
+      }
+      changed_.waitFor(mu_, deadline - now);
     }
     reply_ = nullptr;
     return status_;
@@ -41,7 +46,7 @@ class InProcessAnswer {
     if (reply_ == nullptr || answered_) return;
     status_ = answer(*reply_);
     answered_ = true;
-    changed_.notify_all();
+    changed_.notifyAll();
   }
   bool gaveUp() const noexcept {
     MutexLock lock(mu_);
@@ -50,7 +55,7 @@ class InProcessAnswer {
 
  private:
   mutable Mutex mu_;
-  std::condition_variable_any changed_;
+  CondVar changed_;
   MessageBuffer* reply_ LRPC_GUARDED_BY(mu_);  // the caller's, while it waits
   bool answered_ LRPC_GUARDED_BY(mu_) = false;
   Status status_ LRPC_GUARDED_BY(mu_);

@@ -5,7 +5,7 @@
 namespace lrpc::net {
 
 void BufferShelf::lend(MessageBuffer& buffer, size_t bytes) noexcept {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto best = kept_.end();
   for (auto it = kept_.begin(); it != kept_.end(); ++it) {
     if (it->capacity >= bytes && (best == kept_.end() || it->capacity < best->capacity)) best = it;
@@ -19,7 +19,7 @@ void BufferShelf::put(MessageBuffer& buffer) noexcept {
   size_t capacity = 0;
   std::unique_ptr<std::byte[]> storage = buffer.releaseHeap(&capacity);
   if (!storage || capacity < kKeepAtLeast || maxBytes_ == 0 || capacity > maxBytes_ + kFrameSlack) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (kept_.size() < kKept) {
     try {
       kept_.push_back(Kept{std::move(storage), capacity});

@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "runtime/base/mutex.h"
@@ -39,8 +38,8 @@ class BufferShelf {
     size_t capacity;
   };
   const size_t maxBytes_;
-  std::mutex mu_;           // a client's callers lend and put from many threads
-  std::vector<Kept> kept_;  // GUARDED_BY(mu_)
+  Mutex mu_;  // a client's callers lend and put from many threads
+  std::vector<Kept> kept_ LRPC_GUARDED_BY(mu_);
 };
 
 // The storage of one large Data result, kept for the next handler that asks for it

@@ -49,7 +49,7 @@ class UdpChannel::Sink final : public DatagramSink {
  public:
   explicit Sink(UdpChannel& c) : c_(c) {}
   void onDatagram(const Datagram& d) noexcept override {
-    std::lock_guard lock(c_.mu_);
+    MutexLock lock(c_.mu_);
     c_.onDatagram(d);
   }
 
@@ -160,14 +160,14 @@ void UdpChannel::enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept {
 
 Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObject& object) noexcept {
   std::unique_ptr<NetCallbackHost> stale;  // destroyed after the lock is let go (see afterCall)
-  std::lock_guard lock(callbacksMu_);
+  MutexLock lock(callbacksMu_);
   if (!reverse_) {
     return Status(Errc::kUnsupported,
                   "this channel was opened without the keys to be called back (lrpc::net::connect gives them)");
   }
   uint32_t session;
   {
-    std::lock_guard inner(mu_);
+    MutexLock inner(mu_);
     session = session_;
   }
   // A new session (the server lost the old one: it restarted) knows nothing of our host, and
@@ -190,7 +190,7 @@ Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObj
 }
 
 Result<HostedObject> UdpChannel::findCallback(uint32_t id, uint64_t ifaceId) const noexcept {
-  std::lock_guard lock(callbacksMu_);
+  MutexLock lock(callbacksMu_);
   if (!callbackHost_) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
   return callbackHost_->table().find(id, ifaceId);
 }
@@ -232,7 +232,10 @@ Result<std::shared_ptr<UdpChannel>> UdpChannel::open(std::unique_ptr<Endpoint> e
   std::shared_ptr<UdpChannel> c(new UdpChannel(std::move(endpoint), server, options));
   c->name_ = std::string(name);
   c->iface_ = &iface;
-  if (Status s = c->handshake(name, iface); !s.isOk()) return s;
+  {
+    MutexLock lock(c->mu_);  // nobody shares the channel yet: taken for handshake()'s contract
+    if (Status s = c->handshake(name, iface); !s.isOk()) return s;
+  }
   lrpc::detail::logf(LogTopic::kTransport, "udp channel to %s/%.*s: session %u over the %s endpoint", server.toString().c_str(),
                static_cast<int>(name.size()), name.data(), c->session_, c->endpoint_->kind());
   return c;
@@ -318,12 +321,12 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
   return {};
 }
 
-Status UdpChannel::rehandshake(std::unique_lock<std::mutex>& lock) {
+Status UdpChannel::rehandshake() {
   // Nobody polls meanwhile (pollMu_ before mu_, as lead() takes them). Callers that come
   // now wait on mu_: their calls go out on the new session.
-  lock.unlock();
-  std::lock_guard poll(pollMu_);
-  lock.lock();
+  mu_.unlock();
+  MutexLock poll(pollMu_);
+  mu_.lock();
   if (!lost_ || !dead_.isOk()) return dead_;  // another caller got here first
   lost_ = false;
   Status s = handshake(name_, *iface_);
@@ -336,7 +339,7 @@ Status UdpChannel::rehandshake(std::unique_lock<std::mutex>& lock) {
 }
 
 UdpChannel::Stats UdpChannel::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -365,7 +368,7 @@ void UdpChannel::releaseHosted(std::span<const uint32_t> ids) noexcept {
   if (ids.empty()) return;
   std::shared_ptr<CapTable> table;
   {
-    std::lock_guard lock(callbacksMu_);
+    MutexLock lock(callbacksMu_);
     if (!callbackHost_) return;  // the host has gone, and its objects with it
     table = callbackHost_->sharedTable();
   }
@@ -378,13 +381,13 @@ Status UdpChannel::afterCall(Pending& p, Status s) noexcept {
   releaseHosted({p.releases, p.releaseCount});
   if (s.code() != Errc::kPeerDied) return s;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (dead_.isOk()) return s;
   }
   // The server is gone, and with it every reference to the objects we passed it.
   std::unique_ptr<NetCallbackHost> host;
   {
-    std::lock_guard lock(callbacksMu_);
+    MutexLock lock(callbacksMu_);
     host = std::move(callbackHost_);
   }
   return s;  // `host` goes here, outside both locks: an object's destructor may call us
@@ -393,14 +396,14 @@ Status UdpChannel::afterCall(Pending& p, Status s) noexcept {
 Status UdpChannel::run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept {
   if (Status s = begin(procedure, p, request, options); !s.isOk()) return s;
   // Wait for the reply: poll the endpoint ourselves when nobody else does.
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (!held_.empty()) sendHeldLocked();  // this thread's asynchronous calls go before we wait
   while (!p.done) {
-    if (!leadIfFree(lock, p, std::chrono::milliseconds(20))) cv_.wait_for(lock, std::chrono::milliseconds(5));
+    if (!leadIfFree(p, std::chrono::milliseconds(20))) cv_.waitFor(mu_, std::chrono::milliseconds(5));
   }
   slots_[p.seq % window_] = nullptr;
   --occupied_;
-  cv_.notify_all();
+  cv_.notifyAll();
   return std::move(p.status);
 }
 
@@ -411,14 +414,14 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
   p.request = request;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(options.timeout.count()));
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     // The window: seq s may go out only when s - window has finished, so its slot is free.
     // Callers beyond the window wait here (U-Net AM holds the sender back the same way).
     // A lost session is replaced once the calls that were on it have all returned.
     for (;;) {
       if (!dead_.isOk()) return dead_;
       if (lost_ && occupied_ == 0) {
-        if (Status s = rehandshake(lock); !s.isOk()) return s;
+        if (Status s = rehandshake(); !s.isOk()) return s;
         continue;
       }
       if (!lost_ && slots_[nextSeq_ % window_] == nullptr) break;
@@ -426,7 +429,7 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
       if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = Clock::now() + timeout;
       // Polls when nobody does: the calls holding the window may all be this thread's
       // asynchronous ones, which complete only when someone polls.
-      if (!leadIfFree(lock, p, std::chrono::milliseconds(5))) cv_.wait_for(lock, std::chrono::milliseconds(50));
+      if (!leadIfFree(p, std::chrono::milliseconds(5))) cv_.waitFor(mu_, std::chrono::milliseconds(50));
       if (Clock::now() >= p.deadline) {
         return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
       }
@@ -498,7 +501,7 @@ Result<std::unique_ptr<ChannelCall>> UdpChannel::startAsync(const InterfaceDescr
 }
 
 std::optional<Status> UdpChannel::progress(Pending& p, int64_t untilNs) noexcept {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (!held_.empty()) sendHeldLocked();  // a caller never waits for a request still held
   for (bool looked = false;;) {
     if (p.done) {  // its slot went when it finished
@@ -513,14 +516,14 @@ std::optional<Status> UdpChannel::progress(Pending& p, int64_t untilNs) noexcept
     const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     looked = untilNs == 0 || nowNs >= untilNs;  // one more look, then give back
     const auto left = std::chrono::nanoseconds(looked ? 0 : untilNs - nowNs);
-    if (!leadIfFree(lock, p, left) && !looked) {
-      cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(5)));
+    if (!leadIfFree(p, left) && !looked) {
+      cv_.waitFor(mu_, std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(5)));
     }
   }
 }
 
 void UdpChannel::abandon(Pending& p) noexcept {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (p.done || slots_[p.seq % window_] != &p) return;  // finished, or never sent
   // A reply that still comes finds no call with its sequence number: dropped (and, if it is
   // a fragmented one, told to stop).
@@ -547,16 +550,16 @@ void UdpChannel::sendCancel(uint32_t seq) noexcept {
   (void)endpoint_->send({&d, 1});
 }
 
-bool UdpChannel::leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait) {
-  if (!pollMu_.try_lock()) return false;
-  lock.unlock();
+bool UdpChannel::leadIfFree(Pending& self, std::chrono::nanoseconds maxWait) {
+  if (!pollMu_.tryLock()) return false;
+  mu_.unlock();
   std::vector<uint32_t> owed;
   lead(self, maxWait, owed);
   pollMu_.unlock();
   releaseHosted(owed);  // no lock held: an object's destructor may call us
-  lock.lock();
+  mu_.lock();
   // Leadership is free: wake a waiting caller so that someone keeps polling.
-  cv_.notify_all();
+  cv_.notifyAll();
   return true;
 }
 
@@ -564,7 +567,7 @@ void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vect
   Sink sink(*this);
   Clock::time_point wake;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (self.done) return;
     wake = self.deadline;
     for (Pending* q : slots_) {
@@ -576,7 +579,7 @@ void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vect
   auto timeout = std::clamp<Clock::duration>(wake - now, Clock::duration::zero(),
                                              std::chrono::duration_cast<Clock::duration>(maxWait));
   auto got = endpoint_->receive(sink, options_.mode, timeout);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!got) {
     if (got.status().code() == Errc::kPeerDied) {
       die(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable (port closed)"));
@@ -605,7 +608,7 @@ void UdpChannel::finish(Pending& p, Status s) noexcept {
     slots_[p.seq % window_] = nullptr;
     --occupied_;
   }
-  cv_.notify_all();
+  cv_.notifyAll();
 }
 
 void UdpChannel::failAll(const Status& s) noexcept {
@@ -642,7 +645,7 @@ bool UdpChannel::holdForBatch(const Pending& p) noexcept {
 }
 
 void UdpChannel::sendHeld() noexcept {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sendHeldLocked();
 }
 
@@ -651,7 +654,7 @@ void UdpChannel::sendHeldLocked() noexcept {
   PacketHeader headers[kChunk];
   OutDatagram out[kChunk];
   size_t n = 0;
-  auto send = [&] {
+  auto send = [&]() LRPC_REQUIRES(mu_) {
     if (n == 0) return;
     ++stats_.requestSends;
     Status s = endpoint_->send({out, n});

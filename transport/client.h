@@ -9,16 +9,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "runtime/send_batch.h"
 #include "runtime/stub_support.h"
 #include "transport/buffer_shelf.h"
@@ -131,7 +130,7 @@ class UdpChannel final : public CallChannel,
   class Sink;
   class Started;  // startAsync's ChannelCall
   UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, const ClientOptions& options);
-  Status handshake(std::string_view name, const InterfaceDescriptor& iface);
+  Status handshake(std::string_view name, const InterfaceDescriptor& iface) LRPC_REQUIRES(mu_);
   // call() and callApart(): `p` is set up with the reply's destinations.
   Status run(uint32_t procedure, Pending& p, const OutMessage& request, const CallOptions& options) noexcept;
   // run()'s first half: waits for a window slot and sends the request.
@@ -143,32 +142,32 @@ class UdpChannel final : public CallChannel,
   // A synchronous call's status, after the releases its reply carried are made and the
   // objects we passed are dropped if it says the server is gone for good (no lock held).
   Status afterCall(Pending& p, Status s) noexcept;
-  // With mu_ held via `lock`: leads once (lead) if no other thread polls, mu_ released
-  // meanwhile; false if another does.
-  bool leadIfFree(std::unique_lock<std::mutex>& lock, Pending& self, std::chrono::nanoseconds maxWait);
+  // Leads once (lead) if no other thread polls, mu_ released meanwhile; false if another does.
+  bool leadIfFree(Pending& self, std::chrono::nanoseconds maxWait) LRPC_REQUIRES(mu_);
   // Polls the endpoint once as the leader, waiting `maxWait` at most: delivers replies, runs timers.
   // `owed`: releases that replies of given-up calls brought (collectOwed), for the caller to make
   // with no lock held.
-  void lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed);
+  void lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed) LRPC_REQUIRES(pollMu_)
+      LRPC_EXCLUDES(mu_);
   // Releases objects of our callback host that the server dropped (no lock held).
   void releaseHosted(std::span<const uint32_t> ids) noexcept;
-  void owe(uint32_t seq) noexcept;  // with mu_ held: call `seq` was given up
-  // With mu_ held: a reply with releases for a call that has finished; kept if it was given up.
-  void collectOwed(uint32_t seq, std::span<const std::byte> payload) noexcept;
-  void onDatagram(const Datagram& d) noexcept;          // with mu_ held
-  void onTimers(std::chrono::steady_clock::time_point now) noexcept;  // with mu_ held
-  void sendRequest(Pending& p, bool resend) noexcept;   // with mu_ held
-  PacketHeader requestHeader(const Pending& p) const noexcept;  // with mu_ held
-  // With mu_ held: keeps p's request for the thread's SendBatch, if it has one (true).
-  bool holdForBatch(const Pending& p) noexcept;
-  void sendHeldLocked() noexcept;  // with mu_ held
+  void owe(uint32_t seq) noexcept LRPC_REQUIRES(mu_);  // call `seq` was given up
+  // A reply with releases for a call that has finished; kept if it was given up.
+  void collectOwed(uint32_t seq, std::span<const std::byte> payload) noexcept LRPC_REQUIRES(mu_);
+  void onDatagram(const Datagram& d) noexcept LRPC_REQUIRES(mu_);
+  void onTimers(std::chrono::steady_clock::time_point now) noexcept LRPC_REQUIRES(mu_);
+  void sendRequest(Pending& p, bool resend) noexcept LRPC_REQUIRES(mu_);
+  PacketHeader requestHeader(const Pending& p) const noexcept LRPC_REQUIRES(mu_);
+  // Keeps p's request for the thread's SendBatch, if it has one (true).
+  bool holdForBatch(const Pending& p) noexcept LRPC_REQUIRES(mu_);
+  void sendHeldLocked() noexcept LRPC_REQUIRES(mu_);
   void sendAck(uint32_t seq, const AckBody& ack, bool resend = false) noexcept;
-  void sendCancel(uint32_t seq) noexcept;  // with mu_ held
-  void finish(Pending& p, Status s) noexcept;           // with mu_ held
-  void failAll(const Status& s) noexcept;               // with mu_ held
-  void die(Status s) noexcept;                          // with mu_ held: the peer is gone
-  // With mu_ held via `lock`, every slot empty: opens a new session for a lost one.
-  Status rehandshake(std::unique_lock<std::mutex>& lock);
+  void sendCancel(uint32_t seq) noexcept LRPC_REQUIRES(mu_);
+  void finish(Pending& p, Status s) noexcept LRPC_REQUIRES(mu_);
+  void failAll(const Status& s) noexcept LRPC_REQUIRES(mu_);
+  void die(Status s) noexcept LRPC_REQUIRES(mu_);  // the peer is gone
+  // Every slot empty: opens a new session for a lost one (mu_ let go and taken again).
+  Status rehandshake() LRPC_REQUIRES(mu_);
 
   std::unique_ptr<Endpoint> endpoint_;
   NetAddress server_;
@@ -180,31 +179,31 @@ class UdpChannel final : public CallChannel,
   std::string name_;                     // what the handshake asked for, for a re-handshake
   const InterfaceDescriptor* iface_ = nullptr;
 
-  std::mutex pollMu_;  // held by the thread that polls the endpoint (the leader)
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // a call finished, a window slot freed, or leadership free
-  std::vector<Pending*> slots_;  // GUARDED_BY(mu_): index seq % window_
-  size_t live_ = 0;              // GUARDED_BY(mu_): calls in slots_ not finished yet
-  size_t occupied_ = 0;          // GUARDED_BY(mu_): calls in slots_, finished or not
-  uint32_t nextSeq_ = 1;         // GUARDED_BY(mu_)
-  Status dead_;                  // GUARDED_BY(mu_): set once the peer is known gone
-  bool lost_ = false;            // GUARDED_BY(mu_): the server lost the session; re-handshake
-  Stats stats_;                  // GUARDED_BY(mu_)
-  std::vector<uint32_t> held_;     // GUARDED_BY(mu_): sequence numbers of requests held for a batch
+  Mutex pollMu_;  // held by the thread that polls the endpoint (the leader); taken before mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // a call finished, a window slot freed, or leadership free
+  std::vector<Pending*> slots_ LRPC_GUARDED_BY(mu_);  // index seq % window_
+  size_t live_ LRPC_GUARDED_BY(mu_) = 0;              // calls in slots_ not finished yet
+  size_t occupied_ LRPC_GUARDED_BY(mu_) = 0;          // calls in slots_, finished or not
+  uint32_t nextSeq_ LRPC_GUARDED_BY(mu_) = 1;
+  Status dead_ LRPC_GUARDED_BY(mu_);                  // set once the peer is known gone
+  bool lost_ LRPC_GUARDED_BY(mu_) = false;            // the server lost the session; re-handshake
+  Stats stats_ LRPC_GUARDED_BY(mu_);
+  std::vector<uint32_t> held_ LRPC_GUARDED_BY(mu_);   // sequence numbers of requests held for a batch
   // Calls given up (cancelled, past their deadline) whose replies may carry releases.
   static constexpr size_t kOwedCalls = 32;
-  std::vector<uint32_t> owed_;          // GUARDED_BY(mu_)
-  std::vector<uint32_t> releasesOwed_;  // GUARDED_BY(mu_): their releases, for the next leader to make
-  std::vector<uint32_t> scratch_;  // GUARDED_BY(mu_): fragment lists
-  FragmentBatch batch_;            // GUARDED_BY(mu_): their datagrams
+  std::vector<uint32_t> owed_ LRPC_GUARDED_BY(mu_);
+  std::vector<uint32_t> releasesOwed_ LRPC_GUARDED_BY(mu_);  // their releases, for the next leader to make
+  std::vector<uint32_t> scratch_ LRPC_GUARDED_BY(mu_);       // fragment lists
+  FragmentBatch batch_ LRPC_GUARDED_BY(mu_);                 // their datagrams
 
   BufferShelf shelf_;  // lend() and recycle(); its lock is taken after mu_ when both are held
 
   // The reverse direction: set up before the channel is shared, then read only.
   std::unique_ptr<ReverseSetup> reverse_;
-  mutable std::mutex callbacksMu_;  // held while the host starts and tells the server
-  std::unique_ptr<NetCallbackHost> callbackHost_;  // GUARDED_BY(callbacksMu_)
-  uint32_t attachedSession_ = 0;                   // GUARDED_BY(callbacksMu_): the session told of it
+  mutable Mutex callbacksMu_;  // held while the host starts and tells the server; taken before mu_
+  std::unique_ptr<NetCallbackHost> callbackHost_ LRPC_GUARDED_BY(callbacksMu_);
+  uint32_t attachedSession_ LRPC_GUARDED_BY(callbacksMu_) = 0;  // the session told of it
 };
 
 // The URI form: "udp://host:port/name?key=<server public key>" (authenticated and encrypted:

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <chrono>
 #include <cstring>
 
 namespace lrpc::net {
@@ -31,8 +32,13 @@ class LoopbackEndpoint final : public Endpoint {
   Result<size_t> receive(DatagramSink& sink, ReceiveMode, std::chrono::nanoseconds timeout) noexcept override {
     std::deque<std::pair<NetAddress, std::vector<std::byte>>> got;
     {
-      std::unique_lock lock(inbox_->mu);
-      inbox_->cv.wait_for(lock, timeout, [&] { return !inbox_->queue.empty(); });
+      MutexLock lock(inbox_->mu);
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      while (inbox_->queue.empty()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) break;
+        inbox_->cv.waitFor(inbox_->mu, deadline - now);
+      }
       got.swap(inbox_->queue);
     }
     for (auto& [from, bytes] : got) sink.onDatagram(Datagram{from, bytes});
@@ -46,7 +52,7 @@ class LoopbackEndpoint final : public Endpoint {
 };
 
 std::unique_ptr<Endpoint> LoopbackNetwork::open(uint16_t port, size_t maxDatagram) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (port == 0) {
     while (inboxes_.count(nextPort_) != 0) ++nextPort_;
     port = nextPort_++;
@@ -59,18 +65,18 @@ std::unique_ptr<Endpoint> LoopbackNetwork::open(uint16_t port, size_t maxDatagra
 }
 
 void LoopbackNetwork::setFaults(const LoopbackFaults& f) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   faults_ = f;
   rng_.seed(f.seed);
 }
 
 void LoopbackNetwork::setTap(std::function<void(NetAddress, NetAddress, std::span<const std::byte>)> tap) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   tap_ = std::move(tap);
 }
 
 uint64_t LoopbackNetwork::sent() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return sent_;
 }
 
@@ -80,18 +86,18 @@ std::shared_ptr<LoopbackNetwork::Inbox> LoopbackNetwork::inbox(NetAddress a) {
 }
 
 void LoopbackNetwork::close(NetAddress a) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   inboxes_.erase(a.port);
   held_.erase(a.port);
 }
 
 void LoopbackNetwork::inject(NetAddress from, NetAddress to, std::span<const std::byte> bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   enqueue(from, to, std::vector<std::byte>(bytes.begin(), bytes.end()));
 }
 
 void LoopbackNetwork::deliver(NetAddress from, NetAddress to, std::span<const std::byte> bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++sent_;
   if (tap_) tap_(from, to, bytes);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
@@ -117,10 +123,10 @@ void LoopbackNetwork::enqueue(NetAddress from, NetAddress to, std::vector<std::b
   if (!box) return;
   if (bytes.size() > box->maxDatagram) return;  // truncated on arrival: dropped
   {
-    std::lock_guard lock(box->mu);
+    MutexLock lock(box->mu);
     box->queue.emplace_back(from, std::move(bytes));
   }
-  box->cv.notify_one();
+  box->cv.notifyOne();
 }
 
 }  // namespace lrpc::net

@@ -3,15 +3,14 @@
 // Endpoint seam as the UDP endpoints, so the whole protocol runs without sockets.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "transport/endpoint.h"
 
 namespace lrpc::net {
@@ -38,25 +37,25 @@ class LoopbackNetwork : public std::enable_shared_from_this<LoopbackNetwork> {
  private:
   friend class LoopbackEndpoint;
   struct Inbox {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::pair<NetAddress, std::vector<std::byte>>> queue;
+    Mutex mu;
+    CondVar cv;
+    std::deque<std::pair<NetAddress, std::vector<std::byte>>> queue LRPC_GUARDED_BY(mu);
     size_t maxDatagram = 1472;
   };
   void deliver(NetAddress from, NetAddress to, std::span<const std::byte> bytes);
-  void enqueue(NetAddress from, NetAddress to, std::vector<std::byte> bytes);
-  std::shared_ptr<Inbox> inbox(NetAddress a);
+  void enqueue(NetAddress from, NetAddress to, std::vector<std::byte> bytes) LRPC_REQUIRES(mu_);
+  std::shared_ptr<Inbox> inbox(NetAddress a) LRPC_REQUIRES(mu_);
   void close(NetAddress a);
 
-  mutable std::mutex mu_;
-  LoopbackFaults faults_;
-  std::mt19937_64 rng_;
-  std::map<uint16_t, std::shared_ptr<Inbox>> inboxes_;
-  uint16_t nextPort_ = 40000;
-  uint64_t sent_ = 0;
-  std::function<void(NetAddress, NetAddress, std::span<const std::byte>)> tap_;
+  mutable Mutex mu_;
+  LoopbackFaults faults_ LRPC_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ LRPC_GUARDED_BY(mu_);
+  std::map<uint16_t, std::shared_ptr<Inbox>> inboxes_ LRPC_GUARDED_BY(mu_);
+  uint16_t nextPort_ LRPC_GUARDED_BY(mu_) = 40000;
+  uint64_t sent_ LRPC_GUARDED_BY(mu_) = 0;
+  std::function<void(NetAddress, NetAddress, std::span<const std::byte>)> tap_ LRPC_GUARDED_BY(mu_);
   // A datagram held back for reordering, per destination.
-  std::map<uint16_t, std::pair<NetAddress, std::vector<std::byte>>> held_;
+  std::map<uint16_t, std::pair<NetAddress, std::vector<std::byte>>> held_ LRPC_GUARDED_BY(mu_);
 };
 
 }  // namespace lrpc::net

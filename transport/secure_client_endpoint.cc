@@ -182,7 +182,7 @@ Result<std::unique_ptr<SecureClientEndpoint>> SecureClientEndpoint::connect(std:
 }
 
 Status SecureClientEndpoint::send(std::span<const OutDatagram> batch) noexcept {
-  std::lock_guard lock(sendMu_);
+  MutexLock lock(sendMu_);
   const auto now = Clock::now();
   if (Status s = sealBatch(channel_, batch, sealed_, out_, now); !s.isOk()) return s;
   Status s = inner_->send(out_);
@@ -205,7 +205,7 @@ void SecureClientEndpoint::maybeRehandshake(Clock::time_point now) noexcept {
   // restarted and drops what we seal. A new handshake; the old keys stay in use until it
   // completes, so a server that was merely slow loses nothing.
   lastHello_ = now;
-  std::lock_guard hello(helloMu_);
+  MutexLock hello(helloMu_);
   auto m = initiator_.writeHello();
   if (!m) return;
   helloOut_ = true;
@@ -216,7 +216,7 @@ void SecureClientEndpoint::maybeRehandshake(Clock::time_point now) noexcept {
 void SecureClientEndpoint::onReply(sec::Bytes reply) noexcept {
   std::optional<sec::DataChannel> next;
   {
-    std::lock_guard hello(helloMu_);
+    MutexLock hello(helloMu_);
     if (!helloOut_) return;  // a duplicate of the first handshake's reply
     auto keys = initiator_.readReply(reply);
     if (!keys) return;  // forged, or for an older hello
@@ -226,7 +226,7 @@ void SecureClientEndpoint::onReply(sec::Bytes reply) noexcept {
     next.emplace(std::move(*channel));
   }
   // This thread alone opens; senders wait for the new keys.
-  std::lock_guard lock(sendMu_);
+  MutexLock lock(sendMu_);
   channel_ = std::move(*next);
   rehandshakes_.fetch_add(1, std::memory_order_relaxed);
 }

@@ -10,9 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/secure/data_channel.h"
 #include "transport/secure/handshake.h"
@@ -57,29 +57,29 @@ class SecureClientEndpoint final : public Endpoint {
   SecureClientEndpoint(std::unique_ptr<Endpoint> inner, NetAddress server, secure::Initiator initiator,
                        secure::DataChannel channel)
       : inner_(std::move(inner)), server_(server), initiator_(std::move(initiator)), channel_(std::move(channel)) {}
-  // With sendMu_ held, after a send: a new hello when the server has been silent too long.
-  void maybeRehandshake(std::chrono::steady_clock::time_point now) noexcept;
+  // After a send: a new hello when the server has been silent too long.
+  void maybeRehandshake(std::chrono::steady_clock::time_point now) noexcept LRPC_REQUIRES(sendMu_);
   // The receiving thread: a handshake reply to our last new hello.
   void onReply(secure::Bytes reply) noexcept;
 
   std::unique_ptr<Endpoint> inner_;
   NetAddress server_;
   SecureHandshakeTiming timing_;
-  std::mutex helloMu_;            // initiator_ (written to by send, read by receive)
-  secure::Initiator initiator_;   // GUARDED_BY(helloMu_)
-  bool helloOut_ = false;         // GUARDED_BY(helloMu_): a new hello awaits its reply
+  Mutex helloMu_;  // initiator_ (written to by send, read by receive)
+  secure::Initiator initiator_ LRPC_GUARDED_BY(helloMu_);
+  bool helloOut_ LRPC_GUARDED_BY(helloMu_) = false;  // a new hello awaits its reply
   secure::DataChannel channel_;   // seal under sendMu_; open on the (one) receiving thread;
                                   // replaced by the receiving thread with sendMu_ held
   secure::DataOptions data_;
-  std::mutex sendMu_;
+  Mutex sendMu_;
   // Set at a send with nothing authentic heard since the last; cleared by an authentic datagram.
   std::atomic<bool> waiting_{false};
-  std::chrono::steady_clock::time_point waitingSince_{};  // GUARDED_BY(sendMu_)
-  std::chrono::steady_clock::time_point lastHello_{};     // GUARDED_BY(sendMu_)
-  std::chrono::steady_clock::time_point lastSend_{};      // GUARDED_BY(sendMu_)
+  std::chrono::steady_clock::time_point waitingSince_ LRPC_GUARDED_BY(sendMu_){};
+  std::chrono::steady_clock::time_point lastHello_ LRPC_GUARDED_BY(sendMu_){};
+  std::chrono::steady_clock::time_point lastSend_ LRPC_GUARDED_BY(sendMu_){};
   std::atomic<uint64_t> rehandshakes_{0};
-  std::vector<uint8_t> sealed_;      // GUARDED_BY(sendMu_): a batch's sealed datagrams
-  std::vector<OutDatagram> out_;     // GUARDED_BY(sendMu_)
+  std::vector<uint8_t> sealed_ LRPC_GUARDED_BY(sendMu_);  // a batch's sealed datagrams
+  std::vector<OutDatagram> out_ LRPC_GUARDED_BY(sendMu_);
   std::vector<uint8_t> opened_;      // the receiving thread's: one clear datagram
   uint64_t dropped_ = 0;             // the receiving thread's
   std::chrono::nanoseconds handshakeTime_{0};

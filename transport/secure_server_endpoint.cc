@@ -67,7 +67,7 @@ SecureServerEndpoint::Stats SecureServerEndpoint::stats() const {
   s.refusedHellos = refusedHellos_.load(std::memory_order_relaxed);
   s.droppedData = droppedData_.load(std::memory_order_relaxed);
   s.confirmed = confirmed_.load(std::memory_order_relaxed);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   s.pending = pending_;
   s.sessions = byPeer_.size();
   return s;
@@ -123,7 +123,7 @@ void SecureServerEndpoint::onHello(const Datagram& d) noexcept {
       s->index = outcome->keys.localIndex;
       s->peer = d.from;
       s->client = outcome->client;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       // The pending pool is full: its oldest goes (never a confirmed session).
       while (pending_ >= maxPending_ && !pendingOrder_.empty()) {
         uint32_t oldest = pendingOrder_.front();
@@ -172,7 +172,7 @@ void SecureServerEndpoint::onData(const Datagram& d, DatagramSink& next, size_t&
   }
   s.lastActive = ++tick_;
   if (!s.confirmed) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     confirm(it->second);
   }
   ++delivered;
@@ -226,7 +226,7 @@ Status SecureServerEndpoint::send(std::span<const OutDatagram> batch) noexcept {
     from = to;
     std::shared_ptr<Session> s;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = byPeer_.find(peerKey(run[0].to));
       if (it != byPeer_.end()) s = it->second;
     }
@@ -239,7 +239,7 @@ Status SecureServerEndpoint::send(std::span<const OutDatagram> batch) noexcept {
       }
       continue;
     }
-    std::lock_guard lock(s->sendMu);
+    MutexLock lock(s->sendMu);
     Status st = sealBatch(s->channel, run, s->sealed, s->out, Clock::now());
     if (st.isOk()) st = inner_->send(s->out);
     if (!st.isOk()) result = st;
@@ -248,7 +248,7 @@ Status SecureServerEndpoint::send(std::span<const OutDatagram> batch) noexcept {
 }
 
 std::optional<secure::PublicKey> SecureServerEndpoint::clientKeyOf(NetAddress peer) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = byPeer_.find(peerKey(peer));
   if (it == byPeer_.end()) return std::nullopt;
   return it->second->client;

@@ -22,11 +22,11 @@
 #include <atomic>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/secure/data_channel.h"
 #include "transport/secure/handshake.h"
@@ -62,17 +62,17 @@ class SecureServerEndpoint final : public Endpoint {
     secure::PublicKey client;  // the static key its handshake proved
     bool confirmed = false;
     uint64_t lastActive = 0;  // the receive tick of its last authentic datagram
-    std::mutex sendMu;        // seal() and the storage below
-    std::vector<uint8_t> sealed;
-    std::vector<OutDatagram> out;
+    Mutex sendMu;  // seal() and the storage below
+    std::vector<uint8_t> sealed LRPC_GUARDED_BY(sendMu);
+    std::vector<OutDatagram> out LRPC_GUARDED_BY(sendMu);
   };
   SecureServerEndpoint(std::unique_ptr<Endpoint> inner, secure::KeyPair self, bool clearText, const ServerSecurity& s);
 
   void onDatagram(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept;  // receiving thread
   void onHello(const Datagram& d) noexcept;
   void onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept;
-  void confirm(const std::shared_ptr<Session>& s) noexcept;  // with mu_ held
-  void erase(uint32_t index) noexcept;                        // with mu_ held
+  void confirm(const std::shared_ptr<Session>& s) noexcept LRPC_REQUIRES(mu_);
+  void erase(uint32_t index) noexcept LRPC_REQUIRES(mu_);
 
   std::unique_ptr<Endpoint> inner_;
   secure::KeyPair self_;
@@ -82,11 +82,11 @@ class SecureServerEndpoint final : public Endpoint {
   uint32_t maxSessions_;
   secure::DataOptions data_;
 
-  mutable std::mutex mu_;  // the tables; written only by the receiving thread
+  mutable Mutex mu_;  // the tables; written only by the receiving thread
   std::unordered_map<uint32_t, std::shared_ptr<Session>> byIndex_;  // pending and confirmed
   std::unordered_map<uint64_t, std::shared_ptr<Session>> byPeer_;   // confirmed, by address
   std::deque<uint32_t> pendingOrder_;  // oldest first (entries of confirmed or erased ones are skipped)
-  size_t pending_ = 0;             // GUARDED_BY(mu_)
+  size_t pending_ LRPC_GUARDED_BY(mu_) = 0;
   uint64_t tick_ = 0;              // the receiving thread's
   std::vector<uint8_t> opened_;    // the receiving thread's: one clear datagram
   std::atomic<uint64_t> handshakes_{0}, cookieReplies_{0}, refusedHellos_{0}, droppedData_{0}, confirmed_{0};

@@ -46,7 +46,7 @@ class UdpServer::Sink final : public DatagramSink {
   void onDatagram(const Datagram& d) noexcept override {
     std::vector<std::shared_ptr<void>> ended;
     {
-      std::lock_guard lock(s_.mu_);
+      MutexLock lock(s_.mu_);
       s_.onDatagram(d);
       ended.swap(s_.ended_);
     }
@@ -175,7 +175,7 @@ Status UdpServer::attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> 
   if (back.port == 0) return Status(Errc::kBadFrame, "callback address: port 0");
   if (socketDatagram_ == 0) return Status(Errc::kUnsupported, "a server given its endpoint (attach) opens no channels back");
   try {
-    std::lock_guard lock(pc.mu);
+    MutexLock lock(pc.mu);
     // Once per session: a client's channel tells each session of its one host.
     if (pc.binding) {
       if (pc.port == back.port) return {};
@@ -225,14 +225,14 @@ Status UdpServer::attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> 
 void UdpServer::stop() {
   {
     // Answers still held by handlers go nowhere from here on.
-    std::lock_guard lock(life_->mu);
+    MutexLock lock(life_->mu);
     life_->alive = false;
   }
   {
-    std::lock_guard lock(idleMu_);
+    MutexLock lock(idleMu_);
     stop_.store(true);
   }
-  idleCv_.notify_all();
+  idleCv_.notifyAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -261,10 +261,10 @@ void UdpServer::worker() noexcept {
 }
 
 void UdpServer::idle() noexcept {
-  std::unique_lock lock(idleMu_);
+  MutexLock lock(idleMu_);
   if (watcher_) {
     // Another idle thread watches; wake when it has taken over (or at stop).
-    idleCv_.wait(lock, [&] { return !watcher_ || stop_.load(std::memory_order_relaxed); });
+    while (watcher_ && !stop_.load(std::memory_order_relaxed)) idleCv_.wait(idleMu_);
     return;
   }
   watcher_ = true;
@@ -276,7 +276,7 @@ void UdpServer::idle() noexcept {
   auto period = options_.takeoverAfter;
   const auto longest = options_.takeoverAfter * 10;
   while (!took && !stop_.load(std::memory_order_relaxed)) {
-    idleCv_.wait_for(lock, period);
+    idleCv_.waitFor(idleMu_, period);
     // The same handler running since the last look (no other started meanwhile): the poller
     // is stuck in it, so this thread polls instead. try_lock fails if it is back meanwhile.
     uint64_t starts = handlerStarts_.load(std::memory_order_relaxed);
@@ -291,7 +291,7 @@ void UdpServer::idle() noexcept {
   }
   watcher_ = false;
   lock.unlock();
-  idleCv_.notify_one();  // another idle thread becomes the watcher
+  idleCv_.notifyOne();  // another idle thread becomes the watcher
   if (took) {
     // Poll right away; worker() takes pollMu_ again at once. (Handing the locked mutex over
     // would need a second path through worker(); a try_lock that loses a race just idles.)
@@ -313,7 +313,7 @@ bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
   for (;;) {
     Job job;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (jobs_.empty()) return true;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -330,7 +330,7 @@ bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
     const bool polling = !pooled || pollMu_.try_lock();
     if (pooled && polling) inHandler_.store(false, std::memory_order_relaxed);
     if (!deferred) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       finishJob(job, std::move(result));
     }
     if (!polling) return false;

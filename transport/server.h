@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -23,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "runtime/cap_table.h"
 #include "runtime/stub_support.h"
 #include "transport/buffer_shelf.h"
@@ -138,8 +138,8 @@ class UdpServer {
   };
   // Whether the server still sends answers: deferred replies may come after stop().
   struct Life {
-    std::mutex mu;
-    bool alive = true;  // GUARDED_BY(mu)
+    Mutex mu;
+    bool alive LRPC_GUARDED_BY(mu) = true;
   };
   struct Slot {
     uint32_t seq = 0;
@@ -159,15 +159,16 @@ class UdpServer {
     // Set by a cancel packet while the handler runs (another thread): callCancelled().
     std::atomic<bool> cancelled{false};
     // The deferred call that holds the slot (kRunning) until it is answered.
-    std::shared_ptr<DeferLink> deferred;  // GUARDED_BY(mu_)
+    // Read and written under the server's mu_ (unchecked: a Slot cannot name its server's lock).
+    std::shared_ptr<DeferLink> deferred;
   };
   // The reverse direction of one session: a channel to the client's callback host, opened
   // when the client asks (kAttachCallbacks), shared with the handlers like the caps.
   struct PeerCallbacks {
     NetAddress peer;
-    std::mutex mu;                     // held while the channel is opened
-    std::shared_ptr<Binding> binding;  // GUARDED_BY(mu)
-    uint16_t port = 0;                 // GUARDED_BY(mu): the binding's
+    Mutex mu;  // held while the channel is opened
+    std::shared_ptr<Binding> binding LRPC_GUARDED_BY(mu);
+    uint16_t port LRPC_GUARDED_BY(mu) = 0;  // the binding's
   };
   struct Session {
     uint32_t id;
@@ -205,11 +206,11 @@ class UdpServer {
   void idle() noexcept;  // until this thread may poll again (or stop)
   // Runs the due handlers; false when this pool thread lost the polling role meanwhile.
   bool runJobs(MessageBuffer& fixed, bool pooled) noexcept;
-  void onDatagram(const Datagram& d) noexcept;  // with mu_ held
-  void onHello(const Datagram& d, const Packet& p) noexcept;
-  void onRequest(Session& s, const Packet& p) noexcept;
-  void onAck(Session& s, const Packet& p) noexcept;
-  void schedule(Session& s, Slot& slot) noexcept;
+  void onDatagram(const Datagram& d) noexcept LRPC_REQUIRES(mu_);
+  void onHello(const Datagram& d, const Packet& p) noexcept LRPC_REQUIRES(mu_);
+  void onRequest(Session& s, const Packet& p) noexcept LRPC_REQUIRES(mu_);
+  void onAck(Session& s, const Packet& p) noexcept LRPC_REQUIRES(mu_);
+  void schedule(Session& s, Slot& slot) noexcept LRPC_REQUIRES(mu_);
   // Runs a job's handler (no lock held); *deferred: its answer is still to come, and finishes
   // the job itself.
   Status execute(const Job& job, MessageBuffer& fixed, bool* deferred) noexcept;
@@ -217,18 +218,18 @@ class UdpServer {
   static bool carryReleases(Slot& slot, size_t fragmentBytes, std::span<const uint32_t> ids) noexcept;
   // Opens the channel back to the client of `pc` at the port in `where` (no lock held).
   Status attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> where) noexcept;
-  void finishJob(const Job& job, Status result) noexcept;                         // with mu_ held
+  void finishJob(const Job& job, Status result) noexcept LRPC_REQUIRES(mu_);
   // Moves a deferred call's answer into its slot (which the caller owns, or holds mu_ for).
   static Status adoptAnswer(Slot& slot, DeferLink& link) noexcept;
   // Finishes the job of an answered deferred call, unless its slot went to a newer call.
-  void finishDeferred(const Job& job, DeferLink& link) noexcept;                  // with mu_ held
+  void finishDeferred(const Job& job, DeferLink& link) noexcept LRPC_REQUIRES(mu_);
   enum class Resend { kNone, kHoles, kMissing };
-  void sendReply(Session& s, Slot& slot, Resend resend) noexcept;
-  void sendRunning(Session& s, uint32_t seq) noexcept;
+  void sendReply(Session& s, Slot& slot, Resend resend) noexcept LRPC_REQUIRES(mu_);
+  void sendRunning(Session& s, uint32_t seq) noexcept LRPC_REQUIRES(mu_);
   void sendHeaderOnly(NetAddress to, PacketHeader h, std::span<const std::byte> payload) noexcept;
-  void eraseSession(std::unordered_map<uint32_t, Session>::iterator it) noexcept;
-  bool makeRoomForHalfOpen() noexcept;
-  void evictOldestEstablished() noexcept;
+  void eraseSession(std::unordered_map<uint32_t, Session>::iterator it) noexcept LRPC_REQUIRES(mu_);
+  bool makeRoomForHalfOpen() noexcept LRPC_REQUIRES(mu_);
+  void evictOldestEstablished() noexcept LRPC_REQUIRES(mu_);
 
   ServerOptions options_;
   std::map<std::string, Service, std::less<>> services_;
@@ -246,30 +247,32 @@ class UdpServer {
   // The pool: whoever holds pollMu_ polls the endpoint. It lets go only to run a handler, and
   // while it runs one longer than takeoverAfter (handlerStarts_ unchanged, inHandler_ set)
   // an idle pool thread takes pollMu_. Neither costs the fast path a system call.
+  // A role rather than a guard of data, and handed on conditionally (runJobs), which the
+  // thread-safety checker cannot follow: a plain std::mutex.
   std::mutex pollMu_;
   std::atomic<uint64_t> handlerStarts_{0};  // written by pollMu_'s holder
   std::atomic<bool> inHandler_{false};      // written by pollMu_'s holder
   // One idle pool thread watches for a stuck poller; the others sleep until it takes over.
-  std::mutex idleMu_;
-  std::condition_variable idleCv_;
-  bool watcher_ = false;  // GUARDED_BY(idleMu_)
+  Mutex idleMu_;
+  CondVar idleCv_;
+  bool watcher_ LRPC_GUARDED_BY(idleMu_) = false;
 
-  std::mutex mu_;  // the server's state below; never held while a handler runs
-  std::unordered_map<uint32_t, Session> sessions_;     // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, uint32_t> byNonce_;     // GUARDED_BY(mu_): nonce -> session
-  std::deque<uint32_t> halfOpenOrder_;                 // GUARDED_BY(mu_): oldest first (lazily pruned)
-  size_t halfOpen_ = 0;                                // GUARDED_BY(mu_)
-  std::deque<Job> jobs_;                               // GUARDED_BY(mu_)
-  uint32_t nextSession_ = 1;                           // GUARDED_BY(mu_)
-  uint64_t tick_ = 0;                                  // GUARDED_BY(mu_)
-  std::vector<uint32_t> scratch_;                      // GUARDED_BY(mu_)
-  FragmentBatch batch_;                                // GUARDED_BY(mu_)
+  Mutex mu_;  // the server's state below; never held while a handler runs
+  std::unordered_map<uint32_t, Session> sessions_ LRPC_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, uint32_t> byNonce_ LRPC_GUARDED_BY(mu_);  // nonce -> session
+  std::deque<uint32_t> halfOpenOrder_ LRPC_GUARDED_BY(mu_);  // oldest first (lazily pruned)
+  size_t halfOpen_ LRPC_GUARDED_BY(mu_) = 0;
+  std::deque<Job> jobs_ LRPC_GUARDED_BY(mu_);
+  uint32_t nextSession_ LRPC_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ LRPC_GUARDED_BY(mu_) = 0;
+  std::vector<uint32_t> scratch_ LRPC_GUARDED_BY(mu_);
+  FragmentBatch batch_ LRPC_GUARDED_BY(mu_);
   // The last large request's buffer, for the next one (in any slot or session): a client
   // streaming large calls costs no allocation, page faults or zeroing per call, and the
   // server holds at most one such buffer beyond those being reassembled.
-  std::unique_ptr<MessageBuffer> spareRequest_;  // GUARDED_BY(mu_)
+  std::unique_ptr<MessageBuffer> spareRequest_ LRPC_GUARDED_BY(mu_);
   // The object tables of sessions just ended, destroyed by Sink after it lets mu_ go.
-  std::vector<std::shared_ptr<void>> ended_;  // GUARDED_BY(mu_)
+  std::vector<std::shared_ptr<void>> ended_ LRPC_GUARDED_BY(mu_);
   BufferShelf replyShelf_;                       // its own lock
   ResultShelf resultShelf_;                      // its own lock: storage for lrpc::resultBuffer()
   std::atomic<uint64_t> executed_{0};

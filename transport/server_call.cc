@@ -37,7 +37,7 @@ class UdpServer::Call final : public ServerCall {
   CapTable* capTable() noexcept override { return caps_; }
   std::shared_ptr<Binding> peerCallbacks() noexcept override {
     if (callbacks_ == nullptr) return nullptr;
-    std::lock_guard lock(callbacks_->mu);
+    MutexLock lock(callbacks_->mu);
     return callbacks_->binding;
   }
   Status attachCallbacks(std::span<const std::byte> where) noexcept override {
@@ -124,7 +124,7 @@ class UdpServer::Deferred final : public DeferredCall {
 
   void finish(Status status, Writer write, void* value) noexcept override {
     Job job;  // before the lock: the tables it holds may be the last references
-    std::lock_guard life(life_->mu);
+    MutexLock life(life_->mu);
     if (!life_->alive) return;  // the server stopped: nobody sends the answer
     // Weak: a Reply kept in an object of the session's own table must not keep the table.
     job = Job{job_.session, job_.service, job_.slots, job_.slot, caps_.lock(), callbacks_.lock()};
@@ -142,7 +142,7 @@ class UdpServer::Deferred final : public DeferredCall {
     link.status = std::move(status);
     // An answer given while the handler's dispatch still runs is finished by that thread.
     if (link.race.answered()) {
-      std::lock_guard lock(server_.mu_);
+      MutexLock lock(server_.mu_);
       server_.finishDeferred(job, link);
     }
   }
@@ -174,7 +174,7 @@ Result<std::unique_ptr<DeferredCall>> UdpServer::Call::defer() noexcept {
   }
   {
     // Registered before any answer can come: the Reply is not out of dispatch yet.
-    std::lock_guard lock(server_.mu_);
+    MutexLock lock(server_.mu_);
     job_.slot->deferred = link_;
   }
   deferred_ = true;

@@ -23,10 +23,10 @@
 #include <liburing.h>
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "runtime/base/mapping.h"
+#include "runtime/base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/gso.h"
 #include "transport/socket_endpoint.h"
@@ -85,12 +85,12 @@ class UringEndpoint final : public Endpoint {
   Mapping segment_;   // receive buffers (the communication segment)
   Mapping bufRingMem_;
   Ring recvRing_;
-  std::mutex sendMu_;
-  Ring sendRing_;     // guarded by sendMu_
+  Mutex sendMu_;
+  Ring sendRing_ LRPC_GUARDED_BY(sendMu_);
   // One sendmsg per run of equal-size datagrams (UDP_SEGMENT, transport/gso.h); off for good
-  // once the kernel refuses it. Both guarded by sendMu_.
-  std::unique_ptr<GsoMessage[]> sendMsgs_ = std::make_unique<GsoMessage[]>(kSendBatch);
-  bool gso_ = true;
+  // once the kernel refuses it.
+  std::unique_ptr<GsoMessage[]> sendMsgs_ LRPC_GUARDED_BY(sendMu_) = std::make_unique<GsoMessage[]>(kSendBatch);
+  bool gso_ LRPC_GUARDED_BY(sendMu_) = true;
   io_uring_buf_ring* bufRing_ = nullptr;
   unsigned buffers_ = 0;
   size_t bufferBytes_ = 0;

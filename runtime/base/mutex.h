@@ -6,8 +6,11 @@
 //   std::vector<int> items_ LRPC_GUARDED_BY(mu_);
 //   void addLocked(int v) LRPC_REQUIRES(mu_);
 //   { MutexLock lock(mu_); items_.push_back(1); }
+//   CondVar changed_;  while (items_.empty()) changed_.wait(mu_);  (mu_ held)
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 #if defined(__clang__)
@@ -24,6 +27,7 @@
 #define LRPC_EXCLUDES(...) LRPC_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define LRPC_ACQUIRE(...) LRPC_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define LRPC_RELEASE(...) LRPC_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+#define LRPC_TRY_ACQUIRE(...) LRPC_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 #define LRPC_NO_THREAD_SAFETY_ANALYSIS LRPC_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace lrpc {
@@ -36,8 +40,10 @@ class LRPC_CAPABILITY("mutex") Mutex {
 
   void lock() LRPC_ACQUIRE() { mu_.lock(); }
   void unlock() LRPC_RELEASE() { mu_.unlock(); }
+  bool tryLock() LRPC_TRY_ACQUIRE(true) { return mu_.try_lock(); }
 
  private:
+  friend class CondVar;
   std::mutex mu_;
 };
 
@@ -45,12 +51,46 @@ class LRPC_CAPABILITY("mutex") Mutex {
 class LRPC_SCOPED_CAPABILITY MutexLock {
  public:
   explicit MutexLock(Mutex& mu) LRPC_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
-  ~MutexLock() LRPC_RELEASE() { mu_.unlock(); }
+  ~MutexLock() LRPC_RELEASE() {
+    if (held_) mu_.unlock();
+  }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
+  // Lets go before the scope ends (work that must run with no lock held comes next).
+  void unlock() LRPC_RELEASE() {
+    mu_.unlock();
+    held_ = false;
+  }
+
  private:
   Mutex& mu_;
+  bool held_ = true;
+};
+
+// std::condition_variable for a Mutex: the caller holds `mu`, as the checker verifies. A
+// condition is tested in a loop around wait(), in the caller's own code, so that the guarded
+// state it reads is checked there too (a predicate lambda would be analysed apart).
+class CondVar {
+ public:
+  void wait(Mutex& mu) LRPC_REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu.mu_, std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();  // still held, by the caller
+  }
+  // False when `d` passed without a notification (or a spurious wake-up came at the end).
+  template <class Rep, class Period>
+  bool waitFor(Mutex& mu, std::chrono::duration<Rep, Period> d) LRPC_REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu.mu_, std::adopt_lock);
+    const bool woken = cv_.wait_for(lock, d) == std::cv_status::no_timeout;
+    lock.release();
+    return woken;
+  }
+  void notifyOne() noexcept { cv_.notify_one(); }
+  void notifyAll() noexcept { cv_.notify_all(); }
+
+ private:
+  std::condition_variable cv_;
 };
 
 }  // namespace lrpc
