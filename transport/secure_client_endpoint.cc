@@ -27,22 +27,24 @@ std::array<uint8_t, 6> sourceBytes(NetAddress a) noexcept {
   return out;
 }
 
-Status sealBatch(sec::DataChannel& channel, std::span<const OutDatagram> batch, std::vector<uint8_t>& storage,
+namespace {
+// Seals `chunk` into `storage` and fills `out` with one piece per datagram.
+Status sealChunk(sec::DataChannel& channel, std::span<const OutDatagram> chunk, std::vector<uint8_t>& storage,
                  std::vector<OutDatagram>& out, Clock::time_point now) noexcept {
   size_t total = 0;
-  for (const OutDatagram& d : batch) {
+  for (const OutDatagram& d : chunk) {
     for (uint32_t i = 0; i < d.iovCount; ++i) total += d.iov[i].iov_len;
     total += sec::data::kOverhead;
   }
   try {
     if (storage.size() < total) storage.resize(total);
-    out.resize(batch.size());
+    out.resize(chunk.size());
   } catch (...) {
     return Status(Errc::kResourceExhausted, "no memory to seal a batch");
   }
   size_t at = 0;
-  for (size_t k = 0; k < batch.size(); ++k) {
-    const OutDatagram& d = batch[k];
+  for (size_t k = 0; k < chunk.size(); ++k) {
+    const OutDatagram& d = chunk[k];
     // The clear datagram is gathered where seal() wants it (after the 16-byte outer
     // header) and sealed in place: one copy, which the AEAD's output needs anyway.
     uint8_t* base = storage.data() + at;
@@ -60,6 +62,23 @@ Status sealBatch(sec::DataChannel& channel, std::span<const OutDatagram> batch, 
     at += *n;
   }
   return {};
+}
+}  // namespace
+
+Status sealAndSend(sec::DataChannel& channel, std::span<const OutDatagram> batch, Endpoint& inner,
+                   std::vector<uint8_t>& storage, std::vector<OutDatagram>& out, Clock::time_point now) noexcept {
+  Status result;
+  while (!batch.empty()) {
+    const auto chunk = batch.first(std::min(batch.size(), kSealChunk));
+    batch = batch.subspan(chunk.size());
+    // A datagram that cannot be sealed (the key's counter space spent, no memory) is not sent,
+    // nor are those after it: the caller learns why.
+    if (Status s = sealChunk(channel, chunk, storage, out, now); !s.isOk()) return s;
+    // A send error loses these datagrams as a network would (the protocol resends), so the
+    // rest still go, as the endpoints do within one batch; the last error is reported.
+    if (Status s = inner.send(out); !s.isOk()) result = s;
+  }
+  return result;
 }
 
 // Opens each datagram from the server into the endpoint's buffer and hands on the clear one.
@@ -184,8 +203,7 @@ Result<std::unique_ptr<SecureClientEndpoint>> SecureClientEndpoint::connect(std:
 Status SecureClientEndpoint::send(std::span<const OutDatagram> batch) noexcept {
   MutexLock lock(sendMu_);
   const auto now = Clock::now();
-  if (Status s = sealBatch(channel_, batch, sealed_, out_, now); !s.isOk()) return s;
-  Status s = inner_->send(out_);
+  Status s = sealAndSend(channel_, batch, *inner_, sealed_, out_, now);
   maybeRehandshake(now);
   return s;
 }

@@ -78,7 +78,7 @@ class SecureClientEndpoint final : public Endpoint {
   std::chrono::steady_clock::time_point lastHello_ LRPC_GUARDED_BY(sendMu_){};
   std::chrono::steady_clock::time_point lastSend_ LRPC_GUARDED_BY(sendMu_){};
   std::atomic<uint64_t> rehandshakes_{0};
-  std::vector<uint8_t> sealed_ LRPC_GUARDED_BY(sendMu_);  // a batch's sealed datagrams
+  std::vector<uint8_t> sealed_ LRPC_GUARDED_BY(sendMu_);  // a chunk's sealed datagrams
   std::vector<OutDatagram> out_ LRPC_GUARDED_BY(sendMu_);
   std::vector<uint8_t> opened_;      // the receiving thread's: one clear datagram
   uint64_t dropped_ = 0;             // the receiving thread's
@@ -88,9 +88,13 @@ class SecureClientEndpoint final : public Endpoint {
 // The bytes a cookie is bound to: the address and the port (both in network order).
 std::array<uint8_t, 6> sourceBytes(NetAddress a) noexcept;
 
-// Seals each datagram of `batch` (gathered from its pieces) with `channel`, into `storage`,
-// and fills `out` with one piece each. Shared by the client and the server.
-Status sealBatch(secure::DataChannel& channel, std::span<const OutDatagram> batch, std::vector<uint8_t>& storage,
-                 std::vector<OutDatagram>& out, std::chrono::steady_clock::time_point now) noexcept;
+// Seals the datagrams of `batch` (each gathered from its pieces) with `channel` and sends them
+// through `inner`, kSealChunk at a time, through `storage` and `out`. Chunked so that the
+// receiver opens the first datagrams of a large message while the rest are sealed: sealing
+// a whole window first left the two sides taking turns. Shared by the client and the server.
+inline constexpr size_t kSealChunk = 32;
+Status sealAndSend(secure::DataChannel& channel, std::span<const OutDatagram> batch, Endpoint& inner,
+                   std::vector<uint8_t>& storage, std::vector<OutDatagram>& out,
+                   std::chrono::steady_clock::time_point now) noexcept;
 
 }  // namespace lrpc::net

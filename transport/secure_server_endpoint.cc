@@ -2,7 +2,7 @@
 
 #include "runtime/base/log.h"
 #include "transport/secure/messages.h"
-#include "transport/secure_client_endpoint.h"  // sourceBytes, sealBatch
+#include "transport/secure_client_endpoint.h"  // sourceBytes, sealAndSend
 #include "transport/wire.h"
 
 namespace lrpc::net {
@@ -240,8 +240,7 @@ Status SecureServerEndpoint::send(std::span<const OutDatagram> batch) noexcept {
       continue;
     }
     MutexLock lock(s->sendMu);
-    Status st = sealBatch(s->channel, run, s->sealed, s->out, Clock::now());
-    if (st.isOk()) st = inner_->send(s->out);
+    Status st = sealAndSend(s->channel, run, *inner_, s->sealed, s->out, Clock::now());
     if (!st.isOk()) result = st;
   }
   return result;
