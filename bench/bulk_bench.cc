@@ -18,6 +18,12 @@
 //   lrpc_sink_zerocopy Curves.sinkInPlace through lrpc::SharedBuffer: no copy at all, the server
 //                     reads the bytes where the caller produced them (not streamed: an in-place
 //                     handler gets the whole span, so it starts once the last byte is ready)
+//   xcore_handoff     those two's pattern with no framework: this process writes the bytes into
+//                     shared memory, then a process on the other CPU reads every word where it
+//                     lies, then answers (bench/handoff_floor.h); the in-place rows are paired
+//                     with it. Writing, then reading on the other core, one after the other, is
+//                     why they reach about a third of memcpy where lrpc_sink, whose server copies
+//                     while the client is still writing, reaches about half
 //   udp_stream        the same with one 1472-byte datagram per send(): plain UDP, no offloads
 //   udp_gso_headers   udp_gso_stream, but each datagram is a 32-byte header from an array of
 //                     its own plus 1440 bytes of the message, gathered by the kernel (two
@@ -62,6 +68,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/handoff_floor.h"
 #include "bench/harness.h"
 #include "bench/lrpc_common.h"
 #include "curves.lrpc.h"  // lrpc_generate(lrpc_bulk_bench .../curves.capnp)
@@ -558,6 +565,20 @@ PairedRatio pairedWithMemcpy(const std::string& name, const std::function<bool()
   });
 }
 
+Curve handoffCurve(const Config& cfg, HandoffFloor& floor) {
+  Curve c{"xcore_handoff", {}, {}};
+  uint8_t n = 0;
+  for (size_t size : sizes(cfg)) {
+    Point p = measure(size, 1.0, cfg.budgetMs, [&] { return floor.handOff(size, ++n); });
+    c.points.push_back(p);
+    if (!p.ok) {
+      c.note = "the reader did not answer at " + human(static_cast<double>(size));
+      break;
+    }
+  }
+  return c;
+}
+
 int serveLocal(int readyFd, int argc, char** argv) {
   if (argc < 1) return 2;
   sigset_t term = blockTerm();
@@ -608,6 +629,18 @@ std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* pair
       paired->push_back(pairedWithMemcpy("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
       paired->push_back(pairedWithMemcpy("lrpc_sink_zerocopy",
                                     [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }));
+      // The in-place modes against their pattern with no framework: writing the lines here,
+      // then reading them on the server's CPU.
+      if (Result<std::unique_ptr<HandoffFloor>> floor = HandoffFloor::start(cfg.maxBytes); floor.isOk()) {
+        out.push_back(handoffCurve(cfg, **floor));
+        auto handOff = [&] { return (*floor)->handOff(data.size(), ++n); };
+        paired->push_back(pairedAtMiB("lrpc_sink_inplace", "xcore_handoff", [&] { return c.sinkInPlace(data).isOk(); },
+                                      handOff));
+        paired->push_back(pairedAtMiB("lrpc_sink_zerocopy", "xcore_handoff",
+                                      [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }, handOff));
+      } else {
+        out.push_back({"xcore_handoff", floor.status().toString(), {}});
+      }
     }
   }
   server->reset();
@@ -837,7 +870,8 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
     const char* floor;
   };
   for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_inplace", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"},
-                  Ratio{"lrpc_sink_zerocopy", "memcpy"},
+                  Ratio{"lrpc_sink_zerocopy", "memcpy"}, Ratio{"xcore_handoff", "memcpy"},
+                  Ratio{"lrpc_sink_inplace", "xcore_handoff"}, Ratio{"lrpc_sink_zerocopy", "xcore_handoff"},
                   Ratio{"lrpc_echo", "memcpy"},
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
                   Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},
@@ -897,6 +931,7 @@ int main(int argc, char** argv) {
     if (kind == "tcp_sink") return serveTcpSink(readyFd);
     if (kind == "udp_gso_sink") return serveUdpGsoSink(readyFd);
     if (kind == "bulk_local") return serveLocal(readyFd, argc - 4, argv + 4);
+    if (kind == "handoff_floor") return serveHandoffFloor(readyFd, argc - 4, argv + 4);
     if (kind == "bulk_net") return serveNet(readyFd, argc - 4, argv + 4);
     return 2;
   }

@@ -1,0 +1,40 @@
+#pragma once
+// The pattern of the same-host modes that hand bytes over without copying them
+// (lrpc_sink_inplace, lrpc_sink_zerocopy in lrpc_bulk_bench), with no framework: this process
+// writes a message into shared memory, rings, and a server process on the other CPU reads
+// every word of it where it lies, then answers. What writing the lines on one core and then
+// reading them on the other costs, one after the other, as a handler that starts only once
+// the last byte is ready must. A reference rather than a strict floor: lrpc's in-place calls
+// measured 1.2-1.3x its bandwidth at 1 MiB on 2026-11-28, for a reason not yet found.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "bench/harness.h"
+
+namespace lrpc::bench {
+
+struct HandoffBlock;  // the shared layout, in handoff_floor.cc
+
+class HandoffFloor {
+ public:
+  static Result<std::unique_ptr<HandoffFloor>> start(size_t maxBytes);
+  // Writes `size` bytes of `fill`, hands them over and waits until the reader has read them
+  // all; false if it does not answer within seconds (it died).
+  bool handOff(size_t size, uint8_t fill);
+
+ private:
+  HandoffFloor(std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> reader, size_t maxBytes) noexcept;
+  std::unique_ptr<SharedRegion> region_;
+  std::unique_ptr<ServerProcess> reader_;
+  HandoffBlock* block_;
+  std::byte* bytes_;
+  size_t maxBytes_;
+  uint32_t seq_ = 0;
+};
+
+// The reader ("--server handoff_floor READY_FD MEMFD MAX_BYTES").
+int serveHandoffFloor(int readyFd, int argc, char** argv);
+
+}  // namespace lrpc::bench
