@@ -393,7 +393,7 @@ uint32_t ClientCaps::out(const std::shared_ptr<Binding>& cap) noexcept {
 
 Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexcept {
   const Binding& conn = connectionOf(via_);
-  Result<HostedObject> proxy = Status(Errc::kNotFound, "no proxy");
+  Result<HostedObject> proxy = Status(Errc::kNotFound);  // no detail: no allocation on every pass
   Result<const HostedObject*> served = servedFor(conn, cap, proxy);
   if (!served.isOk()) return served.status();
   const HostedObject* ours = *served;
@@ -469,7 +469,7 @@ Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const Int
 Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap) noexcept {
   if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
   const HostedObject* hosted = cap->remote ? cap->channel->hostedObject() : nullptr;
-  Result<HostedObject> proxy = Status(Errc::kNotFound, "no proxy");
+  Result<HostedObject> proxy = Status(Errc::kNotFound);  // no detail: no allocation on every pass
   if (hosted == nullptr) {
     // One of the client's own callbacks goes back as its id there.
     const CapImport* imp = cap->remote ? cap->channel->importedCap() : nullptr;
