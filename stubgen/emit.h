@@ -1,5 +1,5 @@
 // Model -> generated C++ text. Formatting only: every decision about sizes, offsets and what
-// is supported was made in model.cc. The output is described in stubgen/generated_code.md.
+// is supported was made in the model (model.cc and its parts). The output is described in stubgen/generated_code.md.
 #pragma once
 
 #include <string>

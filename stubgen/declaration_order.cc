@@ -1,0 +1,184 @@
+// The order of declarations in a generated header: C++ needs a member's type complete before
+// the struct that holds it, and an interface's frames before the interface.
+#include "stubgen/model_parts.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace lrpc::stubgen {
+namespace {
+
+// Struct ids a struct's fields (and its nested structs' fields) refer to.
+void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps);
+
+// (By value only: a List's element may be incomplete where the std::vector member is declared.)
+void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
+  for (const auto& n : s.nestedInterfaces) completeDeps(n, out);
+  if (s.genericId != 0) out.insert(s.genericId);  // a specialization follows its template
+  for (const auto& f : s.fields) {
+    // A Box holds an incomplete struct: its forward declaration is enough.
+    if ((f.type.kind == Kind::kStruct && !f.type.boxed) || f.type.kind == Kind::kEnum) out.insert(f.type.id);
+  }
+  for (const auto& n : s.nestedStructs) structDeps(n, out);
+}
+
+bool declares(const InterfaceDecl& d, uint64_t id);
+
+bool declares(const StructDecl& s, uint64_t id) {
+  if (s.id == id) return true;
+  for (const auto& e : s.nestedEnums) {
+    if (e.id == id) return true;
+  }
+  for (const auto& n : s.nestedStructs) {
+    if (declares(n, id)) return true;
+  }
+  for (const auto& n : s.nestedInterfaces) {
+    if (declares(n, id)) return true;
+  }
+  return false;
+}
+
+bool declares(const InterfaceDecl& d, uint64_t id) {
+  if (d.id == id) return true;
+  for (const auto& e : d.nestedEnums) {
+    if (e.id == id) return true;
+  }
+  for (const auto& n : d.nestedStructs) {
+    if (declares(n, id)) return true;
+  }
+  for (const auto& n : d.nestedInterfaces) {
+    if (declares(n, id)) return true;
+  }
+  return false;
+}
+
+// The types and bases an interface's struct names: its own methods' and, since their structs
+// sit inside it, its nested interfaces'.
+void interfaceDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
+  deps.insert(d.bases.begin(), d.bases.end());
+  for (size_t m = d.ownBegin; m < d.methods.size(); ++m) {
+    for (const auto* fields : {&d.methods[m].params, &d.methods[m].results}) {
+      for (const auto& f : *fields) {
+        if (f.type.id) deps.insert(f.type.id);
+        if (f.type.elemId) deps.insert(f.type.elemId);
+      }
+    }
+  }
+  for (const auto& n : d.nestedInterfaces) interfaceDeps(n, deps);
+}
+
+// What an interface's struct needs complete: its bases, enums anywhere in its frames, structs its
+// frames hold by value (flattened ones) and those its several-result structs hold; the same
+// for the structs and interfaces nested in it.
+void enumIds(const Type& t, std::set<uint64_t>& out) {
+  if (t.kind == Kind::kEnum) out.insert(t.id);
+  if (t.kind == Kind::kList && t.elemType) enumIds(*t.elemType, out);
+}
+
+void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
+  deps.insert(d.bases.begin(), d.bases.end());
+  for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
+    const Method& m = d.methods[i];
+    for (const auto* fields : {&m.params, &m.results}) {
+      for (const auto& f : *fields) {
+        enumIds(f.type, deps);
+        // Its Client, held by value (lrpc::Capability's is the runtime's).
+        if (f.type.kind == Kind::kInterface && f.type.id != 0) deps.insert(f.type.id);
+        const bool held = !isVariable(f.type) || (fields == &m.results && m.results.size() > 1);
+        if (f.type.kind == Kind::kStruct && held) deps.insert(f.type.id);
+      }
+    }
+  }
+  for (const auto& s : d.nestedStructs) structDeps(s, deps);
+  for (const auto& n : d.nestedInterfaces) completeDeps(n, deps);
+}
+
+}  // namespace
+
+// C++ needs a struct's member types complete first: order siblings by their dependencies.
+std::vector<StructDecl> dependencyOrder(std::vector<StructDecl> in) {
+  std::vector<StructDecl> out;
+  std::vector<int> state(in.size(), 0);  // 0 new, 1 visiting, 2 done
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] != 0) return;
+    state[i] = 1;
+    std::set<uint64_t> deps;
+    structDeps(in[i], deps);
+    for (uint64_t dep : deps) {
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (j != i && declares(in[j], dep)) visit(j);
+      }
+    }
+    state[i] = 2;
+    out.push_back(in[i]);
+  };
+  for (size_t i = 0; i < in.size(); ++i) visit(i);
+  return out;
+}
+
+// An interface's stubs name its bases' frames and the types its own methods use: when those
+// are declared in (or are) another interface of the same file, that one must come first.
+std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
+  std::vector<InterfaceDecl> out;
+  std::vector<int> state(in.size(), 0);
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] != 0) return;
+    state[i] = 1;
+    std::set<uint64_t> deps;
+    interfaceDeps(in[i], deps);
+    for (uint64_t dep : deps) {
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (j != i && declares(in[j], dep)) visit(j);
+      }
+    }
+    state[i] = 2;
+    out.push_back(in[i]);
+  };
+  for (size_t i = 0; i < in.size(); ++i) visit(i);
+  return out;
+}
+
+// One order for a file's top-level structs and interfaces, each after what it needs complete
+// (a struct may hold a type nested in an interface, an interface's frames a struct). Interfaces
+// on a cycle of such needs cannot be laid out in C++: they are returned in `cyclic`.
+std::vector<std::pair<bool, size_t>> topLevelOrder(const std::vector<StructDecl>& structs,
+                                                   const std::vector<InterfaceDecl>& interfaces,
+                                                   std::set<size_t>& cyclic) {
+  std::vector<std::pair<bool, size_t>> items, out;
+  for (size_t i = 0; i < structs.size(); ++i) items.emplace_back(false, i);
+  for (size_t i = 0; i < interfaces.size(); ++i) items.emplace_back(true, i);
+  auto declaresId = [&](const std::pair<bool, size_t>& it, uint64_t id) {
+    return it.first ? declares(interfaces[it.second], id) : declares(structs[it.second], id);
+  };
+  std::vector<int> state(items.size(), 0);
+  std::vector<size_t> stack;
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] == 2) return;
+    if (state[i] == 1) {  // a cycle: every interface from i up the stack is on it
+      for (auto at = std::find(stack.begin(), stack.end(), i); at != stack.end(); ++at) {
+        if (items[*at].first) cyclic.insert(items[*at].second);
+      }
+      return;
+    }
+    state[i] = 1;
+    stack.push_back(i);
+    std::set<uint64_t> deps;
+    if (items[i].first) {
+      completeDeps(interfaces[items[i].second], deps);
+    } else {
+      structDeps(structs[items[i].second], deps);
+    }
+    for (uint64_t dep : deps) {
+      for (size_t j = 0; j < items.size(); ++j) {
+        if (j != i && declaresId(items[j], dep)) visit(j);
+      }
+    }
+    stack.pop_back();
+    state[i] = 2;
+    out.push_back(items[i]);
+  };
+  for (size_t i = 0; i < items.size(); ++i) visit(i);
+  return out;
+}
+
+}  // namespace lrpc::stubgen

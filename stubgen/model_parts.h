@@ -1,0 +1,46 @@
+// What the parts of ModelBuilder share (model.cc lists them): short names for capnp's schema
+// types and the small readers of a schema node. Internal to the generator.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <capnp/schema.capnp.h>
+
+#include "stubgen/model.h"
+
+namespace lrpc::stubgen {
+
+using capnp::schema::Node;
+using CType = capnp::schema::Type;
+namespace schema = capnp::schema;
+
+inline uint32_t alignUp(uint32_t n, uint32_t a) { return (n + a - 1) / a * a; }
+
+// "dir/calc.capnp" -> "calc".
+std::string baseNameOf(const std::string& displayName);
+// "dir/calc.capnp:Calc.Op" -> "Calc.Op".
+std::string localPath(Node::Reader n);
+bool hasAnnotation(capnp::List<schema::Annotation>::Reader anns, uint64_t id);
+bool getUInt32Annotation(capnp::List<schema::Annotation>::Reader anns, uint64_t id, uint32_t& out);
+// Fields in declaration order (capnp lists them by ordinal); `indexes` (if given) gets each
+// one's index in capnp's list.
+std::vector<schema::Field::Reader> fieldsInCodeOrder(Node::Reader n, std::vector<unsigned>* indexes);
+
+// type_convert.cc: the scalar kinds.
+const char* primitiveName(Kind k);
+bool primitiveKind(CType::Which w, Kind& out);
+uint32_t primitiveSize(Kind k);
+
+// declaration_order.cc: C++ needs a struct's member types complete first, so siblings are
+// ordered by their dependencies; and one order for a file's top-level structs (first: false)
+// and interfaces (true), by index, with the interfaces on a cycle of such needs in `cyclic`.
+std::vector<StructDecl> dependencyOrder(std::vector<StructDecl> in);
+std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in);
+std::vector<std::pair<bool, size_t>> topLevelOrder(const std::vector<StructDecl>& structs,
+                                                   const std::vector<InterfaceDecl>& interfaces,
+                                                   std::set<size_t>& cyclic);
+
+}  // namespace lrpc::stubgen
