@@ -1,5 +1,6 @@
 // Model -> generated C++ text. Formatting only: every decision about sizes, offsets and what
-// is supported was made in the model (model.cc and its parts). The output is described in stubgen/generated_code.md.
+// is supported was made in the model (model.cc and its parts). The output is described in
+// stubgen/generated_code.md; emit.cc lists the emitter's own parts.
 #pragma once
 
 #include <string>
