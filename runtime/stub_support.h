@@ -650,8 +650,8 @@ inline Status decodableArgTail(ServerCall& call, std::span<const std::byte>& tai
 // The copy "E" of a large Data argument goes into the buffer the call's path kept from the
 // last one (ServerCall::spareBytes), and this call's buffer is kept for the next. A fresh buffer
 // beyond glibc's mmap threshold (which grows to 32 MiB at most) is new pages on every call, and
-// on a VM a page fault costs microseconds: copying 64 MiB into a fresh buffer measured
-// 150-400 ms here, into a warm one about 5 ms. Generated dispatch declares one per Data
+// on a VM a page fault costs microseconds: copying 64 MiB into a fresh buffer takes tens of
+// times as long as into a warm one (bench/README.md, "Bulk"). Generated dispatch declares one per Data
 // argument, after the vector it watches: on every way out it hands that vector's buffer back.
 class SpareBytes {
  public:

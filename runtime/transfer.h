@@ -134,8 +134,8 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
                          Help help = {}) noexcept;
 // A spinning server thread looks for other A-stacks' calls every this many pauses. Often:
 // with more A-stacks busy than the server has cores, a call waits until a running thread
-// looks (Null with 5 asynchronous calls in flight on one server core: 16 measured 580-700 ns
-// per call, 4 about 375, 2 about 335).
+// looks, so the per-call time of many calls in flight on one server core grows with this
+// number (Null/lrpc_async in bench/ shows it).
 inline constexpr uint32_t kHelpEvery = 2;
 
 // Server: waits until the call doorbell carries a sequence other than `lastSeq` (returned in

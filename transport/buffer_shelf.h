@@ -1,7 +1,7 @@
 // A few large message buffers kept between calls, so that the next large request or reply
 // reuses pages already faulted in: a fresh 16 MiB allocation costs about 4,000 page faults
 // and glibc hands such a block back to the kernel when it is freed, so without a shelf
-// every large call pays them again (measured: most of a 16 MiB result's time on the server).
+// every large call pays them again (most of a 16 MiB result's time on the server).
 // Bounded: at most kKept buffers, each of at most `maxBytes` of payload, so an idle peer
 // holds at most that much beyond what its calls in flight use.
 #pragma once

@@ -108,11 +108,11 @@ Result<std::unique_ptr<Endpoint>> openUdpEndpoint(const EndpointOptions& options
 // Spin-wait helper shared by the endpoints: pause, and after a while yield the CPU on every
 // turn, so that a busy-polling thread does not starve a thread it waits for on its own core
 // (the server's callback into this process, or the peer on an oversubscribed machine).
-// Counted in time, not turns: a turn that reads the socket is a system call, so 2,000 turns
-// were 2 ms, during which a callback host woken on this core waited (0.65 ms stalls seen).
+// Counted in time, not turns: a turn that reads the socket is a system call, so a count of
+// turns meant milliseconds, during which a callback host woken on this core waited.
 class Backoff {
  public:
-  // Past the waiting a reply usually takes (a veth round trip is 6-7 us), not much more: a
+  // Past the waiting a reply usually takes (a veth round trip is microseconds), not much more: a
   // yield with nothing else runnable costs well under a microsecond.
   static constexpr std::chrono::microseconds kYieldAfter{10};
   // `now`: the caller's latest clock reading (it keeps one for its deadline anyway).

@@ -1,8 +1,8 @@
 // The socket calls of the hot paths, made straight through syscall(2) rather than through
 // glibc's wrappers. In a process with more than one thread (every lrpc server) each wrapper is
-// a thread-cancellation point and brackets the system call with two locked instructions: an
-// empty non-blocking recvfrom measured 265 ns that way and 207 ns this way on this VM, and a
-// busy-polling side makes one per turn. lrpc never cancels threads, so nothing is lost.
+// a thread-cancellation point and brackets the system call with two locked instructions, a
+// fifth or so of an empty non-blocking recvfrom, and a busy-polling side makes one per turn.
+// lrpc never cancels threads, so nothing is lost.
 //
 // Sanitizer builds keep the wrappers: the sanitizers see the calls through them (ASan checks
 // the buffers, TSan orders the threads that talk over a socket).

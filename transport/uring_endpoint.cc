@@ -56,7 +56,7 @@ Status UringEndpoint::setUp() {
   // receive with its final completion parked in the kernel's overflow list.
   // A datagram reaches the completion queue through task work of the thread that armed the
   // receive. By default the kernel interrupts that thread (an IPI, a VM exit under a
-  // hypervisor) to run it: about 5 us per round trip (both sides) in the VM measured. With
+  // hypervisor) to run it, microseconds per round trip under a hypervisor. With
   // cooperative task running it only raises IORING_SQ_TASKRUN, and the polling thread
   // enters the kernel when it sees the flag (receive() below); a sleeping armer is still woken.
   int rc = recvRing_.init(64, buffers_ * 2, IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
@@ -195,8 +195,8 @@ Status UringEndpoint::sendOne(const OutDatagram& d) noexcept {
 }
 
 Status UringEndpoint::send(std::span<const OutDatagram> batch) noexcept {
-  // Measured on Null in blocking mode (both sides): 26.5 us a round trip with the ring's
-  // SEND, 25.3 us with the direct system call.
+  // One datagram goes by the direct system call: a ring SEND for it is a submission and a
+  // completion more, and was slower on a blocking Null round trip.
   if (batch.size() == 1) return sendOne(batch[0]);
   MutexLock lock(sendMu_);
   Status result;
@@ -352,8 +352,8 @@ Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std:
   if (mode == ReceiveMode::kBusyPoll && !armed_) {
     // A thread that spins anyway reads the socket itself, one non-blocking recvfrom per
     // turn. The multishot receive would make every datagram a round of task work (a poll
-    // wake-up, then an enter to run it) that measured about 2 us more per datagram than the
-    // plain read: most of a small call's cost over raw UDP. The receive stays unarmed until
+    // wake-up, then an enter to run it), microseconds more per datagram than the plain
+    // read: most of a small call's cost over raw UDP. The receive stays unarmed until
     // a wait that sleeps arms it; from then on this endpoint busy-polls its completion queue.
     for (;;) {
       auto got = readSocket(sink, MSG_DONTWAIT);
@@ -415,8 +415,8 @@ Result<size_t> UringEndpoint::receiveDirect(DatagramSink& sink, Clock::time_poin
   // Spinning is one non-blocking read per turn (as receive() does before arming, for the
   // same reason); sleeping is a blocking read, so the kernel wakes this very thread with
   // the datagram in hand, as it wakes a plain UDP server.
-  // A spinning turn reads the clock only every kClockTurns turns: a read costs about 40 ns
-  // on this VM and an empty turn about 1 us, and a shorter turn sees a datagram sooner. The
+  // A spinning turn reads the clock only every kClockTurns turns: a clock read is a
+  // noticeable part of an empty turn (one system call), and a shorter turn sees a datagram sooner. The
   // deadline and the switch to sleeping are then up to that many turns late (microseconds).
   constexpr uint32_t kClockTurns = 8;
   Backoff backoff;
@@ -436,7 +436,7 @@ Result<size_t> UringEndpoint::receiveDirect(DatagramSink& sink, Clock::time_poin
 Result<size_t> UringEndpoint::sleepRead(DatagramSink& sink, std::chrono::nanoseconds left) noexcept {
   // SO_RCVTIMEO rounds up to whole jiffies, so it gets the whole jiffies within `left` and
   // the read never returns late; what is left below one jiffy is slept in ppoll, which is
-  // exact but measured about 2 us more per wake-up than the blocking read, so it is kept
+  // exact but costs microseconds more per wake-up than the blocking read, so it is kept
   // for that rare remainder.
   // The timeout changes rarely (a server's is fixed, a client's follows its RTO), so the
   // setsockopt is mostly skipped.

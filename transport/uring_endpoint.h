@@ -1,8 +1,8 @@
 // The io_uring endpoint, U-Net's structure on today's kernel:
 //  * communication segment: one mapping holding every receive buffer. Not pinned as U-Net's
 //    are (io_uring_register_buffers): no operation here reads fixed buffers, and pinning the
-//    4 MiB of a channel's segment cost its opening 1.6 ms of page faults, most of a new
-//    client's time to its first call;
+//    4 MiB of a channel's segment faults every page in when the channel opens, most of a
+//    new client's time to its first call;
 //  * free queue: a provided-buffer ring (io_uring_register_buf_ring) listing the segment's
 //    free buffers; the kernel takes one per datagram, we give it back after processing;
 //  * receive queue: the completion queue of a multishot recvmsg, one CQE per datagram
@@ -10,8 +10,8 @@
 //    when EndpointOptions::ringReceive asks for it. By default the receiver reads the socket
 //    itself (see receiveDirect): a thread asleep in a blocking read is woken by the kernel
 //    directly, while a datagram for the multishot receive is first task work on the arming
-//    thread and then a completion that wakes it, which measured 2 to 3 us more per datagram
-//    in a blocking round trip;
+//    thread and then a completion that wakes it, microseconds more per datagram in a
+//    blocking round trip;
 //  * send queue: the submission queue of a second ring, SENDMSG straight from the caller's
 //    frame bytes (sends may come from many threads, so they have their own ring and lock,
 //    while the receive ring belongs to whichever thread polls), for batches: a window of
