@@ -104,7 +104,8 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
       out += "  // -> stream: no results. Each call returns after the server has run it, so calls made\n";
       out += "  // one after another arrive in order; async() overlaps them without keeping the order.\n";
     }
-    const std::string params = "(" + paramList(m, true) + ") const";
+    std::string params = "(";  // not "(" + ...: the same false -Wrestrict
+    params += paramList(m, true) + ") const";
     std::string body;
     body += "  if (binding_->remote) [[unlikely]] {\n";
     body += "    ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
