@@ -413,10 +413,14 @@ Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexce
   }
   Result<uint32_t> id = idInFrame(via_, cap, ours, proxy.isOk());
   if (ours != nullptr && id.isOk() && (*id & kClientHostedCap) != 0) {
-    try {
-      sent_.emplace_back(*id, *ours);
-    } catch (const std::bad_alloc&) {
-      // Only a returned copy of this object would then be unknown: a kBadFrame, not a wrong call.
+    if (sentFirst_.first == kNullCap) {
+      sentFirst_ = {*id, *ours};
+    } else {
+      try {
+        sentMore_.emplace_back(*id, *ours);
+      } catch (const std::bad_alloc&) {
+        // Only a returned copy of this object would then be unknown: a kBadFrame, not a wrong call.
+      }
     }
   }
   return id;
@@ -424,8 +428,12 @@ Result<uint32_t> ClientCaps::toFrame(const std::shared_ptr<Binding>& cap) noexce
 
 Result<std::shared_ptr<Binding>> ClientCaps::in(uint32_t id, const InterfaceDescriptor& iface) noexcept {
   if ((id & kClientHostedCap) != 0) {
-    for (const auto& [sentId, object] : sent_) {
-      if (sentId != id) continue;
+    const std::pair<uint32_t, HostedObject>* match = sentFirst_.first == id ? &sentFirst_ : nullptr;
+    for (size_t i = 0; match == nullptr && i < sentMore_.size(); ++i) {
+      if (sentMore_[i].first == id) match = &sentMore_[i];
+    }
+    if (match != nullptr) {
+      const HostedObject& object = match->second;
       if (!heldAs(*object.iface, iface.id)) {
         return Status(Errc::kBadFrame, "the server returned our object as another interface");
       }

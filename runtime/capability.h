@@ -146,8 +146,10 @@ class ClientCaps final : public codec::CapCodec {
  private:
   const Binding& via_;
   // Our own objects this call passed (callbacks): the server may return one after it has let
-  // go of it, so that only this call still knows the id.
-  std::vector<std::pair<uint32_t, HostedObject>> sent_;
+  // go of it, so that only this call still knows the id. The first in place (most calls pass
+  // one at most, and a call should not allocate for it), any others in sentMore_.
+  std::pair<uint32_t, HostedObject> sentFirst_{kNullCap, {}};
+  std::vector<std::pair<uint32_t, HostedObject>> sentMore_;
   // Ids this call added to an in-process object's table, dropped when the call is over (the
   // object's dispatch made its own reference to each).
   CapTable* inProcess_ = nullptr;

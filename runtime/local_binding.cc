@@ -90,7 +90,8 @@ struct LocalBinding::Slow {
   // Taken before sockMu when both are. Last members: destroyed first (see slow_).
   mutable Mutex callbacksMu;
   std::unique_ptr<detail::CallbackHost> callbacks LRPC_GUARDED_BY(callbacksMu);
-  // `callbacks`, for waiting callers without the lock: set once, gone only with the binding.
+  // `callbacks`, for callers without the lock (waiting, passing or finding an object): set
+  // once, under the lock, and gone only with the binding.
   std::atomic<detail::CallbackHost*> guestHost{nullptr};
 };
 
@@ -388,6 +389,13 @@ Status LocalBinding::callError(uint32_t index, uint8_t code, uint32_t detailByte
 namespace lrpc {
 
 Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32_t limit) noexcept {
+  // Every call that passes an object comes here: once the host exists, no lock but the table's.
+  // Acquire: pairs with the release below; the host is complete and stays with the binding.
+  if (detail::CallbackHost* host = slow_->guestHost.load(std::memory_order_acquire); host != nullptr) {
+    Result<uint32_t> id = host->table().add(object);
+    if (!id.isOk()) return id.status();
+    return *id | kClientHostedCap;
+  }
   MutexLock lock(slow_->callbacksMu);
   if (!slow_->callbacks) {
     OwnedFd peerEnd;
@@ -421,9 +429,10 @@ Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32
 }
 
 Result<HostedObject> LocalBinding::findCallback(uint32_t id, uint64_t ifaceId) const noexcept {
-  MutexLock lock(slow_->callbacksMu);
-  if (!slow_->callbacks) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
-  return slow_->callbacks->table().find(id & ~kClientHostedCap, ifaceId);
+  // Acquire: as in exportCallback; a host not yet visible here was never passed to the server.
+  detail::CallbackHost* host = slow_->guestHost.load(std::memory_order_acquire);
+  if (host == nullptr) return Status(Errc::kBadFrame, "the server passed a callback id, but this client passed none");
+  return host->table().find(id & ~kClientHostedCap, ifaceId);
 }
 
 }  // namespace lrpc
