@@ -98,12 +98,16 @@ struct ReturnControl {
   // Client -> server: the sequence number of the call whose thread is waiting for it and runs
   // the callbacks it causes meanwhile (a binding that passed callbacks); 0 when nobody does.
   std::atomic<uint32_t> guestSeq;
-  uint8_t reserved2[8];
+  // Server -> client: a callback of this client's (its id in the client's table) that the
+  // handler dropped, released by the client as it reads the return; 0 for none.
+  uint32_t releasedId;
+  uint8_t reserved2[4];
 };
 static_assert(sizeof(ReturnControl) == kControlBytes);
 static_assert(offsetof(ReturnControl, resultTail) == 4 && offsetof(ReturnControl, status) == 8 &&
               offsetof(ReturnControl, resultFlags) == 9 && offsetof(ReturnControl, clientSleeping) == 12 &&
-              offsetof(ReturnControl, cancelWord) == 16 && offsetof(ReturnControl, guestSeq) == 20);
+              offsetof(ReturnControl, cancelWord) == 16 && offsetof(ReturnControl, guestSeq) == 20 &&
+              offsetof(ReturnControl, releasedId) == 24);
 
 // Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
 // relative to the frame, which starts kControlBytes into the A-stack.

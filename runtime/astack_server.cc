@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "runtime/cap_table.h"
+#include "runtime/reply_releases.h"
 #include "runtime/base/log.h"
 
 namespace lrpc {
@@ -213,6 +214,7 @@ std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ct
 
   uint32_t resultTail = 0;
   uint8_t resultFlags = 0;
+  uint32_t released = 0;
   auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
   bool deferred = false;
   if (s.isOk()) {
@@ -225,13 +227,23 @@ std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ct
     // Relaxed: set by the clerk before the client passes its first callback, which it does in
     // a call's frame; a call that races it names no origin, and its callbacks go to the host.
     std::optional<detail::CallOrigin> origin;
+    // The client's objects the handler drops: the first rides on the return (astack_format.md,
+    // "Releases ride on the return"), saving the release call a callback would cost.
+    std::optional<detail::ReplyReleases> releases;
     if (hasCallbacks.load(std::memory_order_relaxed)) [[unlikely]] {
       origin.emplace(this, static_cast<uint16_t>(slot->index + 1), &ret->guestSeq, seq);
+      releases.emplace(call);
     }
     s = exp->iface->dispatch(exp->impl, procedure, call);
     resultTail = call.length();
     resultFlags = call.flags();
     deferred = call.deferred();
+    if (releases) [[unlikely]] {
+      releases->close();
+      // A deferred answer writes its return elsewhere, later: its releases go now.
+      if (!deferred && !releases->ids().empty()) released = releases->ids()[0];
+      releases->releaseFrom(released != 0 ? 1 : 0);
+    }
   }
   slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (deferred) {
@@ -240,13 +252,15 @@ std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ct
     if (!slot->deferRace.handBack()) return std::nullopt;
     return slot->deferWritten;
   }
-  return writeReturn(slot, frame, procedure, s, resultTail, resultFlags);
+  return writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released);
 }
 
 uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s,
-                                 uint32_t resultTail, uint8_t resultFlags) {
+                                 uint32_t resultTail, uint8_t resultFlags, uint32_t releasedId) {
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
+  // On every return, ok or not: the block keeps what the last call left in it.
+  detail::storeOnce(ret->releasedId, releasedId);
   if (s.isOk()) {
     detail::storeOnce(ret->resultTail, resultTail);
     detail::storeOnce(ret->resultFlags, resultFlags);

@@ -216,8 +216,9 @@ class CapChannel final : public CallChannel {
   // has dropped it already.
   ~CapChannel() override {
     const Binding& root = *import_.root;
-    // A UDP handler dropping its caller's object: the release rides on the call's reply.
-    if (root.remote && detail::ReplyReleases::take(root, import_.id)) return;
+    // A handler dropping its caller's object: the release rides on the call's reply (UDP) or
+    // return (same host).
+    if (detail::ReplyReleases::take(root, import_.id)) return;
     if (!root.remote && root.local->guestWaits()) {
       // A callback dropped while serving a call whose caller waits: that caller runs the
       // release before its call returns (runtime/callbacks.h), so nobody waits for it here,
@@ -526,9 +527,9 @@ bool ReplyReleases::take(const Binding& root, uint32_t id) noexcept {
   return true;
 }
 
-void ReplyReleases::releaseNow() noexcept {
-  for (uint32_t i = 0; i < count_; ++i) releaseByRoundTrip(*root_, ids_[i]);
-  count_ = 0;
+void ReplyReleases::releaseFrom(size_t kept) noexcept {
+  for (size_t i = kept; i < count_; ++i) releaseByRoundTrip(*root_, ids_[i]);
+  if (kept < count_) count_ = static_cast<uint32_t>(kept);
 }
 
 Status attachCallbacks(const Binding& conn, std::span<const std::byte> where, const CallOptions& options) noexcept {

@@ -157,9 +157,10 @@ struct Connection {
   // nothing when the call was deferred and not yet answered.
   std::optional<uint32_t> serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
   // Writes the return block of a call of `slot` answered with `s` (results already in place:
-  // a tail of `tail` bytes with `flags`); returns how many bytes from the block it wrote.
+  // a tail of `tail` bytes with `flags`; `releasedId`: a callback of the client's that the
+  // handler dropped, or 0); returns how many bytes from the block it wrote.
   uint32_t writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s, uint32_t tail,
-                       uint8_t flags);
+                       uint8_t flags, uint32_t releasedId = 0);
   // Serves call `seq` of `slot` and rings its return doorbell (unless deferred: then its reply does).
   void runCall(ServerSlot* slot, uint32_t seq);
   // Lets the client of `slot` see call `seq`'s return block, `written` bytes of which are new.

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "runtime/base/fd.h"
@@ -144,18 +145,32 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, Duration callTimeout, det
 }
 
 void LocalBinding::reclaimAbandoned() noexcept {
-  MutexLock lock(slow_->abandonedMu);
-  auto done = [this](const Slow::Abandoned& a) {
-    // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
-    if (!detail::seqIs(returnControl(a.index)->returnWord.load(std::memory_order_acquire), a.seq)) return false;
-    // Relaxed: ordered before the next call's handler reads it by the release in ring().
-    returnControl(a.index)->cancelWord.store(0, std::memory_order_relaxed);
-    procs_[layout_.procedureOf(a.index)].pool.push(a.index);
-    return true;
-  };
-  std::vector<Slow::Abandoned>& list = slow_->abandoned;
-  list.erase(std::remove_if(list.begin(), list.end(), done), list.end());
-  slow_->anyAbandoned.store(!list.empty(), std::memory_order_release);
+  // Releases the late returns carried, applied once the lock is let go: an object's destructor
+  // may call through this binding again.
+  uint32_t released[8];
+  size_t count = 0;
+  {
+    MutexLock lock(slow_->abandonedMu);
+    auto done = [this, &released, &count](const Slow::Abandoned& a) {
+      ReturnControl* ret = returnControl(a.index);
+      // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
+      if (!detail::seqIs(ret->returnWord.load(std::memory_order_acquire), a.seq)) return false;
+      // Read before the A-stack goes back to the pool (the next call's return rewrites it). A
+      // reclaim with more releases than it has room for leaves the rest for the next one.
+      if (const uint32_t id = detail::loadOnce(ret->releasedId); id != 0) {
+        if (count == std::size(released)) return false;
+        released[count++] = id;
+      }
+      // Relaxed: ordered before the next call's handler reads it by the release in ring().
+      ret->cancelWord.store(0, std::memory_order_relaxed);
+      procs_[layout_.procedureOf(a.index)].pool.push(a.index);
+      return true;
+    };
+    std::vector<Slow::Abandoned>& list = slow_->abandoned;
+    list.erase(std::remove_if(list.begin(), list.end(), done), list.end());
+    slow_->anyAbandoned.store(!list.empty(), std::memory_order_release);
+  }
+  for (size_t i = 0; i < count; ++i) releaseCallback(released[i]);
 }
 
 void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
@@ -426,6 +441,14 @@ Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32
   Result<uint32_t> id = slow_->callbacks->table().add(object);
   if (!id.isOk()) return id.status();
   return *id | kClientHostedCap;
+}
+
+void LocalBinding::releaseCallback(uint32_t id) noexcept {
+  // Acquire: as in exportCallback; without a host this client passed nothing to release.
+  if (detail::CallbackHost* host = slow_->guestHost.load(std::memory_order_acquire); host != nullptr) {
+    // Relaxed: a statistic.
+    if (host->table().release(id).isOk()) releasesCarried_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 Result<HostedObject> LocalBinding::findCallback(uint32_t id, uint64_t ifaceId) const noexcept {

@@ -174,6 +174,11 @@ class LocalBinding {
   // objects at once); and the object such an id names when the server passes it back.
   Result<uint32_t> exportCallback(const HostedObject& object, uint32_t limit) noexcept;
   Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept;
+  // A return's releasedId: the object with that id in this process's callback table goes
+  // (an id that names none, which only a hostile server sends, is ignored).
+  void releaseCallback(uint32_t id) noexcept;
+  // How many objects returns released so far (releaseCallback with a host).
+  uint64_t releasesCarried() const noexcept { return releasesCarried_.load(std::memory_order_relaxed); }
 
   const InterfaceDescriptor& iface() const noexcept { return iface_; }
   const RegionLayout& layout() const noexcept { return layout_; }
@@ -190,6 +195,7 @@ class LocalBinding {
   uint32_t procedureCount_;
   std::atomic<bool> dead_{false};
   std::atomic<bool> guest_{false};   // servesCallbacks()
+  std::atomic<uint64_t> releasesCarried_{0};
   const void* reverseOf_ = nullptr;  // reverse()
   std::unique_ptr<Proc[]> procs_;
   std::unique_ptr<Slot[]> slots_;

@@ -224,6 +224,11 @@ class LocalCall {
     // the copies are checked and used.
     const uint8_t code = detail::loadOnce(ret_->status);
     const uint32_t tail = detail::loadOnce(ret_->resultTail);
+    // An object of ours the handler dropped: released before the call returns to its caller
+    // (runtime/astack_format.md, "Releases ride on the return").
+    if (const uint32_t released = detail::loadOnce(ret_->releasedId); released != 0) [[unlikely]] {
+      lb_->releaseCallback(released);
+    }
     if (code != 0) [[unlikely]] return lb_->callError(index_, code, tail);
     if (detail::loadOnce(ret_->resultFlags) & kTailOutOfBand) [[unlikely]] {
       Result<std::span<const std::byte>> r = lb_->resultOutOfBand(index_, tail);

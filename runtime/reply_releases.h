@@ -5,10 +5,12 @@
 // handler's thread has a ReplyReleases instead: a release on the channel back to the very
 // client it serves is noted there, and the server sends it on the call's reply, which the client
 // reads before its call returns. So the object is still gone when the call returns, as the
-// round trip made sure, and as on the same host, where such a release rides on the caller's
-// wait (runtime/callbacks.h).
+// round trip made sure. The same-host server does the same for a binding with callbacks: the
+// first release rides on the A-stack's return (runtime/astack_format.md, "Releases ride on
+// the return").
 //
-// Internal: the runtime (CapChannel) and the UDP server use it; generated code does not.
+// Internal: the runtime (CapChannel, the A-stack server) and the UDP server use it; generated
+// code does not.
 #pragma once
 
 #include <cstddef>
@@ -36,8 +38,9 @@ class ReplyReleases {
   ReplyReleases& operator=(const ReplyReleases&) = delete;
 
   // From a dropped import's destructor: true if this thread's reply now carries the release of
-  // `id` on `root` (the caller then sends none). False outside a UDP handler, for an object of
-  // another client, once the call is cancelled (its reply may never be read), or when full.
+  // `id` on `root` (the caller then sends none). False outside a handler that has one, for an
+  // object of another client, once the call is cancelled (its reply may never be read), or
+  // when full.
   static bool take(const Binding& root, uint32_t id) noexcept;
 
   // The handler is done: later drops release by round trips.
@@ -45,7 +48,9 @@ class ReplyReleases {
   std::span<const uint32_t> ids() const noexcept { return {ids_, count_}; }
   // For a reply that cannot carry them (an error, a deferred answer, no room in one
   // datagram): each released now, by a round trip on the channel back.
-  void releaseNow() noexcept;
+  void releaseNow() noexcept { releaseFrom(0); }
+  // The same for every id but the first `kept`, which the reply carries.
+  void releaseFrom(size_t kept) noexcept;
 
  private:
   ServerCall& call_;

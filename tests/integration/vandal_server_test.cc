@@ -1,6 +1,6 @@
 // A hostile server, as its client sees it: while client threads call, a vandal rewrites every
-// field the server writes (the return block's status, tail length, flags and doorbell, the
-// results and the result tail) with random values. Whatever it writes, each call must end with
+// field the server writes (the return block's status, tail length, flags, doorbell and
+// released object, the results and the result tail) with random values. Whatever it writes, each call must end with
 // a value or an error whose detail stays inside the frame, never a read beyond it (run under
 // AddressSanitizer in CI) and never a hang past the call's deadline.
 //
@@ -59,12 +59,13 @@ TEST(VandalServerTest, RewritingEveryReturnFieldNeverBreaksTheClient) {
       const uint32_t index = rng() % layout.astackCount();
       const ProcedureLayout& pl = layout.procedure(layout.procedureOf(index));
       ReturnControl* ret = lb->returnControl(index);
-      switch (rng() % 7) {
+      switch (rng() % 8) {
         case 0: detail::storeOnce(ret->resultTail, static_cast<uint32_t>(rng())); break;
         case 1: detail::storeOnce(ret->resultTail, static_cast<uint32_t>(rng() % (2 * pl.frameBytes + 1))); break;
         case 2: detail::storeOnce(ret->status, static_cast<uint8_t>(rng())); break;
         case 3: detail::storeOnce(ret->resultFlags, static_cast<uint8_t>(rng() % 4)); break;
         case 4: ret->returnWord.store(static_cast<uint32_t>(rng()), std::memory_order_relaxed); break;
+        case 5: detail::storeOnce(ret->releasedId, static_cast<uint32_t>(rng())); break;
         default: {
           // The results and the result tail: every byte after the return block.
           auto* words = reinterpret_cast<uint32_t*>(reinterpret_cast<std::byte*>(ret) + kControlBytes);
