@@ -383,7 +383,7 @@ def main():
                    "[min-max] (cap ns / root ns). CapMake is a call that returns a new object, plus the release "
                    "the client sends when it drops it. Callback passes an object the client serves; the server "
                    "calls it once (a call in the reverse direction) and drops it before it returns, its release "
-                   "riding on the caller's wait on the same host and on the call's reply over UDP; its paired cell "
+                   "riding on the call's return on the same host and on its reply over UDP; its paired cell "
                    "is callback / root (bench/caps.capnp; over UDP the callback takes the session the server opened "
                    "back to the client).\n")
         out.append("| path | CapNull | RootNull | paired cap / root | CapMake (make + release) | Callback | paired callback / root |")
