@@ -385,7 +385,7 @@ def main():
                    "calls it once (a call in the reverse direction) and drops it before it returns, its release "
                    "riding on the call's return on the same host and on its reply over UDP; its paired cell "
                    "is callback / root (bench/caps.capnp; over UDP the callback takes the session the server opened "
-                   "back to the client).\n")
+                   "back to the client, and the waiting caller, which polls, runs it).\n")
         out.append("| path | CapNull | RootNull | paired cap / root | CapMake (make + release) | Callback | paired callback / root |")
         out.append("|---|---|---|---|---|---|---|")
         for p, key in caps:

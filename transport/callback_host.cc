@@ -25,6 +25,7 @@ Result<std::unique_ptr<NetCallbackHost>> NetCallbackHost::start(const ReverseSet
     o.maxSessions = 4;
     o.maxHalfOpen = 16;
     o.workers = 2;
+    o.gro = false;  // its caller reads the socket too (UdpServer::takeArrived)
     if (setup.self) {
       o.security.keyPair = setup.self;
       o.security.allowedClients = {setup.peer};

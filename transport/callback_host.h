@@ -12,6 +12,10 @@
 // the pre-shared key if there was one), or in clear text when the first session was. Ids of
 // the objects travel with kClientHostedCap set, as on the same host.
 //
+// A caller of the channel that polls while it waits reads the host's socket too
+// (UdpChannel::receiveBeside) and runs the callbacks its call causes in its own thread, as a
+// same-host caller does; the host's threads serve the rest (idl/README.md, "Callbacks over UDP").
+//
 // Internal: not part of the generated-code contract.
 #pragma once
 
@@ -61,6 +65,10 @@ class NetCallbackHost {
   NetCallbackHost& operator=(const NetCallbackHost&) = delete;
 
   uint16_t port() const noexcept { return port_; }
+  // A waiting caller of the channel that owns us serves the callbacks its call causes
+  // through it (UdpServer::takeArrived): the host's own thread would have to be scheduled on
+  // the core that the caller keeps busy while it waits.
+  UdpServer& server() noexcept { return *server_; }
   CapTable& table() noexcept { return *table_; }
   // For releases made after the lock that guards the host is let go.
   std::shared_ptr<CapTable> sharedTable() const noexcept { return table_; }

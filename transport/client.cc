@@ -13,6 +13,7 @@
 #include "transport/random.h"
 #include "transport/secure/messages.h"
 #include "transport/secure_client_endpoint.h"
+#include "transport/server.h"
 
 namespace lrpc::net {
 
@@ -63,11 +64,12 @@ Status UdpChannel::afterCall(Pending& p, Status s) noexcept {
     if (dead_.isOk()) return s;
   }
   // The server is gone, and with it every reference to the objects we passed it.
-  std::unique_ptr<NetCallbackHost> host;
+  std::shared_ptr<NetCallbackHost> host;
   {
     MutexLock lock(callbacksMu_);
     host = std::move(callbackHost_);
   }
+  setAsideHost(nullptr);
   return s;  // `host` goes here, outside both locks: an object's destructor may call us
 }
 
@@ -232,21 +234,26 @@ bool UdpChannel::leadIfFree(Pending& self, std::chrono::nanoseconds maxWait) {
   if (!pollMu_.tryLock()) return false;
   mu_.unlock();
   std::vector<uint32_t> owed;
-  lead(self, maxWait, owed);
+  // Held until the callbacks have run: a callback may drop the channel's own reference.
+  std::shared_ptr<NetCallbackHost> host = asideHost();
+  const bool hostGot = lead(self, maxWait, owed, host.get());
   pollMu_.unlock();
   releaseHosted(owed);  // no lock held: an object's destructor may call us
+  if (hostGot) host->server().runArrived();
+  host.reset();  // the last reference, if the channel let go of the host meanwhile
   mu_.lock();
   // Leadership is free: wake a waiting caller so that someone keeps polling.
   cv_.notifyAll();
   return true;
 }
 
-void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed) {
+bool UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed,
+                      NetCallbackHost* host) {
   Sink sink(*this);
   Clock::time_point wake;
   {
     MutexLock lock(mu_);
-    if (self.done) return;
+    if (self.done) return false;
     wake = self.deadline;
     for (Pending* q : slots_) {
       if (q != nullptr && !q->done) wake = std::min({wake, q->nextRetransmit, q->deadline});
@@ -256,7 +263,10 @@ void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vect
   // Bounded so that calls started by other threads meanwhile get their timers run.
   auto timeout = std::clamp<Clock::duration>(wake - now, Clock::duration::zero(),
                                              std::chrono::duration_cast<Clock::duration>(maxWait));
-  auto got = endpoint_->receive(sink, options_.mode, timeout);
+  bool hostGot = false;
+  auto got = host != nullptr && options_.mode != ReceiveMode::kBlocking
+                 ? receiveBeside(sink, *host, timeout, hostGot)
+                 : endpoint_->receive(sink, options_.mode, timeout);
   MutexLock lock(mu_);
   if (!got) {
     if (got.status().code() == Errc::kPeerDied) {
@@ -264,12 +274,62 @@ void UdpChannel::lead(Pending& self, std::chrono::nanoseconds maxWait, std::vect
     } else {
       failAll(got.status());
     }
-    return;
+    return hostGot;
   }
   // With every call finished (the common case: ours just was), there is no timer to run and
   // no clock to read on the way back to the caller.
   if (live_ > 0) onTimers(Clock::now());
   if (!releasesOwed_.empty()) owed.swap(releasesOwed_);
+  return hostGot;
+}
+
+Result<size_t> UdpChannel::receiveBeside(DatagramSink& sink, NetCallbackHost& host, std::chrono::nanoseconds timeout,
+                                         bool& hostGot) noexcept {
+  // The server calls our objects while it runs our call, and their requests come to the
+  // host's socket. The host's thread sleeps there, and the kernel wakes it onto a core
+  // where this thread spins, which the scheduler gives up only when this one yields or
+  // sleeps (tens of microseconds): so the spinning thread reads both sockets and runs the
+  // callbacks itself (leadIfFree), as a same-host caller does (LocalBinding::waitReturnAsGuest).
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
+  const auto spinUntil = options_.mode == ReceiveMode::kBusyPoll
+                             ? deadline
+                             : start + std::min<std::chrono::nanoseconds>(timeout, options_.spinBeforeBlock);
+  Backoff backoff;
+  UdpServer& server = host.server();
+  for (auto now = start;;) {
+    server.readingAside(now);
+    auto got = endpoint_->receive(sink, ReceiveMode::kBusyPoll, std::chrono::nanoseconds(0));
+    if (!got || *got > 0) return got;
+    if (server.takeArrived()) {
+      hostGot = true;
+      return size_t{0};
+    }
+    now = Clock::now();
+    if (now >= deadline) return size_t{0};
+    if (now >= spinUntil) {
+      server.readingAside(std::nullopt);  // the host's thread serves what comes while we sleep
+      return endpoint_->receive(sink, ReceiveMode::kBlocking, deadline - now);
+    }
+    backoff.pause(now);
+  }
+}
+
+std::shared_ptr<NetCallbackHost> UdpChannel::asideHost() noexcept {
+  if (!hasAsideHost_.load(std::memory_order_relaxed)) return nullptr;
+  MutexLock lock(asideMu_);
+  return asideHost_;
+}
+
+void UdpChannel::setAsideHost(std::shared_ptr<NetCallbackHost> host) noexcept {
+  if (host && !host->server().receivesAside()) host.reset();
+  {
+    MutexLock lock(asideMu_);
+    // Relaxed: a hint; the pointer itself is read under asideMu_.
+    hasAsideHost_.store(host != nullptr, std::memory_order_relaxed);
+    asideHost_.swap(host);
+  }
+  // The host that was there goes here, outside the lock, if this held its last reference.
 }
 
 void UdpChannel::lend(MessageBuffer& buffer, size_t bytes) noexcept { shelf_.lend(buffer, bytes); }

@@ -8,6 +8,7 @@
 // call is one send and one receive on its own thread, with nothing handed between threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -143,12 +144,22 @@ class UdpChannel final : public CallChannel,
   // objects we passed are dropped if it says the server is gone for good (no lock held).
   Status afterCall(Pending& p, Status s) noexcept;
   // Leads once (lead) if no other thread polls, mu_ released meanwhile; false if another does.
+  // Callbacks that arrived for our host meanwhile run here, after pollMu_ is let go (a
+  // callback may call through this channel).
   bool leadIfFree(Pending& self, std::chrono::nanoseconds maxWait) LRPC_REQUIRES(mu_);
   // Polls the endpoint once as the leader, waiting `maxWait` at most: delivers replies, runs timers.
   // `owed`: releases that replies of given-up calls brought (collectOwed), for the caller to make
-  // with no lock held.
-  void lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed) LRPC_REQUIRES(pollMu_)
-      LRPC_EXCLUDES(mu_);
+  // with no lock held. With `host`, while it spins it also reads the host's socket, and
+  // returns true as soon as something came there.
+  bool lead(Pending& self, std::chrono::nanoseconds maxWait, std::vector<uint32_t>& owed, NetCallbackHost* host)
+      LRPC_REQUIRES(pollMu_) LRPC_EXCLUDES(mu_);
+  // The spinning part of lead() with a host: our socket and the host's in turns, then (in
+  // adaptive mode) a sleep on ours alone. `hostGot`: something came for the host.
+  Result<size_t> receiveBeside(DatagramSink& sink, NetCallbackHost& host, std::chrono::nanoseconds timeout,
+                               bool& hostGot) noexcept;
+  // The host lead() reads beside the channel, if any (a reference for the caller to hold).
+  std::shared_ptr<NetCallbackHost> asideHost() noexcept LRPC_EXCLUDES(asideMu_);
+  void setAsideHost(std::shared_ptr<NetCallbackHost> host) noexcept LRPC_EXCLUDES(asideMu_);
   // Releases objects of our callback host that the server dropped (no lock held).
   void releaseHosted(std::span<const uint32_t> ids) noexcept;
   void owe(uint32_t seq) noexcept LRPC_REQUIRES(mu_);  // call `seq` was given up
@@ -202,8 +213,14 @@ class UdpChannel final : public CallChannel,
   // The reverse direction: set up before the channel is shared, then read only.
   std::unique_ptr<ReverseSetup> reverse_;
   mutable Mutex callbacksMu_;  // held while the host starts and tells the server; taken before mu_
-  std::unique_ptr<NetCallbackHost> callbackHost_ LRPC_GUARDED_BY(callbacksMu_);
+  std::shared_ptr<NetCallbackHost> callbackHost_ LRPC_GUARDED_BY(callbacksMu_);
   uint32_t attachedSession_ LRPC_GUARDED_BY(callbacksMu_) = 0;  // the session told of it
+  // The same host for the leader, which reads its socket while it waits (lead()), when the
+  // host's endpoint allows it: under a lock of its own, because callbacksMu_ is held across
+  // the call that tells the server of a new host. Taken after pollMu_ and callbacksMu_.
+  Mutex asideMu_;
+  std::shared_ptr<NetCallbackHost> asideHost_ LRPC_GUARDED_BY(asideMu_);
+  std::atomic<bool> hasAsideHost_{false};  // asideHost_ is set: a hint, checked before the lock
 };
 
 // The URI form: "udp://host:port/name?key=<server public key>" (authenticated and encrypted:

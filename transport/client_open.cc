@@ -118,7 +118,7 @@ Result<std::shared_ptr<Binding>> openBinding(NetAddress server, std::string_view
 void UdpChannel::enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept { reverse_ = std::move(setup); }
 
 Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObject& object) noexcept {
-  std::unique_ptr<NetCallbackHost> stale;  // destroyed after the lock is let go (see afterCall)
+  std::shared_ptr<NetCallbackHost> stale;  // destroyed after the lock is let go (see afterCall)
   MutexLock lock(callbacksMu_);
   if (!reverse_) {
     return Status(Errc::kUnsupported,
@@ -131,7 +131,10 @@ Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObj
   }
   // A new session (the server lost the old one: it restarted) knows nothing of our host, and
   // the objects the old one held are referenced by nobody now: a new host, told to the server.
-  if (callbackHost_ && attachedSession_ != session) stale = std::move(callbackHost_);
+  if (callbackHost_ && attachedSession_ != session) {
+    stale = std::move(callbackHost_);
+    setAsideHost(nullptr);
+  }
   if (!callbackHost_) {
     Result<std::unique_ptr<NetCallbackHost>> host = NetCallbackHost::start(*reverse_, endpoint_->localAddress());
     if (!host.isOk()) return host.status();
@@ -142,6 +145,7 @@ Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObj
     if (Status s = lrpc::detail::attachCallbacks(conn, where, options); !s.isOk()) return s;
     callbackHost_ = std::move(*host);
     attachedSession_ = session;
+    setAsideHost(callbackHost_);
   }
   Result<uint32_t> id = callbackHost_->table().add(object);
   if (!id.isOk()) return id.status();

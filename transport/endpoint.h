@@ -99,6 +99,19 @@ class Endpoint {
   // to `sink`; returns how many were delivered (0 on timeout). kPeerDied when the kernel
   // reports the connected peer unreachable (ICMP port unreachable).
   virtual Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept = 0;
+  // Whether receiveAside() can read: a socket read whole datagrams at a time (no receive
+  // ring, no receive offload) and no sealing, so that a second reader needs only a buffer of
+  // its own.
+  virtual bool receivesAside() const noexcept { return false; }
+  // A look at the socket, without waiting, by a thread other than the one in receive() and
+  // while it may be there: what has arrived goes to `sink`, which must therefore take
+  // datagrams from both threads. For a waiting caller that serves the callbacks its own call
+  // causes (transport/callback_host.h). One aside reader at a time; another gets 0, as do
+  // endpoints that cannot (receivesAside()).
+  virtual Result<size_t> receiveAside(DatagramSink& sink) noexcept {
+    (void)sink;
+    return size_t{0};
+  }
 };
 
 // Opens a UDP endpoint: io_uring when the kernel has every feature it needs and

@@ -81,6 +81,7 @@ Result<uint16_t> UdpServer::bind(std::string_view address) {
   eo.receiveBuffers = options_.receiveBuffers;
   eo.spinBeforeBlock = options_.spinBeforeBlock;
   eo.emulated = options_.emulatedEndpoint;
+  eo.gro = options_.gro;
   auto ep = openUdpEndpoint(eo);
   if (!ep) return ep.status();
   socketDatagram_ = options_.maxDatagram;
@@ -227,9 +228,11 @@ void UdpServer::worker() noexcept {
     // Due handlers first: a thread that just took over runs those the stuck one left.
     bool polling = runJobs(fixed, true);
     while (polling && !stop_.load(std::memory_order_relaxed)) {
-      // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
-      auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
-      if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
+      if (!sleepWhileReadAside()) {
+        // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
+        auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
+        if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
+      }
       polling = runJobs(fixed, true);
     }
     if (polling) pollMu_.unlock();
@@ -283,6 +286,48 @@ Result<size_t> UdpServer::pollOnce(std::chrono::nanoseconds timeout) noexcept {
   MessageBuffer fixed;
   (void)runJobs(fixed, false);
   return got;
+}
+
+bool UdpServer::receivesAside() const noexcept { return endpoint_ && endpoint_->receivesAside(); }
+
+bool UdpServer::takeArrived() noexcept {
+  if (!endpoint_) return false;
+  Sink sink(*this);
+  auto got = endpoint_->receiveAside(sink);
+  return got && *got > 0;
+}
+
+void UdpServer::runArrived() noexcept {
+  MessageBuffer fixed;
+  (void)runJobs(fixed, false);
+}
+
+void UdpServer::readingAside(std::optional<std::chrono::steady_clock::time_point> now) noexcept {
+  if (now) {
+    // Relaxed: a hint for sleepWhileReadAside, which looks again after its sleep.
+    asideUntil_.store(std::chrono::duration_cast<std::chrono::nanoseconds>((*now + kAsideLinger).time_since_epoch()).count(),
+                      std::memory_order_relaxed);
+    return;
+  }
+  {
+    MutexLock lock(idleMu_);
+    asideUntil_.store(0, std::memory_order_relaxed);
+  }
+  idleCv_.notifyAll();  // a thread sleeping off the socket goes back to it now
+}
+
+bool UdpServer::sleepWhileReadAside() noexcept {
+  const int64_t until = asideUntil_.load(std::memory_order_relaxed);
+  if (until == 0) return false;
+  const auto now = std::chrono::steady_clock::now();
+  const int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  if (nowNs >= until) return false;
+  MutexLock lock(idleMu_);
+  // The caller's last read may move `until` on meanwhile: looked at again on waking.
+  if (asideUntil_.load(std::memory_order_relaxed) != 0 && !stop_.load(std::memory_order_relaxed)) {
+    idleCv_.waitFor(idleMu_, std::chrono::nanoseconds(until - nowNs));
+  }
+  return true;
 }
 
 bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {

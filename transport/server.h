@@ -56,6 +56,9 @@ struct ServerOptions {
   uint32_t workers = 4;
   std::chrono::milliseconds takeoverAfter{5};
   uint32_t receiveBuffers = 512;
+  // UDP_GRO on the socket (io_uring endpoint; EndpointOptions::gro). A callback host turns it
+  // off so that its waiting caller can read the socket too (takeArrived()).
+  bool gro = true;
   // Reply buffers of delivered calls kept for the next large reply (at most two per server,
   // each holding a payload of at most this size; see BufferShelf and ClientOptions). 0 keeps
   // none.
@@ -115,6 +118,18 @@ class UdpServer {
   void shareCapabilities(std::shared_ptr<CapTable> table) noexcept { sharedCaps_ = std::move(table); }
   // Whether `id` is one of the server's threads.
   bool runsOn(std::thread::id id) const noexcept;
+  // For a thread of this process that is not the server's and waits for a call whose
+  // handler calls this server (the caller of a callback host, transport/callback_host.h):
+  // whether it can look at the socket (Endpoint::receivesAside), a look without waiting
+  // that takes what has arrived (true if anything did), and the calls that wait to run, run
+  // in the calling thread. The server's own threads serve the rest as usual.
+  bool receivesAside() const noexcept;
+  bool takeArrived() noexcept;
+  void runArrived() noexcept;
+  // The waiting caller reads the socket (takeArrived) at `now`, or no longer (nullopt): for
+  // a while after the last such read, a server thread about to sleep in the socket sleeps off
+  // it instead, so that datagrams the caller takes do not wake it, across cores, for nothing.
+  void readingAside(std::optional<std::chrono::steady_clock::time_point> now) noexcept;
   // Sessions held (established and half-open) and, of them, the half-open ones.
   size_t sessionCount() const noexcept { return sessionCount_.load(std::memory_order_relaxed); }
   size_t halfOpenCount() const noexcept { return halfOpenCount_.load(std::memory_order_relaxed); }
@@ -255,6 +270,11 @@ class UdpServer {
   // One idle pool thread watches for a stuck poller; the others sleep until it takes over.
   Mutex idleMu_;
   CondVar idleCv_;
+  // Until when (steady_clock ns) a caller reads the socket beside us (readingAside); 0: none.
+  std::atomic<int64_t> asideUntil_{0};
+  static constexpr std::chrono::milliseconds kAsideLinger{1};
+  // Sleeps off the socket while a caller reads it: true if it slept.
+  bool sleepWhileReadAside() noexcept;
   bool watcher_ LRPC_GUARDED_BY(idleMu_) = false;
 
   Mutex mu_;  // the server's state below; never held while a handler runs

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "transport/raw_syscalls.h"
 
@@ -19,7 +20,7 @@ Result<std::unique_ptr<Endpoint>> SocketEndpoint::open(const EndpointOptions& op
 }
 
 SocketEndpoint::SocketEndpoint(OwnedFd fd, const EndpointOptions& options)
-    : fd_(std::move(fd)), options_(options), local_(boundAddress(fd_.get())), receiver_(options.maxDatagram) {}
+    : fd_(std::move(fd)), options_(options), local_(boundAddress(fd_.get())), receiver_(options.maxDatagram), aside_(options.maxDatagram) {}
 
 SocketReceiver::SocketReceiver(size_t maxDatagram)
     : maxDatagram_(maxDatagram),
@@ -131,6 +132,25 @@ Result<size_t> SocketEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std
     if (rc < 0 && errno != EINTR) return Status::fromErrno(errno, "poll");
     if (rc == 0 && Clock::now() >= deadline) return size_t{0};
   }
+}
+
+Result<size_t> SocketEndpoint::receiveAside(DatagramSink& sink) noexcept { return aside_.read(fd_.get(), sink); }
+
+Result<size_t> AsideReader::read(int fd, DatagramSink& sink) noexcept {
+  if (!mu_.tryLock()) return size_t{0};
+  Result<size_t> got = size_t{0};
+  if (!receiver_) {
+    try {
+      receiver_ = std::make_unique<SocketReceiver>(maxDatagram_);
+    } catch (const std::bad_alloc&) {
+      // No slots: the server's own thread reads what comes.
+    }
+  }
+  // The kernel hands each datagram to one reader: this one, or the receive() that sleeps
+  // in the socket meanwhile, which then sleeps on.
+  if (receiver_) got = receiver_->pollOne(fd, sink, MSG_DONTWAIT);
+  mu_.unlock();
+  return got;
 }
 
 }  // namespace lrpc::net

@@ -5,9 +5,9 @@
 #include <sys/socket.h>
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/udp_socket.h"
 
@@ -36,6 +36,19 @@ class SocketReceiver {
   std::vector<std::byte> buffers_;  // kBatch receive slots
 };
 
+// What Endpoint::receiveAside() reads with: slots of its own, made on first use, for one
+// thread at a time (another gets 0 at once instead of waiting for it).
+class AsideReader {
+ public:
+  explicit AsideReader(size_t maxDatagram) noexcept : maxDatagram_(maxDatagram) {}
+  Result<size_t> read(int fd, DatagramSink& sink) noexcept;
+
+ private:
+  size_t maxDatagram_;
+  Mutex mu_;
+  std::unique_ptr<SocketReceiver> receiver_ LRPC_GUARDED_BY(mu_);
+};
+
 class SocketEndpoint final : public Endpoint {
  public:
   static Result<std::unique_ptr<Endpoint>> open(const EndpointOptions& options);
@@ -44,6 +57,8 @@ class SocketEndpoint final : public Endpoint {
   NetAddress localAddress() const noexcept override { return local_; }
   Status send(std::span<const OutDatagram> batch) noexcept override;
   Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
+  bool receivesAside() const noexcept override { return true; }
+  Result<size_t> receiveAside(DatagramSink& sink) noexcept override;
 
  private:
   static constexpr unsigned kBatch = 16;
@@ -53,6 +68,7 @@ class SocketEndpoint final : public Endpoint {
   EndpointOptions options_;
   NetAddress local_;
   SocketReceiver receiver_;  // the receiver thread's only
+  AsideReader aside_;
 };
 
 }  // namespace lrpc::net

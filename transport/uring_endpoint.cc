@@ -392,6 +392,11 @@ Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std:
   }
 }
 
+Result<size_t> UringEndpoint::receiveAside(DatagramSink& sink) noexcept {
+  if (!receivesAside()) return size_t{0};
+  return aside_.read(fd_.get(), sink);
+}
+
 Result<size_t> UringEndpoint::readSocket(DatagramSink& sink, int flags) noexcept {
   if (groOn_ || groDraining_) {
     auto got = pollGro(sink, flags);

@@ -63,10 +63,12 @@ class UringEndpoint final : public Endpoint {
   NetAddress localAddress() const noexcept override { return local_; }
   Status send(std::span<const OutDatagram> batch) noexcept override;
   Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
+  bool receivesAside() const noexcept override { return !gro_ && !options_.ringReceive; }
+  Result<size_t> receiveAside(DatagramSink& sink) noexcept override;
 
  private:
   static constexpr unsigned kSendBatch = 32;
-  explicit UringEndpoint(const EndpointOptions& options) : options_(options), pollReceiver_(options.maxDatagram) {}
+  explicit UringEndpoint(const EndpointOptions& options) : options_(options), pollReceiver_(options.maxDatagram), aside_(options.maxDatagram) {}
   Status setUp();
   // Arms the multishot recvmsg (again after it ended).
   Status arm() noexcept;
@@ -110,6 +112,7 @@ class UringEndpoint final : public Endpoint {
   uint32_t smallRun_ = 0;
   // Busy-poll reads the socket itself while no multishot receive is armed (see receive()).
   SocketReceiver pollReceiver_;
+  AsideReader aside_;
   // The same with UDP_GRO on: one recvmsg may return a coalesced run, cut up by deliver().
   // `flags` 0 instead of MSG_DONTWAIT sleeps in the socket (bounded by SO_RCVTIMEO).
   Result<size_t> pollGro(DatagramSink& sink, int flags = MSG_DONTWAIT) noexcept;
