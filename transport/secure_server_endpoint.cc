@@ -20,7 +20,10 @@ sec::Bytes asBytes(std::span<const std::byte> b) noexcept {
 class SecureServerEndpoint::OpenSink final : public DatagramSink {
  public:
   OpenSink(SecureServerEndpoint& e, DatagramSink& next) : e_(e), next_(next) {}
-  void onDatagram(const Datagram& d) noexcept override { e_.onDatagram(d, next_, delivered); }
+  void onDatagram(const Datagram& d) noexcept override {
+    MutexLock lock(e_.receiveMu_);
+    e_.onDatagram(d, next_, delivered);
+  }
   size_t delivered = 0;
 
  private:
@@ -50,6 +53,7 @@ Result<std::unique_ptr<SecureServerEndpoint>> SecureServerEndpoint::create(std::
   keys.responder.indexInUse = [raw](uint32_t index) { return raw->byIndex_.count(index) != 0; };
   auto responder = sec::Responder::create(e->self_, std::move(keys.responder));
   if (!responder) return responder.status();
+  MutexLock lock(e->receiveMu_);  // nobody else has it yet; the analysis asks for it
   e->responder_.emplace(std::move(*responder));
   e->responder_->prepare();  // the first handshake's ephemeral key, before any hello
   try {
@@ -77,6 +81,13 @@ Result<size_t> SecureServerEndpoint::receive(DatagramSink& sink, ReceiveMode mod
                                              std::chrono::nanoseconds timeout) noexcept {
   OpenSink open(*this, sink);
   auto got = inner_->receive(open, mode, timeout);
+  if (!got) return got.status();
+  return open.delivered;
+}
+
+Result<size_t> SecureServerEndpoint::receiveAside(DatagramSink& sink) noexcept {
+  OpenSink open(*this, sink);
+  auto got = inner_->receiveAside(open);
   if (!got) return got.status();
   return open.delivered;
 }
@@ -158,7 +169,7 @@ void SecureServerEndpoint::onHello(const Datagram& d) noexcept {
 void SecureServerEndpoint::onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept {
   auto b = asBytes(d.bytes);
   auto index = sec::DataChannel::receiverOf(b);
-  // Read without mu_: this thread is the tables' only writer.
+  // Read without mu_: every writer of the tables holds receiveMu_ too.
   auto it = index ? byIndex_.find(*index) : byIndex_.end();
   if (it == byIndex_.end() || !(it->second->peer == d.from) || b.size() > opened_.size()) {
     droppedData_.fetch_add(1, std::memory_order_relaxed);

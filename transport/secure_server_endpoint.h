@@ -15,8 +15,9 @@
 // traffic can never evict a session. Under load the responder asks for a cookie first and
 // rate-limits handshakes per source (transport/secure/handshake.h).
 //
-// Threading: receive() on one thread at a time (it alone changes the tables, under mu_);
-// send() on any thread (it reads the tables under mu_, then seals under the session's own lock).
+// Threading: receive() on one thread at a time, receiveAside() beside it; each datagram is
+// opened under receiveMu_, and only then are the tables changed (under mu_ as well). send()
+// on any thread (it reads the tables under mu_, then seals under the session's own lock).
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,8 @@ class SecureServerEndpoint final : public Endpoint {
   NetAddress localAddress() const noexcept override { return inner_->localAddress(); }
   Status send(std::span<const OutDatagram> batch) noexcept override;
   Result<size_t> receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept override;
+  bool receivesAside() const noexcept override { return inner_->receivesAside(); }
+  Result<size_t> receiveAside(DatagramSink& sink) noexcept override;
 
   const secure::PublicKey& publicKey() const noexcept { return self_.publicKey(); }
   // The static key that the client at `peer` proved, while it has a confirmed session.
@@ -68,27 +71,30 @@ class SecureServerEndpoint final : public Endpoint {
   };
   SecureServerEndpoint(std::unique_ptr<Endpoint> inner, secure::KeyPair self, bool clearText, const ServerSecurity& s);
 
-  void onDatagram(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept;  // receiving thread
-  void onHello(const Datagram& d) noexcept;
-  void onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept;
+  void onDatagram(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept LRPC_REQUIRES(receiveMu_);
+  void onHello(const Datagram& d) noexcept LRPC_REQUIRES(receiveMu_);
+  void onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept LRPC_REQUIRES(receiveMu_);
   void confirm(const std::shared_ptr<Session>& s) noexcept LRPC_REQUIRES(mu_);
   void erase(uint32_t index) noexcept LRPC_REQUIRES(mu_);
 
   std::unique_ptr<Endpoint> inner_;
   secure::KeyPair self_;
-  std::optional<secure::Responder> responder_;  // the receiving thread's
+  // The receiving side: one datagram at a time, from receive() or receiveAside(). Taken
+  // before mu_, the UdpServer's lock (the opened datagram goes on under it) and sendMu.
+  Mutex receiveMu_;
+  std::optional<secure::Responder> responder_ LRPC_GUARDED_BY(receiveMu_);
   bool clearText_;
   uint32_t maxPending_;
   uint32_t maxSessions_;
   secure::DataOptions data_;
 
-  mutable Mutex mu_;  // the tables; written only by the receiving thread
+  mutable Mutex mu_;  // the tables; written only under receiveMu_ too
   std::unordered_map<uint32_t, std::shared_ptr<Session>> byIndex_;  // pending and confirmed
   std::unordered_map<uint64_t, std::shared_ptr<Session>> byPeer_;   // confirmed, by address
   std::deque<uint32_t> pendingOrder_;  // oldest first (entries of confirmed or erased ones are skipped)
   size_t pending_ LRPC_GUARDED_BY(mu_) = 0;
-  uint64_t tick_ = 0;              // the receiving thread's
-  std::vector<uint8_t> opened_;    // the receiving thread's: one clear datagram
+  uint64_t tick_ LRPC_GUARDED_BY(receiveMu_) = 0;
+  std::vector<uint8_t> opened_ LRPC_GUARDED_BY(receiveMu_);  // one clear datagram
   std::atomic<uint64_t> handshakes_{0}, cookieReplies_{0}, refusedHellos_{0}, droppedData_{0}, confirmed_{0};
 };
 
