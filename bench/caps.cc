@@ -156,11 +156,12 @@ class CapsLocal final : public CapsSession {
 #if LRPC_BENCH_NET
 class CapsNet final : public CapsSession {
  public:
-  static Result<std::unique_ptr<CapsNet>> start(net::ReceiveMode mode, const NetnsPair& netns) {
+  // secure: authenticated and encrypted sessions, the callback host's included.
+  static Result<std::unique_ptr<CapsNet>> start(net::ReceiveMode mode, const NetnsPair& netns, bool secure) {
     std::unique_ptr<CapsNet> s(new CapsNet());
     ServerSpec spec;
     spec.kind = "caps_net";
-    if (Status st = startNet<Root>(spec, "caps", mode, &netns, s->server_, s->root_); !st) return st;
+    if (Status st = startNet<Root>(spec, "caps", mode, &netns, s->server_, s->root_, secure); !st) return st;
     return s;
   }
 
@@ -176,11 +177,14 @@ void registerCaps(BenchContext& ctx) {
   addKinds<CapsLocal>(ctx, "lrpc", true, [] { return CapsLocal::start(TransferMode::kAdaptive); });
 #endif
 #if LRPC_BENCH_NET
-  addKinds<CapsNet>(ctx, "net_veth", true, [&ctx]() -> Result<std::unique_ptr<CapsNet>> {
-    Result<const NetnsPair*> netns = ctx.netns();
-    if (!netns) return netns.status();
-    return CapsNet::start(net::ReceiveMode::kBusyPoll, *netns.value());
-  });
+  for (bool secure : {false, true}) {
+    addKinds<CapsNet>(ctx, secure ? "net_veth_secure" : "net_veth", true,
+                      [&ctx, secure]() -> Result<std::unique_ptr<CapsNet>> {
+                        Result<const NetnsPair*> netns = ctx.netns();
+                        if (!netns) return netns.status();
+                        return CapsNet::start(net::ReceiveMode::kBusyPoll, *netns.value(), secure);
+                      });
+  }
 #endif
   (void)ctx;
 }

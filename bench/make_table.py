@@ -76,7 +76,8 @@ FORMS = [("lrpc", "paired_lrpc_flat"), ("net_veth", "paired_net_veth_flat")]
 # CapMake/<path> returns a new object that the client then drops, Callback/<path> passes an
 # object the client serves, which the server calls once (Callback/<key>: against RootNull).
 # (path, paired key)
-CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root")]
+CAPS = [("lrpc", "paired_lrpc_root"), ("net_veth", "paired_net_veth_root"),
+        ("net_veth_secure", "paired_net_veth_secure_root")]
 
 
 # Tail/<path> (bench/tail.h): single Null calls timed one by one, same host then network.
