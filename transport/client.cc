@@ -292,9 +292,7 @@ Result<size_t> UdpChannel::receiveBeside(DatagramSink& sink, NetCallbackHost& ho
   // callbacks itself (leadIfFree), as a same-host caller does (LocalBinding::waitReturnAsGuest).
   const auto start = Clock::now();
   const auto deadline = start + timeout;
-  const auto spinUntil = options_.mode == ReceiveMode::kBusyPoll
-                             ? deadline
-                             : start + std::min<std::chrono::nanoseconds>(timeout, options_.spinBeforeBlock);
+  const auto spinUntil = spinEnd(options_.mode, start, timeout, options_.spinBeforeBlock);
   Backoff backoff;
   UdpServer& server = host.server();
   for (auto now = start;;) {

@@ -7,6 +7,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -117,6 +118,17 @@ class Endpoint {
 // Opens a UDP endpoint: io_uring when the kernel has every feature it needs and
 // LRPC_NO_IO_URING is not set, else the emulated endpoint (logged once under LRPC_LOG=1).
 Result<std::unique_ptr<Endpoint>> openUdpEndpoint(const EndpointOptions& options);
+
+// Until when a wait in `mode` that starts at `start` and may last `timeout` spins before it
+// sleeps: to the end when busy-polling, spinBeforeBlock at most when adaptive, not at all
+// when blocking.
+inline std::chrono::steady_clock::time_point spinEnd(ReceiveMode mode, std::chrono::steady_clock::time_point start,
+                                                     std::chrono::nanoseconds timeout,
+                                                     std::chrono::nanoseconds spinBeforeBlock) noexcept {
+  if (mode == ReceiveMode::kBusyPoll) return start + timeout;
+  if (mode == ReceiveMode::kAdaptive) return start + std::min(timeout, spinBeforeBlock);
+  return start;
+}
 
 // Spin-wait helper shared by the endpoints: pause, and after a while yield the CPU on every
 // turn, so that a busy-polling thread does not starve a thread it waits for on its own core

@@ -113,9 +113,7 @@ Result<size_t> SocketReceiver::pollOne(int fd, DatagramSink& sink, int flags, si
 Result<size_t> SocketEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept {
   auto start = Clock::now();
   auto deadline = start + timeout;
-  auto spinUntil = mode == ReceiveMode::kBusyPoll ? deadline
-                   : mode == ReceiveMode::kAdaptive ? start + std::min(timeout, options_.spinBeforeBlock)
-                                                    : start;
+  auto spinUntil = spinEnd(mode, start, timeout, options_.spinBeforeBlock);
   Backoff backoff;
   for (;;) {
     auto got = receiver_.drain(fd_.get(), sink);

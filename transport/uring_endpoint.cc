@@ -344,9 +344,7 @@ size_t UringEndpoint::deliver(DatagramSink& sink, NetAddress from, std::span<con
 Result<size_t> UringEndpoint::receive(DatagramSink& sink, ReceiveMode mode, std::chrono::nanoseconds timeout) noexcept {
   auto start = Clock::now();
   auto deadline = start + timeout;
-  auto spinUntil = mode == ReceiveMode::kBusyPoll ? deadline
-                   : mode == ReceiveMode::kAdaptive ? start + std::min(timeout, options_.spinBeforeBlock)
-                                                    : start;
+  auto spinUntil = spinEnd(mode, start, timeout, options_.spinBeforeBlock);
   if (!options_.ringReceive) return receiveDirect(sink, deadline, spinUntil);
   Backoff backoff;
   if (mode == ReceiveMode::kBusyPoll && !armed_) {

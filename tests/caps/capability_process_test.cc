@@ -668,6 +668,46 @@ TEST(SameHostCallbacks, AForgedCallbackIdIsABadFrame) {
   const_cast<CapImport*>((*forged)->channel->importedCap())->id = 1;  // so that its release is harmless
 }
 
+// Over UDP too, a callback that serves the call its caller waits for runs on that caller's
+// thread when the caller polls (it reads its callback host's socket while it waits, instead
+// of waiting for the host's thread to be scheduled on its core); a sleeping caller runs none.
+// A callback that no waiting caller causes is still served, by the host's own thread, which
+// stops sleeping off the socket once the caller stops reading it. `uri` names the publisher.
+void checkCallbacksRunOnThePollingCaller(const std::string& uri) {
+  for (net::ReceiveMode mode : {net::ReceiveMode::kBusyPoll, net::ReceiveMode::kAdaptive, net::ReceiveMode::kBlocking}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    net::ClientOptions options;
+    options.mode = mode;
+    auto publisher = net::connect<caps::Publisher>(uri, options);
+    ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+    auto impl = std::make_shared<ThreadListener>();
+    auto listener = caps::Listener::Client::serve(impl);
+    const std::thread::id me = std::this_thread::get_id();
+    ASSERT_NO_FATAL_FAILURE(pingTimes(*publisher, listener, 200));
+    auto [mine, all] = impl->ranOn(me);
+    EXPECT_EQ(all, 200u);
+    if (mode == net::ReceiveMode::kBlocking) {
+      EXPECT_EQ(mine, 0u) << "a sleeping caller runs none";
+    } else {
+      // The host's thread may take the first ones, before it sees the caller reading.
+      EXPECT_GT(mine, 0u) << "a polling caller runs the callbacks of its call";
+    }
+
+    // Right after, a call on another session makes the server call our listener: no caller
+    // of ours waits, so the host's own thread serves it.
+    ASSERT_TRUE(publisher->subscribe(listener).isOk());
+    auto other = net::connect<caps::Publisher>(uri);
+    ASSERT_TRUE(other.isOk()) << other.status().toString();
+    Result<caps::Publisher::PublishResults> published = other->publish(10);
+    ASSERT_TRUE(published.isOk()) << published.status().toString();
+    EXPECT_EQ(published->answered, 1u);
+    EXPECT_EQ(published->sum, 11);
+    std::tie(mine, all) = impl->ranOn(me);
+    EXPECT_EQ(all, 201u);
+    ASSERT_TRUE(publisher->clear().isOk());
+  }
+}
+
 uint16_t serveFactory(const std::string& bind, const net::ServerSecurity& security) {
   auto* impl = new FactoryImpl;  // live until the child exits
   net::ServerOptions o;
@@ -730,6 +770,7 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     checkCallbacks(*publisher);
     checkReleasesBeforeEveryReturn(*publisher);
     checkReleaseOfAGivenUpCall(*publisher);
+    checkCallbacksRunOnThePollingCaller(uri.substr(0, uri.rfind('/')) + "/publisher");
     // The server passes on a capability of another server (its same-host upstream): a proxy.
     auto broker = net::connect<caps::Broker>(uri.substr(0, uri.rfind('/')) + "/broker");
     ASSERT_TRUE(broker.isOk()) << broker.status().toString();
@@ -820,57 +861,6 @@ TEST(TwoNamespaces, CallbacksFailCleanly) {
     EXPECT_EQ(publisher->publish(1).status().code(), Errc::kPeerDied);
     EXPECT_EQ(live->load(), 0u) << "the dead server's reference kept our object alive";
   });
-}
-
-// Over UDP too, a callback that serves the call its caller waits for runs on that caller's
-// thread when the caller polls (it reads its callback host's socket while it waits, instead
-// of waiting for the host's thread to be scheduled on its core); a sleeping caller runs none.
-// A callback that no waiting caller causes is still served, by the host's own thread, which
-// stops sleeping off the socket once the caller stops reading it. `uri` names the publisher.
-void checkCallbacksRunOnThePollingCaller(const std::string& uri) {
-  for (net::ReceiveMode mode : {net::ReceiveMode::kBusyPoll, net::ReceiveMode::kAdaptive, net::ReceiveMode::kBlocking}) {
-    SCOPED_TRACE(static_cast<int>(mode));
-    net::ClientOptions options;
-    options.mode = mode;
-    auto publisher = net::connect<caps::Publisher>(uri, options);
-    ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
-    auto impl = std::make_shared<ThreadListener>();
-    auto listener = caps::Listener::Client::serve(impl);
-    const std::thread::id me = std::this_thread::get_id();
-    ASSERT_NO_FATAL_FAILURE(pingTimes(*publisher, listener, 200));
-    auto [mine, all] = impl->ranOn(me);
-    EXPECT_EQ(all, 200u);
-    if (mode == net::ReceiveMode::kBlocking) {
-      EXPECT_EQ(mine, 0u) << "a sleeping caller runs none";
-    } else {
-      // The host's thread may take the first ones, before it sees the caller reading.
-      EXPECT_GT(mine, 0u) << "a polling caller runs the callbacks of its call";
-    }
-
-    // Right after, a call on another session makes the server call our listener: no caller
-    // of ours waits, so the host's own thread serves it.
-    ASSERT_TRUE(publisher->subscribe(listener).isOk());
-    auto other = net::connect<caps::Publisher>(uri);
-    ASSERT_TRUE(other.isOk()) << other.status().toString();
-    Result<caps::Publisher::PublishResults> published = other->publish(10);
-    ASSERT_TRUE(published.isOk()) << published.status().toString();
-    EXPECT_EQ(published->answered, 1u);
-    EXPECT_EQ(published->sum, 11);
-    std::tie(mine, all) = impl->ranOn(me);
-    EXPECT_EQ(all, 201u);
-    ASSERT_TRUE(publisher->clear().isOk());
-  }
-}
-
-TEST(TwoNamespaces, ACallbackRunsOnThePollingThreadWaitingForTheCallThatCausedIt) {
-  NetnsPair pair;
-  ASSERT_TRUE(pair.create().isOk()) << "network namespaces are needed for this test";
-  net::ServerSecurity clear;
-  clear.clearText = true;
-  ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [&](const std::string& b) { return serveFactory(b, clear); });
-  ASSERT_NE(server.port(), 0) << "server did not start";
-  const std::string uri = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/publisher";
-  runIn(pair.nsPath(false), [&] { checkCallbacksRunOnThePollingCaller(uri); });
 }
 
 // The same over authenticated, encrypted sessions: the channel back to this process is a
