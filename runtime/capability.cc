@@ -279,6 +279,7 @@ class CapChannel final : public CallChannel {
 
 // The Client's binding for capability `id` of the peer that `root` reaches. May throw bad_alloc.
 std::shared_ptr<Binding> bindingOfImport(std::shared_ptr<Binding> root, uint32_t id, const InterfaceDescriptor& iface) {
+  if (root->remote && root->channel != nullptr) root->channel->keepAlive();
   auto channel = std::make_shared<CapChannel>(std::move(root), id);
   CallChannel* raw = channel.get();
   return std::make_shared<Binding>(iface, raw, std::move(channel));

@@ -284,6 +284,10 @@ class CallChannel {
   // (kUnsupported, and kBadFrame for an id).
   virtual Result<uint32_t> exportCallback(const Binding& conn, const HostedObject& object) noexcept;
   virtual Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept;
+  // This process now holds an object of the peer that lives only as long as the channel's
+  // session (a capability received through it): a channel whose peer ends silent sessions
+  // keeps this one alive from now on. By default sessions do not time out.
+  virtual void keepAlive() noexcept {}
   // call(), for a procedure whose only variable-size result is a Data value, so that the
   // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
   // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. `tail` is the

@@ -29,6 +29,12 @@ int64_t monotonicNs() noexcept {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+int64_t coarseMonotonicNs() noexcept {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 // Not FUTEX_PRIVATE_FLAG: the word lives in a MAP_SHARED memfd that two processes map.
 void futexWake(std::atomic<uint32_t>& word) noexcept {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);

@@ -86,6 +86,9 @@ inline void demoteAfterFirstLine(const void* block, size_t n) noexcept {
 }
 
 int64_t monotonicNs() noexcept;
+// CLOCK_MONOTONIC_COARSE: a resolution of a few ms for a few ns a read, for timeouts of seconds
+// that are looked at on every datagram.
+int64_t coarseMonotonicNs() noexcept;
 void futexWake(std::atomic<uint32_t>& word) noexcept;
 // Returns 0 when woken (or the value differed), ETIMEDOUT, or EINTR. timeoutNs < 0: forever.
 int futexWait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeoutNs) noexcept;

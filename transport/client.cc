@@ -8,6 +8,7 @@
 #include "runtime/capability.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
+#include "runtime/transfer.h"
 #include "transport/callback_host.h"
 #include "transport/client_parts.h"
 #include "transport/random.h"
@@ -100,6 +101,9 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
     // A lost session is replaced once the calls that were on it have all returned.
     for (;;) {
       if (!dead_.isOk()) return dead_;
+      // Silent for most of the server's sessionTimeout: it may have ended the session, and a
+      // request on an ended session fails (it could have run). Nothing is on it: start anew.
+      if (!lost_ && occupied_ == 0 && silentTooLong(lrpc::detail::coarseMonotonicNs())) lost_ = true;
       if (lost_ && occupied_ == 0) {
         if (Status s = rehandshake(); !s.isOk()) return s;
         continue;
@@ -131,6 +135,10 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
     // with the others in one system call.
     if (!(p.detached && !p.fragmented && holdForBatch(p))) sendRequest(p, false);
     auto now = Clock::now();
+    // Relaxed: a hint for the keepalive thread (and steady_clock is CLOCK_MONOTONIC, as the
+    // coarse clock it is compared with).
+    sentNs_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                  std::memory_order_relaxed);
     if (timeout.count() > 0 && p.deadline == Clock::time_point::max()) p.deadline = now + timeout;
     p.nextRetransmit = now + p.rto;
   }

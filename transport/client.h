@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "runtime/base/mutex.h"
@@ -106,6 +107,10 @@ class UdpChannel final : public CallChannel,
   // keys for that direction (connect() does so; open() alone does not).
   Result<uint32_t> exportCallback(const Binding& conn, const HostedObject& object) noexcept override;
   Result<HostedObject> findCallback(uint32_t id, uint64_t ifaceId) const noexcept override;
+  // The server ends sessions it hears nothing from for its sessionTimeout (the welcome says
+  // how long): from the first object received or passed on, a thread of the channel sends a
+  // keepalive whenever a third of that has passed with nothing sent, for the channel's life.
+  void keepAlive() noexcept override;
   void enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept;
 
   const char* endpointKind() const noexcept { return endpoint_->kind(); }
@@ -119,6 +124,7 @@ class UdpChannel final : public CallChannel,
     uint64_t sessions = 0;  // sessions opened (1, plus one per re-handshake)
     uint64_t requestSends = 0;  // endpoint sends of new requests (a SendBatch's burst is one)
     uint64_t releasesCarried = 0;  // objects of our callback host released by replies (kFlagReleases)
+    uint64_t keepalives = 0;  // keepalives sent (keepAlive())
   };
   Stats stats() const;
 
@@ -179,6 +185,9 @@ class UdpChannel final : public CallChannel,
   void die(Status s) noexcept LRPC_REQUIRES(mu_);  // the peer is gone
   // Every slot empty: opens a new session for a lost one (mu_ let go and taken again).
   Status rehandshake() LRPC_REQUIRES(mu_);
+  // Whether the server may have ended the session for silence by now (sessionTimeout).
+  bool silentTooLong(int64_t nowNs) const noexcept LRPC_REQUIRES(mu_);
+  void keep() noexcept;  // the keepalive thread's loop
 
   std::unique_ptr<Endpoint> endpoint_;
   NetAddress server_;
@@ -221,6 +230,17 @@ class UdpChannel final : public CallChannel,
   Mutex asideMu_;
   std::shared_ptr<NetCallbackHost> asideHost_ LRPC_GUARDED_BY(asideMu_);
   std::atomic<bool> hasAsideHost_{false};  // asideHost_ is set: a hint, checked before the lock
+
+  // Keepalives. The server's sessionTimeout, from the session's welcome (0: never).
+  int64_t idleTimeoutNs_ LRPC_GUARDED_BY(mu_) = 0;
+  // When a request or keepalive last went out (coarse monotonic ns). Relaxed: only a hint
+  // for when to send the next keepalive, or to open a new session before a call.
+  std::atomic<int64_t> sentNs_{0};
+  std::atomic<bool> keeping_{false};  // keepAlive() was called: a hint, checked before the lock
+  Mutex keeperMu_;  // taken before mu_
+  CondVar keeperCv_;
+  bool keeperStop_ LRPC_GUARDED_BY(keeperMu_) = false;
+  std::thread keeper_ LRPC_GUARDED_BY(keeperMu_);
 };
 
 // The URI form: "udp://host:port/name?key=<server public key>" (authenticated and encrypted:

@@ -8,6 +8,7 @@
 #include "runtime/capability.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
+#include "runtime/transfer.h"
 #include "transport/callback_host.h"
 #include "transport/client_parts.h"
 #include "transport/random.h"
@@ -118,6 +119,7 @@ Result<std::shared_ptr<Binding>> openBinding(NetAddress server, std::string_view
 void UdpChannel::enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept { reverse_ = std::move(setup); }
 
 Result<uint32_t> UdpChannel::exportCallback(const Binding& conn, const HostedObject& object) noexcept {
+  keepAlive();  // the server's hold on the object lives as long as the session
   std::shared_ptr<NetCallbackHost> stale;  // destroyed after the lock is let go (see afterCall)
   MutexLock lock(callbacksMu_);
   if (!reverse_) {
@@ -179,6 +181,14 @@ UdpChannel::UdpChannel(std::unique_ptr<Endpoint> endpoint, NetAddress server, co
       shelf_(options.keepBufferBytes) {}
 
 UdpChannel::~UdpChannel() {
+  std::thread keeper;
+  {
+    MutexLock lock(keeperMu_);
+    keeperStop_ = true;
+    keeper.swap(keeper_);
+  }
+  keeperCv_.notifyAll();
+  if (keeper.joinable()) keeper.join();
   // Tell the server it may drop the session now rather than when it ages out. Best effort.
   PacketHeader h = makeHeader(PacketType::kBye, session_, cookie_, 0);
   OutDatagram d{server_, {{&h, sizeof h}}, 1};
@@ -280,8 +290,55 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
   slots_.assign(window_, nullptr);
   nextSeq_ = options_.firstSequence;
   owed_.clear();  // the numbers start over: a given-up call of the old session is not a new one's
+  idleTimeoutNs_ = int64_t{sink.welcome.idleTimeoutMs} * 1'000'000;
+  sentNs_.store(lrpc::detail::coarseMonotonicNs(), std::memory_order_relaxed);  // the hello counts
   ++stats_.sessions;
   return {};
+}
+
+bool UdpChannel::silentTooLong(int64_t nowNs) const noexcept {
+  // A quarter of the timeout to spare: the server's coarse clock, and a request on its way.
+  return idleTimeoutNs_ > 0 && nowNs - sentNs_.load(std::memory_order_relaxed) > idleTimeoutNs_ / 4 * 3;
+}
+
+void UdpChannel::keepAlive() noexcept {
+  if (keeping_.load(std::memory_order_relaxed)) return;
+  MutexLock lock(keeperMu_);
+  if (keeping_.load(std::memory_order_relaxed) || keeperStop_) return;
+  try {
+    keeper_ = std::thread([this] { keep(); });
+    keeping_.store(true, std::memory_order_relaxed);
+  } catch (const std::system_error& e) {
+    // Then the session lives while calls keep it busy, and its objects may go with it.
+    lrpc::detail::logf(LogTopic::kTransport, "udp channel to %s: no keepalive thread: %s", server_.toString().c_str(), e.what());
+  }
+}
+
+void UdpChannel::keep() noexcept {
+  for (;;) {
+    int64_t interval;
+    {
+      MutexLock lock(mu_);
+      interval = idleTimeoutNs_ / 3;
+    }
+    {
+      MutexLock lock(keeperMu_);
+      if (keeperStop_) return;
+      // A server that never ends sessions (0) may be replaced by one that does: look again.
+      keeperCv_.waitFor(keeperMu_, std::chrono::nanoseconds(interval > 0 ? interval : 1'000'000'000));
+      if (keeperStop_) return;
+    }
+    const int64_t now = lrpc::detail::coarseMonotonicNs();
+    if (interval == 0 || now - sentNs_.load(std::memory_order_relaxed) < interval) continue;  // calls kept it alive
+    MutexLock lock(mu_);
+    // A lost or dead session has nothing to keep: the next call opens a new one, or fails.
+    if (!dead_.isOk() || lost_ || session_ == 0) continue;
+    PacketHeader h = makeHeader(PacketType::kAck, session_, cookie_, 0);  // no flags: a keepalive
+    OutDatagram d{server_, {{&h, sizeof h}}, 1};
+    (void)endpoint_->send({&d, 1});
+    sentNs_.store(now, std::memory_order_relaxed);
+    ++stats_.keepalives;
+  }
 }
 
 Status UdpChannel::rehandshake() {

@@ -53,6 +53,11 @@ Status validate(const ServerOptions& o) {
   if (o.takeoverAfter.count() <= 0) return bad("takeoverAfter must be positive");
   if (o.receiveBuffers == 0) return bad("receiveBuffers must be at least 1");
   if (o.spinBeforeBlock.count() < 0) return bad("spinBeforeBlock must not be negative");
+  // Clients keep alive at a third of it, and the coarse clock moves in steps of a few ms.
+  if (o.sessionTimeout.count() < 0 || (o.sessionTimeout.count() > 0 && o.sessionTimeout.count() < 30) ||
+      o.sessionTimeout.count() > UINT32_MAX) {
+    return bad("sessionTimeout must be 0 (never) or 30 ms..2^32-1 ms");
+  }
   return {};
 }
 
@@ -233,6 +238,7 @@ void UdpServer::worker() noexcept {
         auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
         if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
       }
+      expireSilent();
       polling = runJobs(fixed, true);
     }
     if (polling) pollMu_.unlock();
@@ -283,6 +289,7 @@ Result<size_t> UdpServer::pollOnce(std::chrono::nanoseconds timeout) noexcept {
   if (Status s = validate(options_); !s.isOk()) return s;
   Sink sink(*this);
   auto got = endpoint_->receive(sink, ReceiveMode::kBlocking, timeout);
+  expireSilent();
   MessageBuffer fixed;
   (void)runJobs(fixed, false);
   return got;

@@ -50,6 +50,12 @@ struct ServerOptions {
   // the oldest of them is dropped. They never push out an established session, and cost no
   // reply cache until their first call.
   uint32_t maxHalfOpen = 1024;
+  // A session whose client has sent nothing for this long, and on which no handler runs, is
+  // ended: its reply cache and the objects it holds go, so a client that died without a bye
+  // (killed, or its host gone) costs the server nothing after it. Clients that hold objects
+  // of the session send keepalives at a third of it (the welcome tells them); one that holds
+  // none opens a new session by itself when it calls again. 0: sessions never time out.
+  std::chrono::milliseconds sessionTimeout{60'000};
   // Threads that poll and run handlers (1..256). While a handler runs longer than
   // `takeoverAfter`, another of them takes over polling; with all of them inside handlers,
   // datagrams wait in the socket.
@@ -194,6 +200,7 @@ class UdpServer {
     uint32_t window;
     size_t fragmentBytes;
     uint64_t lastActive;
+    int64_t heardNs = 0;  // coarse monotonic time of the last datagram from the client
     bool established = false;  // a call came with the cookie: the peer receives at its address
     // Allocated at the first call, so that a half-open session costs no reply cache. Shared
     // with the handlers running on it, which may outlive the session (bye, eviction).
@@ -244,6 +251,9 @@ class UdpServer {
   void sendHeaderOnly(NetAddress to, PacketHeader h, std::span<const std::byte> payload) noexcept;
   void eraseSession(std::unordered_map<uint32_t, Session>::iterator it) noexcept LRPC_REQUIRES(mu_);
   bool makeRoomForHalfOpen() noexcept LRPC_REQUIRES(mu_);
+  // Ends the sessions silent for sessionTimeout, at most every quarter of it (the poller's).
+  void expireSilent() noexcept LRPC_EXCLUDES(mu_);
+  void endSilentSessions(int64_t nowNs) noexcept LRPC_REQUIRES(mu_);
   void evictOldestEstablished() noexcept LRPC_REQUIRES(mu_);
 
   ServerOptions options_;
@@ -299,6 +309,8 @@ class UdpServer {
   std::atomic<size_t> sessionCount_{0};
   std::atomic<size_t> halfOpenCount_{0};
   std::atomic<bool> stop_{false};
+  // When the poller next looks for silent sessions (coarse monotonic ns).
+  std::atomic<int64_t> nextExpiryNs_{0};
   std::vector<std::thread> threads_;
 };
 

@@ -12,6 +12,7 @@
 #include "runtime/callbacks.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
+#include "runtime/transfer.h"
 #include "transport/callback_host.h"
 #include "transport/random.h"
 #include "transport/secure/messages.h"
@@ -106,6 +107,7 @@ void UdpServer::onDatagram(const Datagram& d) noexcept {
     halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
   }
   s.lastActive = ++tick_;
+  s.heardNs = lrpc::detail::coarseMonotonicNs();
   if (p.type() == PacketType::kRequest) {
     onRequest(s, p);
   } else if ((p.header.flags & kFlagAckOfReply) != 0) {
@@ -123,7 +125,8 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
     if (it != sessions_.end() && it->second.peer == d.from) {
       Session& s = it->second;
       reply.session = s.id;
-      WelcomeBody w{s.cookie, s.window, static_cast<uint32_t>(options_.maxDatagram), s.service->iface->procedureCount, 0};
+      WelcomeBody w{s.cookie, s.window, static_cast<uint32_t>(options_.maxDatagram), s.service->iface->procedureCount,
+                    static_cast<uint32_t>(options_.sessionTimeout.count())};
       sendHeaderOnly(d.from, reply, {reinterpret_cast<const std::byte*>(&w), sizeof w});
     }
     return;
@@ -167,8 +170,10 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
   s.window = std::min(hello->body.window, options_.window);
   s.fragmentBytes = fragmentPayload(std::min<size_t>(hello->body.maxDatagram, options_.maxDatagram));
   s.lastActive = ++tick_;
+  s.heardNs = lrpc::detail::coarseMonotonicNs();
   reply.session = s.id;
-  WelcomeBody w{s.cookie, s.window, static_cast<uint32_t>(options_.maxDatagram), iface.procedureCount, 0};
+  WelcomeBody w{s.cookie, s.window, static_cast<uint32_t>(options_.maxDatagram), iface.procedureCount,
+                static_cast<uint32_t>(options_.sessionTimeout.count())};
   byNonce_[s.nonce] = s.id;
   halfOpenOrder_.push_back(s.id);
   ++halfOpen_;
@@ -192,6 +197,40 @@ void UdpServer::eraseSession(std::unordered_map<uint32_t, Session>::iterator it)
   sessions_.erase(it);  // a handler still running on it keeps its slots (Job::slots)
   sessionCount_.store(sessions_.size(), std::memory_order_relaxed);
   halfOpenCount_.store(halfOpen_, std::memory_order_relaxed);
+}
+
+void UdpServer::expireSilent() noexcept {
+  if (options_.sessionTimeout.count() == 0) return;
+  const int64_t now = lrpc::detail::coarseMonotonicNs();
+  // Relaxed: a hint between polling threads; a stale read looks one turn early or late.
+  if (now < nextExpiryNs_.load(std::memory_order_relaxed)) return;
+  const int64_t timeoutNs = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.sessionTimeout).count();
+  nextExpiryNs_.store(now + timeoutNs / 4, std::memory_order_relaxed);
+  std::vector<std::shared_ptr<void>> ended;
+  {
+    MutexLock lock(mu_);
+    endSilentSessions(now);
+    ended.swap(ended_);
+  }
+}  // the objects of the sessions that ended go here, with no lock held (as in Sink)
+
+void UdpServer::endSilentSessions(int64_t nowNs) noexcept {
+  const int64_t timeoutNs = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.sessionTimeout).count();
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    const Session& s = it->second;
+    bool running = false;
+    // A client waiting for a long handler retransmits, so it is heard; a deferred call, whose
+    // answer may come much later, holds its session until answered.
+    for (uint32_t i = 0; s.slots && i < s.window && !running; ++i) running = s.slots[i].state == SlotState::kRunning;
+    if (running || nowNs - s.heardNs < timeoutNs) {
+      ++it;
+      continue;
+    }
+    lrpc::detail::logf(LogTopic::kTransport, "udp server: session %u from %s silent for %lld ms: ended", s.id,
+                       s.peer.toString().c_str(), static_cast<long long>((nowNs - s.heardNs) / 1'000'000));
+    auto silent = it++;
+    eraseSession(silent);
+  }
 }
 
 bool UdpServer::makeRoomForHalfOpen() noexcept {

@@ -36,7 +36,8 @@ enum class PacketType : uint8_t {
   kWelcome = 2,  // server -> client: session id and cookie, or why not
   kRequest = 3,  // client -> server: a call's argument frame (or one fragment of it)
   kReply = 4,    // server -> client: a call's result frame or error (or one fragment)
-  kAck = 5,      // either way: which fragments of a message arrived (selective)
+  kAck = 5,      // either way: which fragments of a message arrived (selective); with no flags
+                 // and no payload, client -> server: a keepalive (the client is alive)
   kReset = 6,    // server -> client: no such session (server restarted, session evicted)
   kBye = 7,      // client -> server: session closed, free its state
   kRunning = 8,  // server -> client: the call `seq` arrived whole and its handler is running
@@ -101,7 +102,9 @@ struct WelcomeBody {
   uint32_t window;       // granted call window
   uint32_t maxDatagram;  // largest datagram the server receives
   uint32_t procedureCount;
-  uint32_t reserved;
+  // The server ends a session it has heard nothing from for this long (ms; 0: never). A client
+  // that holds objects of the session keeps it alive with keepalives (wire_format.md).
+  uint32_t idleTimeoutMs;
 };
 static_assert(sizeof(WelcomeBody) == 24);
 
