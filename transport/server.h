@@ -179,9 +179,9 @@ class UdpServer {
     FragmentSender sender;
     // Set by a cancel packet while the handler runs (another thread): callCancelled().
     std::atomic<bool> cancelled{false};
-    // The deferred call that holds the slot (kRunning) until it is answered.
-    // Read and written under the server's mu_ (unchecked: a Slot cannot name its server's lock).
-    std::shared_ptr<DeferLink> deferred;
+    // The deferred call that holds the slot (kRunning) until it is answered. The server's mu_
+    // guards it: the handler's thread sets it, the answering thread and the poller clear it.
+    Guarded<std::shared_ptr<DeferLink>> deferred;
   };
   // The reverse direction of one session: a channel to the client's callback host, opened
   // when the client asks (kAttachCallbacks), shared with the handlers like the caps.

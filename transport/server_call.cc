@@ -175,7 +175,7 @@ Result<std::unique_ptr<DeferredCall>> UdpServer::Call::defer() noexcept {
   {
     // Registered before any answer can come: the Reply is not out of dispatch yet.
     MutexLock lock(server_.mu_);
-    job_.slot->deferred = link_;
+    job_.slot->deferred.get(server_.mu_) = link_;
   }
   deferred_ = true;
   return d;
@@ -192,7 +192,7 @@ Status UdpServer::adoptAnswer(Slot& slot, DeferLink& link) noexcept {
 
 void UdpServer::finishDeferred(const Job& job, DeferLink& link) noexcept {
   // Relaxed: written under mu_, which we hold.
-  if (link.detached.load(std::memory_order_relaxed) || job.slot->deferred.get() != &link) return;
+  if (link.detached.load(std::memory_order_relaxed) || job.slot->deferred.get(mu_).get() != &link) return;
   finishJob(job, adoptAnswer(*job.slot, link));
 }
 

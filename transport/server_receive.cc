@@ -289,10 +289,11 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     // call whose handler has returned uses it no more: its answer will go nowhere.
     if (slot.state == SlotState::kRunning) {
       // Only once the handler is done with the request (DeferRace::waiting).
-      if (!slot.deferred || !slot.deferred->race.waiting()) return;
+      std::shared_ptr<DeferLink>& deferred = slot.deferred.get(mu_);
+      if (!deferred || !deferred->race.waiting()) return;
       // Relaxed: read under mu_ (finishDeferred), or as a hint (Deferred::cancelled).
-      slot.deferred->detached.store(true, std::memory_order_relaxed);
-      slot.deferred.reset();
+      deferred->detached.store(true, std::memory_order_relaxed);
+      deferred.reset();
     }
     // A new call (seq above the slot's: the client finished the slot's previous call).
     slot.seq = h.seq;
@@ -374,7 +375,7 @@ void UdpServer::sendRunning(Session& s, uint32_t seq) noexcept {
 
 void UdpServer::finishJob(const Job& job, Status result) noexcept {
   Slot& slot = *job.slot;
-  slot.deferred.reset();
+  slot.deferred.get(mu_).reset();
   slot.status = 0;
   if (!result.isOk()) {
     slot.replyFlags = 0;

@@ -7,6 +7,7 @@
 //   void addLocked(int v) LRPC_REQUIRES(mu_);
 //   { MutexLock lock(mu_); items_.push_back(1); }
 //   CondVar changed_;  while (items_.empty()) changed_.wait(mu_);  (mu_ held)
+//   Guarded<int> count;  count.get(mu_) += 1;  (in a part that cannot name mu_; mu_ held)
 #pragma once
 
 #include <chrono>
@@ -91,6 +92,18 @@ class CondVar {
 
  private:
   std::condition_variable cv_;
+};
+
+// A value guarded by a lock that its holder cannot name (the lock of the object that owns it,
+// say, where GUARDED_BY has no way to refer to it): every access names the lock, and the
+// checker verifies that the caller holds it.
+template <class T>
+class Guarded {
+ public:
+  T& get([[maybe_unused]] const Mutex& mu) LRPC_REQUIRES(mu) { return value_; }
+
+ private:
+  T value_{};
 };
 
 }  // namespace lrpc
