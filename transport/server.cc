@@ -225,24 +225,45 @@ void UdpServer::worker() noexcept {
   MessageBuffer fixed;  // this thread's result fixed part
   Sink sink(*this);
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (!pollMu_.try_lock()) {
+    if (pollMu_.tryLock()) {
+      poll(fixed, sink);
+    } else {
       idle();
-      continue;
     }
-    // This thread polls until stopped, or until another takes over while it runs a handler.
-    // Due handlers first: a thread that just took over runs those the stuck one left.
-    bool polling = runJobs(fixed, true);
-    while (polling && !stop_.load(std::memory_order_relaxed)) {
-      if (!sleepWhileReadAside()) {
-        // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
-        auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
-        if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
-      }
-      expireSilent();
-      polling = runJobs(fixed, true);
-    }
-    if (polling) pollMu_.unlock();
   }
+}
+
+void UdpServer::poll(MessageBuffer& fixed, Sink& sink) noexcept {
+  for (;;) {
+    // Due handlers first: a thread that just took over runs those the stuck one left.
+    for (;;) {
+      Job job;
+      if (!takeJob(job)) break;
+      // Relaxed: only the holder of pollMu_ writes these, and pollMu_ orders the holders; the
+      // watcher only needs to see them change eventually.
+      const uint64_t starts = handlerStarts_.load(std::memory_order_relaxed) + 1;
+      handlerStarts_.store(pollMu_, starts, std::memory_order_relaxed);
+      inHandler_.store(pollMu_, true, std::memory_order_relaxed);
+      pollMu_.unlock();
+      bool deferred = false;
+      Status result = execute(job, fixed, &deferred);
+      if (!pollMu_.tryLock()) {
+        // Another thread polls now; this one finishes its job and idles.
+        afterHandler(job, std::move(result), deferred);
+        return;
+      }
+      inHandler_.store(pollMu_, false, std::memory_order_relaxed);
+      afterHandler(job, std::move(result), deferred);
+    }
+    if (stop_.load(std::memory_order_relaxed)) break;
+    if (!sleepWhileReadAside()) {
+      // Bounded, so that stop() is seen within a tenth of a second in blocking mode.
+      auto got = endpoint_->receive(sink, options_.mode, std::chrono::milliseconds(100));
+      if (!got) lrpc::detail::logf(LogTopic::kTransport, "udp server receive: %s", got.status().toString().c_str());
+    }
+    expireSilent();
+  }
+  pollMu_.unlock();
 }
 
 void UdpServer::idle() noexcept {
@@ -254,34 +275,34 @@ void UdpServer::idle() noexcept {
   }
   watcher_ = true;
   uint64_t seen = ~uint64_t{0};
-  bool took = false;
   // While no handler starts, the watcher looks less often (up to every 10 * takeoverAfter):
   // an idle server then wakes a few times a second, not hundreds. A handler that starts
   // after such a pause is noticed within one long and one short period.
   auto period = options_.takeoverAfter;
   const auto longest = options_.takeoverAfter * 10;
-  while (!took && !stop_.load(std::memory_order_relaxed)) {
+  while (!stop_.load(std::memory_order_relaxed)) {
     idleCv_.waitFor(idleMu_, period);
     // The same handler running since the last look (no other started meanwhile): the poller
-    // is stuck in it, so this thread polls instead. try_lock fails if it is back meanwhile.
+    // is stuck in it, so this thread polls instead. tryLock fails if it is back meanwhile.
     uint64_t starts = handlerStarts_.load(std::memory_order_relaxed);
     const bool running = inHandler_.load(std::memory_order_relaxed);
     bool stuck = running && starts == seen;
     period = (starts != seen || running) ? options_.takeoverAfter : std::min(period * 2, longest);
     seen = starts;
-    if (stuck && pollMu_.try_lock()) {
-      inHandler_.store(false, std::memory_order_relaxed);
-      took = true;
+    if (stuck && pollMu_.tryLock()) {
+      inHandler_.store(pollMu_, false, std::memory_order_relaxed);
+      watcher_ = false;
+      lock.unlock();
+      idleCv_.notifyOne();  // another idle thread becomes the watcher
+      // Poll right away; worker() takes pollMu_ again at once. (Handing the locked mutex over
+      // would need idle() to tell worker() so; a tryLock that loses a race just idles.)
+      pollMu_.unlock();
+      return;
     }
   }
   watcher_ = false;
   lock.unlock();
   idleCv_.notifyOne();  // another idle thread becomes the watcher
-  if (took) {
-    // Poll right away; worker() takes pollMu_ again at once. (Handing the locked mutex over
-    // would need a second path through worker(); a try_lock that loses a race just idles.)
-    pollMu_.unlock();
-  }
 }
 
 Result<size_t> UdpServer::pollOnce(std::chrono::nanoseconds timeout) noexcept {
@@ -291,7 +312,7 @@ Result<size_t> UdpServer::pollOnce(std::chrono::nanoseconds timeout) noexcept {
   auto got = endpoint_->receive(sink, ReceiveMode::kBlocking, timeout);
   expireSilent();
   MessageBuffer fixed;
-  (void)runJobs(fixed, false);
+  runJobs(fixed);
   return got;
 }
 
@@ -306,7 +327,7 @@ bool UdpServer::takeArrived() noexcept {
 
 void UdpServer::runArrived() noexcept {
   MessageBuffer fixed;
-  (void)runJobs(fixed, false);
+  runJobs(fixed);
 }
 
 void UdpServer::readingAside(std::optional<std::chrono::steady_clock::time_point> now) noexcept {
@@ -337,32 +358,28 @@ bool UdpServer::sleepWhileReadAside() noexcept {
   return true;
 }
 
-bool UdpServer::runJobs(MessageBuffer& fixed, bool pooled) noexcept {
+void UdpServer::runJobs(MessageBuffer& fixed) noexcept {
   for (;;) {
     Job job;
-    {
-      MutexLock lock(mu_);
-      if (jobs_.empty()) return true;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    if (pooled) {
-      // Relaxed: only the holder of pollMu_ writes these, and pollMu_ orders the holders; the
-      // watcher only needs to see them change eventually.
-      handlerStarts_.store(handlerStarts_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      inHandler_.store(true, std::memory_order_relaxed);
-      pollMu_.unlock();
-    }
+    if (!takeJob(job)) return;
     bool deferred = false;
     Status result = execute(job, fixed, &deferred);
-    const bool polling = !pooled || pollMu_.try_lock();
-    if (pooled && polling) inHandler_.store(false, std::memory_order_relaxed);
-    if (!deferred) {
-      MutexLock lock(mu_);
-      finishJob(job, std::move(result));
-    }
-    if (!polling) return false;
+    afterHandler(job, std::move(result), deferred);
   }
+}
+
+bool UdpServer::takeJob(Job& job) noexcept {
+  MutexLock lock(mu_);
+  if (jobs_.empty()) return false;
+  job = std::move(jobs_.front());
+  jobs_.pop_front();
+  return true;
+}
+
+void UdpServer::afterHandler(const Job& job, Status result, bool deferred) noexcept {
+  if (deferred) return;
+  MutexLock lock(mu_);
+  finishJob(job, std::move(result));
 }
 
 }  // namespace lrpc::net

@@ -13,7 +13,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -225,9 +224,15 @@ class UdpServer {
   class Deferred;
 
   void worker() noexcept;
+  // Polls and runs the due handlers until stopped, or until another pool thread takes over
+  // while this one runs a handler: pollMu_ is let go either way.
+  void poll(MessageBuffer& fixed, Sink& sink) noexcept LRPC_RELEASE(pollMu_);
   void idle() noexcept;  // until this thread may poll again (or stop)
-  // Runs the due handlers; false when this pool thread lost the polling role meanwhile.
-  bool runJobs(MessageBuffer& fixed, bool pooled) noexcept;
+  // Runs the due handlers in a thread that does not poll (pollOnce, runArrived).
+  void runJobs(MessageBuffer& fixed) noexcept;
+  bool takeJob(Job& job) noexcept LRPC_EXCLUDES(mu_);  // the next due one, if any
+  // After its handler has run (no lock held): finishes the job, unless its answer is to come.
+  void afterHandler(const Job& job, Status result, bool deferred) noexcept LRPC_EXCLUDES(mu_);
   void onDatagram(const Datagram& d) noexcept LRPC_REQUIRES(mu_);
   void onHello(const Datagram& d, const Packet& p) noexcept LRPC_REQUIRES(mu_);
   void onRequest(Session& s, const Packet& p) noexcept LRPC_REQUIRES(mu_);
@@ -272,11 +277,10 @@ class UdpServer {
   // The pool: whoever holds pollMu_ polls the endpoint. It lets go only to run a handler, and
   // while it runs one longer than takeoverAfter (handlerStarts_ unchanged, inHandler_ set)
   // an idle pool thread takes pollMu_. Neither costs the fast path a system call.
-  // A role rather than a guard of data, and handed on conditionally (runJobs), which the
-  // thread-safety checker cannot follow: a plain std::mutex.
-  std::mutex pollMu_;
-  std::atomic<uint64_t> handlerStarts_{0};  // written by pollMu_'s holder
-  std::atomic<bool> inHandler_{false};      // written by pollMu_'s holder
+  Mutex pollMu_;
+  // Written by pollMu_'s holder; the watcher (idle()) reads them without it.
+  WrittenUnder<uint64_t> handlerStarts_;
+  WrittenUnder<bool> inHandler_;
   // One idle pool thread watches for a stuck poller; the others sleep until it takes over.
   Mutex idleMu_;
   CondVar idleCv_;

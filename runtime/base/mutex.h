@@ -8,8 +8,10 @@
 //   { MutexLock lock(mu_); items_.push_back(1); }
 //   CondVar changed_;  while (items_.empty()) changed_.wait(mu_);  (mu_ held)
 //   Guarded<int> count;  count.get(mu_) += 1;  (in a part that cannot name mu_; mu_ held)
+//   WrittenUnder<bool> busy_;  busy_.store(mu_, true, order);  (mu_ held; load() by anyone)
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -104,6 +106,20 @@ class Guarded {
 
  private:
   T value_{};
+};
+
+// An atomic that only a lock's holder writes and anyone may read (a flag for other threads
+// to watch): every store names the lock, and the checker verifies that the caller holds it.
+template <class T>
+class WrittenUnder {
+ public:
+  T load(std::memory_order order) const noexcept { return value_.load(order); }
+  void store([[maybe_unused]] const Mutex& mu, T v, std::memory_order order) noexcept LRPC_REQUIRES(mu) {
+    value_.store(v, order);
+  }
+
+ private:
+  std::atomic<T> value_{};
 };
 
 }  // namespace lrpc
