@@ -10,7 +10,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/base/mutex.h"
 #include "runtime/capability.h"
 #include "runtime/cap_table.h"
 #include "runtime/exporter.h"
@@ -295,21 +295,21 @@ class ThreadListener final : public caps::Listener::Server {
   explicit ThreadListener(std::chrono::milliseconds sleep = {}) : sleep_(sleep) {}
   Result<int64_t> notify(int64_t n) override {
     std::this_thread::sleep_for(sleep_);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     threads_.push_back(std::this_thread::get_id());
     return n + 1;
   }
   Result<int64_t> take(const caps::Counter::Client& counter) override { return counter.add(1); }
   // How many notifies ran on `id`, of how many.
   std::pair<size_t, size_t> ranOn(std::thread::id id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return {static_cast<size_t>(std::count(threads_.begin(), threads_.end(), id)), threads_.size()};
   }
 
  private:
   std::chrono::milliseconds sleep_;
-  std::mutex mu_;
-  std::vector<std::thread::id> threads_;
+  Mutex mu_;
+  std::vector<std::thread::id> threads_ LRPC_GUARDED_BY(mu_);
 };
 
 // `n` callback round trips through `listener`, each checked.

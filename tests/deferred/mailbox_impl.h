@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -13,13 +12,14 @@
 #include <vector>
 
 #include "deferred.lrpc.h"
+#include "runtime/base/mutex.h"
 
 namespace lrpc::deferredtest {
 
 // The boxes, shared by a Mailbox and its children.
 struct Boxes {
-  std::mutex mu;
-  std::map<uint32_t, std::vector<Reply<std::string>>> takers;
+  Mutex mu;
+  std::map<uint32_t, std::vector<Reply<std::string>>> takers LRPC_GUARDED_BY(mu);
   std::atomic<uint32_t> held{0};
   std::atomic<uint32_t> destroyed{0};
 };
@@ -33,13 +33,13 @@ class MailboxImpl final : public Mailbox::Server {
   }
 
   void take(uint32_t box, Reply<std::string>&& reply) override {
-    std::lock_guard lock(boxes_->mu);
+    MutexLock lock(boxes_->mu);
     boxes_->takers[box].push_back(std::move(reply));
   }
   Result<Mailbox::PutResults> put(uint32_t box, std::string_view letter) override {
     std::vector<Reply<std::string>> due;
     {
-      std::lock_guard lock(boxes_->mu);
+      MutexLock lock(boxes_->mu);
       due.swap(boxes_->takers[box]);
     }
     Mailbox::PutResults r{0, 0};
@@ -51,7 +51,7 @@ class MailboxImpl final : public Mailbox::Server {
     return r;
   }
   Result<uint32_t> waiting(uint32_t box) override {
-    std::lock_guard lock(boxes_->mu);
+    MutexLock lock(boxes_->mu);
     auto it = boxes_->takers.find(box);
     return it == boxes_->takers.end() ? 0u : static_cast<uint32_t>(it->second.size());
   }
@@ -71,7 +71,7 @@ class MailboxImpl final : public Mailbox::Server {
   }
   Result<Mailbox::Client> child() override { return Mailbox::Client::serve(std::make_shared<MailboxImpl>(boxes_)); }
   void hold(Reply<void>&& reply) override {
-    std::lock_guard lock(ownMu_);
+    MutexLock lock(ownMu_);
     own_.push_back(std::move(reply));
     boxes_->held.fetch_add(1);
   }
@@ -84,8 +84,8 @@ class MailboxImpl final : public Mailbox::Server {
  private:
   std::shared_ptr<Boxes> boxes_;
   std::thread answerer_;
-  std::mutex ownMu_;
-  std::vector<Reply<void>> own_;  // dropped with the object
+  Mutex ownMu_;
+  std::vector<Reply<void>> own_ LRPC_GUARDED_BY(ownMu_);  // dropped with the object
 };
 
 }  // namespace lrpc::deferredtest

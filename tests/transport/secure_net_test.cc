@@ -10,9 +10,9 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <mutex>
 #include <thread>
 
+#include "runtime/base/mutex.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
@@ -202,7 +202,7 @@ class RecordingRelay {
   }
   uint16_t port() const { return port_; }
   std::vector<std::vector<char>> recorded() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return recorded_;
   }
   void sendAsClient(const std::vector<char>& d) { (void)::send(back_, d.data(), d.size(), 0); }
@@ -220,7 +220,7 @@ class RecordingRelay {
         client_ = from;
         haveClient_ = true;
         {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           recorded_.emplace_back(buf.begin(), buf.begin() + n);
         }
         (void)::send(back_, buf.data(), static_cast<size_t>(n), 0);
@@ -236,8 +236,8 @@ class RecordingRelay {
   uint16_t port_ = 0;
   sockaddr_in client_{};
   bool haveClient_ = false;
-  std::mutex mu_;
-  std::vector<std::vector<char>> recorded_;
+  Mutex mu_;
+  std::vector<std::vector<char>> recorded_ LRPC_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

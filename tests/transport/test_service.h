@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "runtime/base/mutex.h"
 #include "runtime/stub_support.h"
 
 namespace lrpc::net::testing {
@@ -38,10 +38,10 @@ struct Svc {
   // The server object the dispatch function receives.
   struct Impl {
     std::atomic<uint64_t> calls{0};
-    std::mutex mu;
-    std::map<uint64_t, int> tokens;  // token -> executions (must stay 1)
+    Mutex mu;
+    std::map<uint64_t, int> tokens LRPC_GUARDED_BY(mu);  // token -> executions (must stay 1)
     int executions(uint64_t t) {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       auto it = tokens.find(t);
       return it == tokens.end() ? 0 : it->second;
     }
@@ -90,7 +90,7 @@ struct Svc {
         TokenArgs a;
         std::memcpy(&a, args.data(), sizeof a);
         {
-          std::lock_guard lock(impl->mu);
+          MutexLock lock(impl->mu);
           ++impl->tokens[a.token];
         }
         uint64_t r = a.token * 3;
@@ -107,7 +107,7 @@ struct Svc {
         SlowTokenArgs a;
         std::memcpy(&a, args.data(), sizeof a);
         {
-          std::lock_guard lock(impl->mu);
+          MutexLock lock(impl->mu);
           ++impl->tokens[a.token];
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(a.millis));
