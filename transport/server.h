@@ -150,7 +150,7 @@ class UdpServer {
   // client that gave the call up sends a newer one into the slot, which then takes it.
   struct DeferLink {
     lrpc::detail::DeferRace race;  // the second of answer and dispatch finishes the job
-    std::atomic<bool> detached{false};  // set under mu_: the slot went to a newer call
+    WrittenUnder<bool> detached;        // set under mu_: the slot went to a newer call
     Status status;                      // the answer (written before race.answered())
     MessageBuffer reply;
     std::unique_ptr<KeptResult> kept;
@@ -176,8 +176,9 @@ class UdpServer {
     std::unique_ptr<KeptResult> kept;        // a large result value, sent in place of reply[keptAt, ...)
     size_t keptAt = 0;
     FragmentSender sender;
-    // Set by a cancel packet while the handler runs (another thread): callCancelled().
-    std::atomic<bool> cancelled{false};
+    // Set by a cancel packet while the handler runs (another thread, under the server's mu_):
+    // callCancelled().
+    WrittenUnder<bool> cancelled;
     // The deferred call that holds the slot (kRunning) until it is answered. The server's mu_
     // guards it: the handler's thread sets it, the answering thread and the poller clear it.
     Guarded<std::shared_ptr<DeferLink>> deferred;

@@ -101,7 +101,7 @@ class UdpServer::Call final : public ServerCall {
   std::shared_ptr<DeferLink> link_;
   CapTable* caps_;
   PeerCallbacks* callbacks_;
-  const std::atomic<bool>& cancelled_;
+  const WrittenUnder<bool>& cancelled_;
   bool reserved_ = false;
   std::unique_ptr<KeptResult> kept_;
   size_t keptAt_ = 0;

@@ -79,7 +79,9 @@ void UdpServer::onDatagram(const Datagram& d) noexcept {
     if (!s.slots) return;
     Slot& slot = s.slots[p.header.seq % s.window];
     // Relaxed: a hint the handler reads; its slot stays kRunning until the handler is done.
-    if (slot.state == SlotState::kRunning && slot.seq == p.header.seq) slot.cancelled.store(true, std::memory_order_relaxed);
+    if (slot.state == SlotState::kRunning && slot.seq == p.header.seq) {
+      slot.cancelled.store(mu_, true, std::memory_order_relaxed);
+    }
     return;
   }
   if (p.type() != PacketType::kRequest && p.type() != PacketType::kAck) return;
@@ -292,7 +294,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
       std::shared_ptr<DeferLink>& deferred = slot.deferred.get(mu_);
       if (!deferred || !deferred->race.waiting()) return;
       // Relaxed: read under mu_ (finishDeferred), or as a hint (Deferred::cancelled).
-      deferred->detached.store(true, std::memory_order_relaxed);
+      deferred->detached.store(mu_, true, std::memory_order_relaxed);
       deferred.reset();
     }
     // A new call (seq above the slot's: the client finished the slot's previous call).
@@ -301,7 +303,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
     slot.status = 0;
     // Relaxed: no handler runs on the slot now (it is not kRunning); the next one starts after
     // the job queue hands it over.
-    slot.cancelled.store(false, std::memory_order_relaxed);
+    slot.cancelled.store(mu_, false, std::memory_order_relaxed);
     slot.fragmentedReply = false;
     slot.replyFlags = 0;
     shelveKept(resultShelf_, slot.kept);  // the client has moved on: it has that reply, or gave up
