@@ -286,6 +286,7 @@ TEST_P(SameHost, CallbacksRoundTrip) {
   ASSERT_NO_FATAL_FAILURE(startPublisher());
   auto& publisher = publisher_;
   checkCallbacks(*publisher);
+  checkClientObjectsInsideValues(*publisher);
   checkReleasesBeforeEveryReturn(*publisher);
 }
 
@@ -768,6 +769,7 @@ TEST(TwoNamespaces, CapabilitiesRoundTrip) {
     auto publisher = net::connect<caps::Publisher>(uri.substr(0, uri.rfind('/')) + "/publisher");
     ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
     checkCallbacks(*publisher);
+    checkClientObjectsInsideValues(*publisher);
     checkReleasesBeforeEveryReturn(*publisher);
     checkReleaseOfAGivenUpCall(*publisher);
     checkCallbacksRunOnThePollingCaller(uri.substr(0, uri.rfind('/')) + "/publisher");

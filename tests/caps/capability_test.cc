@@ -27,6 +27,11 @@ TEST(Capability, InsideValuesInProcess) {
   checkNestedCapabilities(keeper);
 }
 
+TEST(Capability, ClientObjectsInsideValuesInProcess) {
+  auto publisher = caps::Publisher::Client::serve(std::make_shared<PublisherImpl>());
+  checkClientObjectsInsideValues(publisher);
+}
+
 TEST(Capability, ForgedIdInsideAValueIsABadFrame) {
   auto keeper = caps::Keeper::Client::serve(std::make_shared<KeeperImpl>());
   auto forgedCounter = detail::capFromFrame(*keeper.binding(), 0x12345, caps::Counter::kDescriptor);

@@ -107,6 +107,21 @@ interface Publisher {
   clearThenPing @9 (listener :Listener, n :Int64) -> (reply :Int64);
   # Drops every kept listener, then calls listener.notify(n): the drops come before a callback
   # the client can hold up.
+  notifyAll @10 (listeners :List(Listener), n :Int64) -> (sum :Int64);
+  # Calls notify(n) on each listener of the List: the sum of the replies.
+  notifyAudience @11 (audience :Audience, n :Int64) -> (sum :Int64);
+  # Calls notify(n) on first, then on each of all: the sum of the replies.
+  echo @12 (audience :Audience) -> (audience :Audience);
+  # The audience, returned: the client gets its own objects back inside a struct.
+  subscribeAudience @13 (audience :Audience) -> (count :UInt32);
+  # Keeps first and each of all, as subscribe does; how many are kept.
+}
+
+struct Audience {
+  # Objects the client serves, inside a value: a field and a List.
+  label @0 :Text;
+  first @1 :Listener;
+  all @2 :List(Listener);
 }
 
 interface Broker {

@@ -516,11 +516,94 @@ class PublisherImpl final : public caps::Publisher::Server {
   Result<int64_t> lend(const caps::Listener::Client& listener, int64_t start) override {
     return listener.take(caps::Counter::Client::serve(std::make_shared<CounterImpl>(live_, "lent", start)));
   }
+  Result<int64_t> notifyAll(std::span<const Cap<caps::Listener>> listeners, int64_t n) override {
+    int64_t sum = 0;
+    for (const auto& l : listeners) {
+      Result<int64_t> r = l.client().notify(n);
+      if (!r.isOk()) return r.status();
+      sum = wrapAdd(sum, *r);
+    }
+    return sum;
+  }
+  Result<int64_t> notifyAudience(const caps::Audience& audience, int64_t n) override {
+    Result<int64_t> first = audience.first.client().notify(n);
+    if (!first.isOk()) return first;
+    Result<int64_t> all = notifyAll(audience.all, n);
+    if (!all.isOk()) return all;
+    return wrapAdd(*first, *all);
+  }
+  Result<caps::Audience> echo(const caps::Audience& audience) override { return audience; }
+  Result<uint32_t> subscribeAudience(const caps::Audience& audience) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.push_back(audience.first.client());
+    for (const auto& l : audience.all) kept_.push_back(l.client());
+    return static_cast<uint32_t>(kept_.size());
+  }
 
  private:
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::mutex mu_;
   std::vector<caps::Listener::Client> kept_;
 };
+
+
+// Objects the client serves inside values, through `publisher` (a fresh server: no kept
+// listeners): as List elements, in a struct's field and its List, returned inside a struct,
+// and kept by the server from inside one. Each call back is counted here, where the objects live.
+inline void checkClientObjectsInsideValues(caps::Publisher::Client& publisher) {
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  std::vector<std::shared_ptr<ListenerImpl>> impls;
+  std::vector<caps::Listener::Client> listeners;
+  for (int64_t offset : {100, 200, 300}) {
+    impls.push_back(std::make_shared<ListenerImpl>(live, offset));
+    listeners.push_back(caps::Listener::Client::serve(impls.back()));
+  }
+  const auto calls = [&impls] {
+    std::vector<uint32_t> out;
+    for (const auto& impl : impls) out.push_back(impl->calls.load());
+    return out;
+  };
+  std::vector<Cap<caps::Listener>> list(listeners.begin(), listeners.end());
+  auto sum = publisher.notifyAll(list, 1);
+  ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+  EXPECT_EQ(*sum, 101 + 201 + 301);
+  EXPECT_EQ(calls(), (std::vector<uint32_t>{1, 1, 1}));
+  // The same object in the field and in the List: called back through each.
+  caps::Audience audience;
+  audience.label = "a";
+  audience.first = listeners[0];
+  audience.all = {listeners[1], listeners[2], listeners[0]};
+  auto held = publisher.notifyAudience(audience, 2);
+  ASSERT_TRUE(held.isOk()) << held.status().toString();
+  EXPECT_EQ(*held, 102 + 202 + 302 + 102);
+  EXPECT_EQ(calls(), (std::vector<uint32_t>{3, 2, 2}));
+  // Returned inside a struct: our own objects, whose calls stay in this process.
+  auto back = publisher.echo(audience);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(back->label, "a");
+  EXPECT_EQ(*back->first.client().notify(3), 103);
+  ASSERT_EQ(back->all.size(), 3u);
+  EXPECT_EQ(*back->all[0].client().notify(3), 203);
+  EXPECT_EQ(*back->all[1].client().notify(3), 303);
+  EXPECT_EQ(*back->all[2].client().notify(3), 103);
+  EXPECT_EQ(calls(), (std::vector<uint32_t>{5, 3, 3}));
+  // Kept from inside a value, called later, released when the server drops them.
+  auto kept = publisher.subscribeAudience(audience);
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+  EXPECT_EQ(*kept, 4u);
+  auto published = publisher.publish(4);
+  ASSERT_TRUE(published.isOk()) << published.status().toString();
+  EXPECT_EQ(published->answered, 4u);
+  EXPECT_EQ(published->sum, 104 + 204 + 304 + 104);
+  EXPECT_EQ(calls(), (std::vector<uint32_t>{7, 4, 4}));
+  back = Status(Errc::kCancelled);
+  audience = {};
+  list.clear();
+  listeners.clear();
+  impls.clear();
+  EXPECT_EQ(live->load(), 3u) << "the server still holds all three";
+  ASSERT_TRUE(publisher.clear().isOk());
+  EXPECT_EQ(live->load(), 0u) << "released when the server dropped them";
+}
 
 }  // namespace lrpc::testing
