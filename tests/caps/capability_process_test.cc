@@ -481,6 +481,57 @@ TEST(SameHostCaps, CallsFailCleanlyOnceTheServerDies) {
   counter = Status(Errc::kCancelled);  // the release finds the server gone: no hang, no crash
 }
 
+// A Counter client for `id` as if the server had returned it through `factory`'s binding.
+caps::Counter::Client forged(const caps::Factory::Client& factory, uint32_t id) {
+  auto b = detail::capFromFrame(*factory.binding(), id, caps::Counter::kDescriptor);
+  EXPECT_TRUE(b.isOk()) << b.status().toString();
+  return caps::Counter::Client(b.isOk() ? *b : nullptr);
+}
+
+// Ids of the server's table that it never gave out or has taken back, sent through `factory`
+// (a fresh server) to the other process: kBadFrame, called on or passed back, and the live
+// object whose slot some of them name is neither reached nor released (each forged client's
+// release goes to the server too).
+void checkForgedAndStaleIds(caps::Factory::Client& factory) {
+  auto kept = factory.make("kept", 5);
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+  const uint32_t keptId = kept->binding()->channel->importedCap()->id;
+  auto gone = factory.make("gone", 1);
+  ASSERT_TRUE(gone.isOk()) << gone.status().toString();
+  const uint32_t goneId = gone->binding()->channel->importedCap()->id;
+  EXPECT_EQ(*forged(factory, goneId).add(1), 2);  // a crafted capability of a real id reaches it
+  gone = Status(Errc::kCancelled);
+  EXPECT_EQ(*factory.live(), 1u);
+  // The kept object's slot in a later generation, slots never used, and the released id.
+  for (uint32_t id : {keptId + (1u << 20), 0x7FFFFu, 0x7FFFFFFFu, goneId}) {
+    SCOPED_TRACE(id);
+    Result<int64_t> called = forged(factory, id).add(1);
+    EXPECT_EQ(called.status().code(), Errc::kBadFrame) << called.status().toString();
+    Result<int64_t> passed = factory.read(forged(factory, id));
+    EXPECT_EQ(passed.status().code(), Errc::kBadFrame) << passed.status().toString();
+  }
+  // The released slot, reused: its new object does not answer to the old id.
+  auto next = factory.make("next", 7);
+  ASSERT_TRUE(next.isOk()) << next.status().toString();
+  EXPECT_NE(next->binding()->channel->importedCap()->id, goneId);
+  EXPECT_EQ(forged(factory, goneId).add(1).status().code(), Errc::kBadFrame);
+  EXPECT_EQ(*next->add(0), 7);
+  EXPECT_EQ(*kept->add(0), 5) << "a forged id reached the live object";
+  EXPECT_EQ(*factory.live(), 2u) << "a forged id's release dropped a live object";
+  kept = Status(Errc::kCancelled);
+  next = Status(Errc::kCancelled);
+  EXPECT_EQ(*factory.live(), 0u);
+}
+
+TEST(SameHostCaps, ForgedAndStaleIdsAreBadFrames) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto factory = importFactory(dir.path());
+  ASSERT_TRUE(factory.isOk()) << factory.status().toString();
+  checkForgedAndStaleIds(*factory);
+}
+
 // Exports "broker" in `dir`, whose upstream is the Factory exported there.
 class BrokerProcess : public ServerProcess {
  public:
@@ -862,6 +913,20 @@ TEST(TwoNamespaces, CallbacksFailCleanly) {
     server.reset();
     EXPECT_EQ(publisher->publish(1).status().code(), Errc::kPeerDied);
     EXPECT_EQ(live->load(), 0u) << "the dead server's reference kept our object alive";
+  });
+}
+
+TEST(TwoNamespaces, ForgedAndStaleIdsAreBadFrames) {
+  NetnsPair pair;
+  ASSERT_TRUE(pair.create().isOk()) << "network namespaces are needed for this test";
+  net::ServerSecurity clear;
+  clear.clearText = true;
+  ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [&](const std::string& b) { return serveFactory(b, clear); });
+  ASSERT_NE(server.port(), 0) << "server did not start";
+  runIn(pair.nsPath(false), [&] {
+    auto factory = net::connect<caps::Factory>("udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/factory");
+    ASSERT_TRUE(factory.isOk()) << factory.status().toString();
+    checkForgedAndStaleIds(*factory);
   });
 }
 
