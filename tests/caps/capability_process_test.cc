@@ -720,6 +720,40 @@ TEST(SameHostCallbacks, AForgedCallbackIdIsABadFrame) {
   const_cast<CapImport*>((*forged)->channel->importedCap())->id = 1;  // so that its release is harmless
 }
 
+// A listener the server held and let go, called by its id: the client's table no longer
+// names it (its slot's generation moved on), and the object that reuses the slot is not reached.
+TEST(SameHostCallbacks, AStaleCallbackIdIsABadFrame) {
+  TempDir dir;
+  FactoryProcess server(dir.path());
+  ASSERT_TRUE(server.up());
+  auto publisher = importPublisher(dir.path());
+  ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
+  auto live = std::make_shared<std::atomic<uint32_t>>(0);
+  auto first = std::make_shared<ListenerImpl>(live, 1);
+  ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(first)).isOk());
+  auto forged = detail::capFromFrame(*publisher->binding(), 1, caps::Listener::kDescriptor);
+  ASSERT_TRUE(forged.isOk());
+  auto* id = &const_cast<CapImport*>((*forged)->channel->importedCap())->id;
+  *id = kClientHostedCap | 1;  // the first callback this binding passed: slot 0, generation 0
+  caps::Listener::Client listener(*forged);
+  EXPECT_EQ(*publisher->ping(listener, 1), 2);
+  EXPECT_EQ(first->calls.load(), 1u) << "the id is the subscribed listener's";
+  ASSERT_TRUE(publisher->clear().isOk());
+  first.reset();
+  EXPECT_EQ(live->load(), 0u);
+  Result<int64_t> stale = publisher->ping(listener, 1);
+  EXPECT_EQ(stale.status().code(), Errc::kBadFrame) << stale.status().toString();
+  auto second = std::make_shared<ListenerImpl>(live, 10);
+  ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(second)).isOk());
+  EXPECT_EQ(publisher->ping(listener, 1).status().code(), Errc::kBadFrame) << "the reused slot answered the old id";
+  EXPECT_EQ(second->calls.load(), 0u);
+  auto published = publisher->publish(1);
+  ASSERT_TRUE(published.isOk()) << published.status().toString();
+  EXPECT_EQ(published->sum, 11);
+  *id = 1;  // so that its release is harmless
+  ASSERT_TRUE(publisher->clear().isOk());
+}
+
 // Over UDP too, a callback that serves the call its caller waits for runs on that caller's
 // thread when the caller polls (it reads its callback host's socket while it waits, instead
 // of waiting for the host's thread to be scheduled on its core); a sleeping caller runs none.
