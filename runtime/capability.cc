@@ -208,13 +208,24 @@ Status tunnel(const Binding& root, const detail::CapCallArgs& head, const OutMes
   return tunnelVia(call, head, request, reply);
 }
 
+// kPeerDied once the session `imp` came in has ended: its id may name an object of a later
+// session by now. Read before the call is handed to the channel, not under the channel's
+// lock, so a session lost while this call still waits there to be sent is not caught.
+Status sessionOf(const CapImport& imp) noexcept {
+  if (!imp.root->remote || imp.root->channel->sessionsEnded() == imp.sessionsEnded) return {};
+  return Status(Errc::kPeerDied, "the session that gave this capability ended (the server restarted or dropped it)");
+}
+
 class CapChannel final : public CallChannel {
  public:
-  CapChannel(std::shared_ptr<Binding> root, uint32_t id) noexcept : import_{std::move(root), id} {}
+  CapChannel(std::shared_ptr<Binding> root, uint32_t id) noexcept : import_{std::move(root), id} {
+    if (import_.root->remote) import_.sessionsEnded = import_.root->channel->sessionsEnded();
+  }
 
   // Tells the server it may drop the object. Best effort and bounded: a server that is gone
   // has dropped it already.
   ~CapChannel() override {
+    if (!sessionOf(import_).isOk()) return;  // the object went with its session
     const Binding& root = *import_.root;
     // A handler dropping its caller's object: the release rides on the call's reply (UDP) or
     // return (same host).
@@ -245,6 +256,7 @@ class CapChannel final : public CallChannel {
 
   Status call(const InterfaceDescriptor& iface, uint32_t procedure, const OutMessage& request, MessageBuffer& reply,
               const CallOptions& options) noexcept override {
+    if (Status s = sessionOf(import_); !s.isOk()) return s;
     if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "argument frame too large");
     const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
     return tunnel(*import_.root, head, request, reply, options);
@@ -252,6 +264,7 @@ class CapChannel final : public CallChannel {
   Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                   const OutMessage& request, MessageBuffer& reply,
                                                   const CallOptions& options, detail::Reclaim reclaim) noexcept override {
+    if (Status s = sessionOf(import_); !s.isOk()) return s;
     if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "argument frame too large");
     const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
     const Binding& root = *import_.root;
@@ -343,6 +356,7 @@ Result<uint32_t> idInFrame(const Binding& via, const std::shared_ptr<Binding>& c
   const Binding& conn = connectionOf(via);
   if (hosted == nullptr && cap->remote) {
     if (const CapImport* imp = cap->channel->importedCap(); imp != nullptr && imp->root.get() == &conn) {
+      if (Status s = sessionOf(*imp); !s.isOk()) return s;
       return imp->id;
     }
   }

@@ -37,6 +37,9 @@ struct HostedObject {
 struct CapImport {
   std::shared_ptr<Binding> root;
   uint32_t id = kNullCap;
+  // root's CallChannel::sessionsEnded() when it came: an id names an object only in the
+  // session that gave it.
+  uint32_t sessionsEnded = 0;
 };
 
 // The schema's `Capability`: a capability whose interface the schema does not name

@@ -288,6 +288,10 @@ class CallChannel {
   // session (a capability received through it): a channel whose peer ends silent sessions
   // keeps this one alive from now on. By default sessions do not time out.
   virtual void keepAlive() noexcept {}
+  // Sessions of this channel that the peer lost (it restarted, or dropped us) so far: the
+  // peer's table of the session a capability came in was lost with it, and a later session's
+  // table gives out the same ids again. 0 where the peer's objects outlive its sessions.
+  virtual uint32_t sessionsEnded() const noexcept { return 0; }
   // call(), for a procedure whose only variable-size result is a Data value, so that the
   // reply's tail is that value (and perhaps padding): a channel may deliver the reply's bytes
   // from `fixedBytes` on in `tail` instead of `reply`, and say so in *apart. `tail` is the

@@ -111,6 +111,12 @@ class UdpChannel final : public CallChannel,
   // how long): from the first object received or passed on, a thread of the channel sends a
   // keepalive whenever a third of that has passed with nothing sent, for the channel's life.
   void keepAlive() noexcept override;
+  // Read on every call on a received capability, so an atomic rather than under mu_. A
+  // callback host (the server's channel back to its client) keeps one table for all its
+  // sessions: its ids outlive them.
+  uint32_t sessionsEnded() const noexcept override {
+    return capsOutliveSessions_ ? 0 : sessionsEnded_.load(std::memory_order_relaxed);
+  }
   void enableCallbacks(std::unique_ptr<ReverseSetup> setup) noexcept;
 
   const char* endpointKind() const noexcept { return endpoint_->kind(); }
@@ -208,6 +214,8 @@ class UdpChannel final : public CallChannel,
   uint32_t nextSeq_ LRPC_GUARDED_BY(mu_) = 1;
   Status dead_ LRPC_GUARDED_BY(mu_);                  // set once the peer is known gone
   bool lost_ LRPC_GUARDED_BY(mu_) = false;            // the server lost the session; re-handshake
+  std::atomic<uint32_t> sessionsEnded_{0};            // times lost_ was set
+  bool capsOutliveSessions_ = false;                  // set in open(), then read only
   Stats stats_ LRPC_GUARDED_BY(mu_);
   std::vector<uint32_t> held_ LRPC_GUARDED_BY(mu_);   // sequence numbers of requests held for a batch
   // Calls given up (cancelled, past their deadline) whose replies may carry releases.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/callbacks.h"
 #include "runtime/capability.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
@@ -205,6 +206,7 @@ Result<std::shared_ptr<UdpChannel>> UdpChannel::open(std::unique_ptr<Endpoint> e
   std::shared_ptr<UdpChannel> c(new UdpChannel(std::move(endpoint), server, options));
   c->name_ = std::string(name);
   c->iface_ = &iface;
+  c->capsOutliveSessions_ = &iface == &lrpc::detail::kCallbackInterface;
   {
     MutexLock lock(c->mu_);  // nobody shares the channel yet: taken for handshake()'s contract
     if (Status s = c->handshake(name, iface); !s.isOk()) return s;

@@ -75,6 +75,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     // have run there before: they fail. Calls made from now on go out on a new session.
     if (!lost_) {
       lost_ = true;
+      sessionsEnded_.fetch_add(1, std::memory_order_relaxed);
       failAll(Status(Errc::kPeerDied, "server " + server_.toString() +
                                           " lost the session (restarted?); the call may have run"));
     }

@@ -964,6 +964,48 @@ TEST(TwoNamespaces, ForgedAndStaleIdsAreBadFrames) {
   });
 }
 
+// A server that restarts has lost the session, and with it the capabilities it gave there,
+// while the new session's table gives out the same ids again: a capability of the old session
+// fails, saying so, and neither reaches nor releases the new session's object of its id.
+TEST(TwoNamespaces, CapabilitiesOfALostSessionFailClearly) {
+  NetnsPair pair;
+  ASSERT_TRUE(pair.create().isOk()) << "network namespaces are needed for this test";
+  net::ServerSecurity clear;
+  clear.clearText = true;
+  const auto serve = [&](const std::string& b) { return serveFactory(b, clear); };
+  auto first = std::make_unique<ForkedServer>(pair.nsPath(true), pair.ipA() + ":0", serve);
+  const uint16_t port = first->port();
+  ASSERT_NE(port, 0) << "server did not start";
+  const std::string hostPort = pair.ipA() + ":" + std::to_string(port);
+  runIn(pair.nsPath(false), [&] {
+    auto factory = net::connect<caps::Factory>("udp+clear://" + hostPort + "/factory");
+    ASSERT_TRUE(factory.isOk()) << factory.status().toString();
+    auto old = factory->make("old", 10);
+    ASSERT_TRUE(old.isOk()) << old.status().toString();
+    const uint32_t oldId = old->binding()->channel->importedCap()->id;
+    first.reset();
+    ForkedServer second(pair.nsPath(true), hostPort, serve);
+    ASSERT_EQ(second.port(), port);
+    // The call that meets the new server went out on the old session: it fails, and the
+    // channel opens a new session for the next one.
+    EXPECT_EQ(factory->live().status().code(), Errc::kPeerDied);
+    auto fresh = factory->make("fresh", 100);
+    ASSERT_TRUE(fresh.isOk()) << fresh.status().toString();
+    EXPECT_EQ(fresh->binding()->channel->importedCap()->id, oldId) << "the new table gives out the old id again";
+    Result<int64_t> called = old->add(1);
+    EXPECT_EQ(called.status().code(), Errc::kPeerDied) << called.status().toString();
+    EXPECT_NE(called.status().detail().find("session that gave this capability ended"), std::string::npos)
+        << called.status().toString();
+    Result<int64_t> passed = factory->read(*old);
+    EXPECT_EQ(passed.status().code(), Errc::kPeerDied) << passed.status().toString();
+    EXPECT_EQ(*fresh->add(0), 100) << "the old capability reached the new session's object";
+    old = Status(Errc::kCancelled);
+    EXPECT_EQ(*factory->live(), 1u) << "the old capability's release dropped the new session's object";
+    EXPECT_EQ(*fresh->add(1), 101);
+    EXPECT_EQ(dynamic_cast<net::UdpChannel*>(factory->binding()->channel)->stats().sessions, 2u);
+  });
+}
+
 // The same over authenticated, encrypted sessions: the channel back to this process is a
 // session of its own, where each side accepts only the key the other proved.
 TEST(TwoNamespaces, CallbacksOverSecureSessions) {
