@@ -103,7 +103,7 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
       if (!dead_.isOk()) return dead_;
       // Silent for most of the server's sessionTimeout: it may have ended the session, and a
       // request on an ended session fails (it could have run). Nothing is on it: start anew.
-      if (!lost_ && occupied_ == 0 && silentTooLong(lrpc::detail::coarseMonotonicNs())) lost_ = true;
+      if (!lost_ && occupied_ == 0 && silentTooLong(lrpc::detail::coarseMonotonicNs())) loseSession();
       if (lost_ && occupied_ == 0) {
         if (Status s = rehandshake(); !s.isOk()) return s;
         continue;

@@ -191,6 +191,9 @@ class UdpChannel final : public CallChannel,
   void die(Status s) noexcept LRPC_REQUIRES(mu_);  // the peer is gone
   // Every slot empty: opens a new session for a lost one (mu_ let go and taken again).
   Status rehandshake() LRPC_REQUIRES(mu_);
+  // The server has lost the session (or may have, after a long silence): the next call opens
+  // a new one, and capabilities received on this one fail from now on (sessionsEnded()).
+  void loseSession() noexcept LRPC_REQUIRES(mu_);
   // Whether the server may have ended the session for silence by now (sessionTimeout).
   bool silentTooLong(int64_t nowNs) const noexcept LRPC_REQUIRES(mu_);
   void keep() noexcept;  // the keepalive thread's loop
@@ -214,7 +217,7 @@ class UdpChannel final : public CallChannel,
   uint32_t nextSeq_ LRPC_GUARDED_BY(mu_) = 1;
   Status dead_ LRPC_GUARDED_BY(mu_);                  // set once the peer is known gone
   bool lost_ LRPC_GUARDED_BY(mu_) = false;            // the server lost the session; re-handshake
-  std::atomic<uint32_t> sessionsEnded_{0};            // times lost_ was set
+  std::atomic<uint32_t> sessionsEnded_{0};            // times loseSession() set lost_
   bool capsOutliveSessions_ = false;                  // set in open(), then read only
   Stats stats_ LRPC_GUARDED_BY(mu_);
   std::vector<uint32_t> held_ LRPC_GUARDED_BY(mu_);   // sequence numbers of requests held for a batch

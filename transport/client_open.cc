@@ -298,6 +298,13 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
   return {};
 }
 
+void UdpChannel::loseSession() noexcept {
+  lost_ = true;
+  // Relaxed: read without mu_ by calls on capabilities, before they reach the channel (the
+  // window of that check is in runtime/capability.cc, sessionOf).
+  sessionsEnded_.fetch_add(1, std::memory_order_relaxed);
+}
+
 bool UdpChannel::silentTooLong(int64_t nowNs) const noexcept {
   // A quarter of the timeout to spare: the server's coarse clock, and a request on its way.
   return idleTimeoutNs_ > 0 && nowNs - sentNs_.load(std::memory_order_relaxed) > idleTimeoutNs_ / 4 * 3;

@@ -74,8 +74,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     // The server does not know the session (restarted, or evicted it). The calls on it may
     // have run there before: they fail. Calls made from now on go out on a new session.
     if (!lost_) {
-      lost_ = true;
-      sessionsEnded_.fetch_add(1, std::memory_order_relaxed);
+      loseSession();
       failAll(Status(Errc::kPeerDied, "server " + server_.toString() +
                                           " lost the session (restarted?); the call may have run"));
     }
