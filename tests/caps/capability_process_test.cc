@@ -418,18 +418,7 @@ TEST(SameHostCaps, ObjectsOfADeadClientAreReleased) {
   FactoryProcess server(dir.path());
   ASSERT_TRUE(server.up());
   Pipe held;
-  Child client([&] {
-    auto factory = importFactory(dir.path());
-    if (!factory.isOk()) return 1;
-    std::vector<caps::Counter::Client> kept;
-    for (int i = 0; i < 5; ++i) {
-      auto c = factory->make("kept", i);
-      if (!c.isOk()) return 2;
-      kept.push_back(std::move(*c));
-    }
-    held.putByte('k');
-    for (;;) ::pause();
-  });
+  Child client([&] { return holdCountersUntilKilled(importFactory(dir.path()), [&] { held.putByte('k'); }); });
   char c = 0;
   ASSERT_TRUE(held.get(&c, 1) && c == 'k');
   auto factory = importFactory(dir.path());

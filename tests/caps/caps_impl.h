@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,6 +73,21 @@ class TaggedImpl final : public caps::Tagged::Server {
   std::atomic<int64_t> total_;
   std::string name_;
 };
+
+// A client process's body: makes five counters of `factory`, says so through `ready`, and holds
+// them until it is killed (so that it dies with the server's objects in hand). Exits 1 or 2 if
+// it could not get them.
+inline int holdCountersUntilKilled(Result<caps::Factory::Client> factory, const std::function<void()>& ready) {
+  if (!factory.isOk()) return 1;
+  std::vector<caps::Counter::Client> kept;
+  for (int i = 0; i < 5; ++i) {
+    auto c = factory->make("kept", i);
+    if (!c.isOk()) return 2;
+    kept.push_back(std::move(*c));
+  }
+  ready();
+  for (;;) ::pause();
+}
 
 class FactoryImpl final : public caps::Factory::Server {
  public:

@@ -5,13 +5,10 @@
 // in clear text and on secure sessions.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "tests/caps/caps_impl.h"
 #include "tests/integration/harness.h"
@@ -79,18 +76,7 @@ TEST_P(SessionTimeout, ObjectsOfAKilledClientGoWhenItsSessionTimesOut) {
   runIn(pair_.nsPath(false), [&] {
     Pipe held;
     // Killed with its counters held: no bye, no release ever leaves it.
-    Child client([&] {
-      auto factory = net::connect<caps::Factory>(uri_);
-      if (!factory.isOk()) return 1;
-      std::vector<caps::Counter::Client> kept;
-      for (int i = 0; i < 5; ++i) {
-        auto c = factory->make("kept", i);
-        if (!c.isOk()) return 2;
-        kept.push_back(std::move(*c));
-      }
-      held.putByte('k');
-      for (;;) ::pause();
-    });
+    Child client([&] { return holdCountersUntilKilled(net::connect<caps::Factory>(uri_), [&] { held.putByte('k'); }); });
     char c = 0;
     ASSERT_TRUE(held.get(&c, 1) && c == 'k');
     auto factory = net::connect<caps::Factory>(uri_);
