@@ -209,11 +209,16 @@ Status tunnel(const Binding& root, const detail::CapCallArgs& head, const OutMes
 }
 
 // kPeerDied once the session `imp` came in has ended: its id may name an object of a later
-// session by now. Read before the call is handed to the channel, not under the channel's
-// lock, so a session lost while this call still waits there to be sent is not caught.
+// session by now. Read before the call is handed to the channel, without its lock; a session
+// lost while the call waits there to be sent is caught there (expectSessionOf).
 Status sessionOf(const CapImport& imp) noexcept {
   if (!imp.root->remote || imp.root->channel->sessionsEnded() == imp.sessionsEnded) return {};
-  return Status(Errc::kPeerDied, "the session that gave this capability ended (the server restarted or dropped it)");
+  return capSessionEnded();
+}
+
+// The same, checked again by the root channel when it gives the call its place.
+ExpectSession expectSessionOf(const CapImport& imp) noexcept {
+  return ExpectSession(imp.root->remote ? imp.root->channel : nullptr, imp.sessionsEnded);
 }
 
 class CapChannel final : public CallChannel {
@@ -251,6 +256,7 @@ class CapChannel final : public CallChannel {
       }
       return;
     }
+    const ExpectSession expect = expectSessionOf(import_);  // a release must not reach a new session
     detail::releaseByRoundTrip(root, import_.id);
   }
 
@@ -259,6 +265,7 @@ class CapChannel final : public CallChannel {
     if (Status s = sessionOf(import_); !s.isOk()) return s;
     if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "argument frame too large");
     const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
+    const ExpectSession expect = expectSessionOf(import_);
     return tunnel(*import_.root, head, request, reply, options);
   }
   Result<std::unique_ptr<ChannelCall>> startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
@@ -267,6 +274,7 @@ class CapChannel final : public CallChannel {
     if (Status s = sessionOf(import_); !s.isOk()) return s;
     if (request.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "argument frame too large");
     const detail::CapCallArgs head{{0, static_cast<uint32_t>(request.size())}, import_.id, procedure, iface.id};
+    const ExpectSession expect = expectSessionOf(import_);
     const Binding& root = *import_.root;
     const uint32_t tunnelProcedure = root.iface->procedureCount - 1;
     return root.remote ? start<RemoteCall>(root, tunnelProcedure, head, request, reply, options, reclaim)
@@ -518,7 +526,26 @@ void releaseByRoundTrip(const Binding& root, uint32_t id) noexcept {
 
 namespace {
 thread_local ReplyReleases* tlsReplyReleases = nullptr;
+thread_local ExpectSession* tlsExpectSession = nullptr;
 }  // namespace
+
+ExpectSession::ExpectSession(const CallChannel* channel, uint32_t sessionsEnded) noexcept
+    : channel_(channel), sessionsEnded_(sessionsEnded), outer_(tlsExpectSession) {
+  tlsExpectSession = this;
+}
+
+ExpectSession::~ExpectSession() { tlsExpectSession = outer_; }
+
+std::optional<uint32_t> takeExpectedSession(const CallChannel* channel) noexcept {
+  ExpectSession* e = tlsExpectSession;
+  if (e == nullptr || e->taken_ || e->channel_ != channel) return std::nullopt;
+  e->taken_ = true;
+  return e->sessionsEnded_;
+}
+
+Status capSessionEnded() noexcept {
+  return Status(Errc::kPeerDied, "the session that gave this capability ended (the server restarted or dropped it)");
+}
 
 ReplyReleases::ReplyReleases(ServerCall& call) noexcept : call_(call), outer_(tlsReplyReleases) {
   tlsReplyReleases = this;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -130,6 +131,31 @@ Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const Int
 Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap) noexcept;
 // Server side: runs one tunnelled call (the generated dispatch's case for the tunnel).
 Status serveCapCall(ServerCall& call) noexcept;
+
+// Set around a call on a received capability whose root channel counts its sessions
+// (CallChannel::sessionsEnded): the count the capability's id belongs to. The root channel
+// takes it once the call has its place there (UdpChannel::begin) and fails the call if a
+// session has ended since, so that a session lost while the call waited to be sent never
+// carries the old id to a new session, where it may name another object.
+class ExpectSession {
+ public:
+  ExpectSession(const CallChannel* channel, uint32_t sessionsEnded) noexcept;
+  ~ExpectSession();
+  ExpectSession(const ExpectSession&) = delete;
+  ExpectSession& operator=(const ExpectSession&) = delete;
+
+ private:
+  const CallChannel* channel_;
+  uint32_t sessionsEnded_;
+  ExpectSession* outer_;
+  bool taken_ = false;
+  friend std::optional<uint32_t> takeExpectedSession(const CallChannel* channel) noexcept;
+};
+// For a root channel starting a call: the session count this thread's call expects if it is
+// one on a capability of `channel` (then cleared, so the calls it makes meanwhile are not).
+std::optional<uint32_t> takeExpectedSession(const CallChannel* channel) noexcept;
+// The error of a call on a capability whose session has ended.
+Status capSessionEnded() noexcept;
 // Foo::Client::serve: a binding whose calls run `object`'s dispatch in this process.
 std::shared_ptr<Binding> serveInProcess(HostedObject object);
 

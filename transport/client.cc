@@ -94,6 +94,9 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
   p.procedure = static_cast<uint16_t>(procedure);
   p.request = request;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(options.timeout.count()));
+  // A call on a capability names an object of the session it came in: taken before the wait
+  // below, in which this thread may run callbacks that make calls of their own.
+  const std::optional<uint32_t> capSession = lrpc::detail::takeExpectedSession(this);
   {
     MutexLock lock(mu_);
     // The window: seq s may go out only when s - window has finished, so its slot is free.
@@ -117,6 +120,11 @@ Status UdpChannel::begin(uint32_t procedure, Pending& p, const OutMessage& reque
       if (Clock::now() >= p.deadline) {
         return Status(Errc::kDeadlineExceeded, "call window full until the deadline");
       }
+    }
+    // The session may have been lost and replaced while the call waited: then its id would
+    // name whatever the new session gave out under it.
+    if (capSession && *capSession != sessionsEnded_.load(std::memory_order_relaxed)) {
+      return lrpc::detail::capSessionEnded();
     }
     // Wraps modulo 2^32 (the server compares sequence numbers the same way).
     p.seq = nextSeq_++;

@@ -1,8 +1,8 @@
 // Sessions that time out (net::ServerOptions::sessionTimeout): a UDP client killed with the
 // server's objects in hand costs the server nothing once its session has been silent that
 // long, while a live client that holds objects keeps its session with keepalives, and one that
-// holds none opens a new session by itself when it calls again. Across two network namespaces,
-// in clear text and on secure sessions.
+// holds none opens a new session by itself when it calls again; and a call on a capability of an
+// ended session never leaves. Across two network namespaces, in clear text and on secure sessions.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/capability.h"
 #include "tests/caps/caps_impl.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
@@ -127,6 +128,31 @@ TEST_P(SessionTimeout, AQuietClientThatHoldsNothingCallsOnANewSession) {
     const net::UdpChannel::Stats stats = statsOf(*factory);
     EXPECT_EQ(stats.sessions, 2u);
     EXPECT_EQ(stats.keepalives, 0u) << "a channel that holds nothing keeps nothing alive";
+  });
+}
+
+// The last line of defence against an id of an ended session reaching a new one: a call that
+// expects another session than the channel's (runtime/capability.h, ExpectSession) is refused
+// when it gets its place in the channel, before anything is sent, and only that call.
+TEST_P(SessionTimeout, ACallForAnEndedSessionNeverLeaves) {
+  runIn(pair_.nsPath(false), [&] {
+    auto factory = net::connect<caps::Factory>(uri_);
+    ASSERT_TRUE(factory.isOk()) << factory.status().toString();
+    auto* channel = dynamic_cast<net::UdpChannel*>(factory->binding()->channel);
+    ASSERT_NE(channel, nullptr);
+    const uint64_t calls = channel->stats().calls;
+    {
+      const detail::ExpectSession ended(channel, channel->sessionsEnded() + 1);
+      Result<uint32_t> live = factory->live();
+      EXPECT_EQ(live.status().code(), Errc::kPeerDied) << live.status().toString();
+      EXPECT_EQ(channel->stats().calls, calls) << "the call went out";
+      EXPECT_TRUE(factory->live().isOk()) << "the expectation outlived the call that took it";
+    }
+    {
+      const detail::ExpectSession current(channel, channel->sessionsEnded());
+      EXPECT_TRUE(factory->live().isOk());
+    }
+    EXPECT_EQ(channel->stats().calls, calls + 2);
   });
 }
 
