@@ -1,8 +1,9 @@
 // Sessions that time out (net::ServerOptions::sessionTimeout): a UDP client killed with the
 // server's objects in hand costs the server nothing once its session has been silent that
 // long, while a live client that holds objects keeps its session with keepalives, and one that
-// holds none opens a new session by itself when it calls again; and a call on a capability of an
-// ended session never leaves. Across two network namespaces, in clear text and on secure sessions.
+// holds none opens a new session by itself when it calls again; a call on a capability of an
+// ended session never leaves; and the capabilities of a server that died fail cleanly. Across
+// two network namespaces, in clear text and on secure sessions.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -153,6 +154,31 @@ TEST_P(SessionTimeout, ACallForAnEndedSessionNeverLeaves) {
       EXPECT_TRUE(factory->live().isOk());
     }
     EXPECT_EQ(channel->stats().calls, calls + 2);
+  });
+}
+
+// The other side's death: calls on the capabilities a dead server gave fail with kPeerDied,
+// the first once its retransmissions go unanswered, every later one at once, and dropping
+// them then costs nothing.
+TEST_P(SessionTimeout, CallsOnCapabilitiesOfADeadServerFailCleanly) {
+  runIn(pair_.nsPath(false), [&] {
+    net::ClientOptions co;
+    co.initialRto = std::chrono::milliseconds(5);
+    co.maxRto = std::chrono::milliseconds(20);
+    co.maxRetries = 4;
+    auto factory = net::connect<caps::Factory>(uri_, co);
+    ASSERT_TRUE(factory.isOk()) << factory.status().toString();
+    auto counter = factory->make("orphan", 1);
+    auto other = factory->make("orphan", 2);
+    ASSERT_TRUE(counter.isOk() && other.isOk());
+    server_->kill();
+    EXPECT_EQ(counter->add(1).status().code(), Errc::kPeerDied);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(other->add(1).status().code(), Errc::kPeerDied);
+    EXPECT_EQ(factory->live().status().code(), Errc::kPeerDied);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100)) << "a known-dead channel waited";
+    counter = Status(Errc::kCancelled);
+    other = Status(Errc::kCancelled);
   });
 }
 
