@@ -78,6 +78,41 @@ write("handshake", "hello_wrong_version", bytes([0]) + struct.pack("<H", HELLO_B
 write("handshake", "hello_too_long", hello(body=b"x" * 300))
 write("handshake", "hello_bad_mode", hello(mode=1, body=b"\0" * 28 + b"\x09"))
 
+# ---- packet: calls on the "factory" session (mode bits 0 and 2, packet_fuzz.h) that make
+#      counters and call them through the tunnel by live, forged, stale and mistyped ids.
+#      Records [len u16][mode][datagram]; the harness names the session and cookie.
+FACTORY = 1 | 4
+COUNTER_ID = 0xf5547d434687f211  # caps.capnp's Counter (the generated kDescriptor)
+MAKE, READ, LIVE, TUNNEL = 0, 1, 5, 10  # Factory's procedures (caps.lrpc.h)
+RELEASE = 0xFFFFFFFF                    # kReleaseCap (runtime/capability.h)
+
+def request(seq, procedure, payload):
+    flags = 0x01 if 32 + len(payload) <= 64 else 0  # single cell
+    header = struct.pack("<HBBBBHQIIII", 0x524C, 4, 3, flags, 0, procedure, 0, 0, seq, 0, len(payload))
+    return header + payload
+
+def tunnel(seq, object_id, procedure=0, iface=COUNTER_ID, inner=struct.pack("<q", 1)):
+    # CapCallArgs {frame {offset, length}, object, procedure, iface}, then the inner frame.
+    return request(seq, TUNNEL, struct.pack("<IIIIQ", 0, len(inner), object_id, procedure, iface) + inner)
+
+def make(seq, start):
+    return request(seq, MAKE, struct.pack("<IIq", 0, 1, start) + b"c")  # label "c" in the tail
+
+def calls(*datagrams):
+    return b"".join(struct.pack("<HB", len(d), FACTORY) + d for d in datagrams)
+
+FIRST = 1  # the first id a session's table gives out (slot 0, generation 0)
+write("packet", "caps_make_and_call", calls(make(1, 5), tunnel(2, FIRST), request(3, LIVE, b"")))
+write("packet", "caps_forged_ids", calls(make(1, 5), tunnel(2, 0x7FF00001), tunnel(3, 0x00000007),
+                                         tunnel(4, 0xFFFFFFFE), tunnel(5, 0)))
+write("packet", "caps_stale_after_release", calls(make(1, 5), tunnel(2, FIRST, RELEASE, 0, b""), tunnel(3, FIRST),
+                                                  make(4, 6), tunnel(5, FIRST)))
+write("packet", "caps_mistyped", calls(make(1, 5), tunnel(2, FIRST, 0, 0x1234), tunnel(3, FIRST, 9),
+                                       tunnel(4, FIRST, 0, COUNTER_ID, b"")))
+write("packet", "caps_read_passes_an_id", calls(make(1, 5), request(2, READ, struct.pack("<I", FIRST)),
+                                                request(3, READ, struct.pack("<I", 0x7FF00001))))
+write("packet", "caps_flood_without_release", calls(*[make(i, i) for i in range(1, 13)]))
+
 # ---- secure_endpoint: the packet seeds inside the secure session (records [len u16][mode][bytes];
 #      packet mode bit 0 "name the session" becomes seal + name (1|2), bit 1 "other address" 16),
 #      plus what only the secure endpoint sees.
@@ -95,6 +130,8 @@ def record(mode, body):
     return struct.pack("<HB", len(body), mode) + body
 
 for name in sorted(os.listdir("corpus/packet")):
+    if name.startswith("caps_"):
+        continue  # the secure harness serves no "factory" session (mode bit 2)
     with open(f"corpus/packet/{name}", "rb") as f:
         seed = f.read()
     out = b""

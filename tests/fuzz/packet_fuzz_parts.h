@@ -29,6 +29,11 @@ inline constexpr InterfaceDescriptor kFuzzDescriptor = {"fuzz:Svc", testing::Svc
                                                         testing::Svc::kDescriptor.signatureHash, testing::Svc::kProcedures,
                                                         testing::Svc::kCount, &fuzzDispatch};
 
+// The nonces of the hellos the harnesses send: the fuzz service's session, and (packet_fuzz)
+// a session with a service that hands out capabilities.
+inline constexpr uint64_t kSvcNonce = 99;
+inline constexpr uint64_t kCapsNonce = 98;
+
 // Takes the server's clear lrpc datagrams: each must decode (the server never sends garbage),
 // and an ok Welcome gives the session the inputs may then name.
 struct Drain final : DatagramSink {
@@ -38,7 +43,12 @@ struct Drain final : DatagramSink {
     if (!p.isOk()) __builtin_trap();
     if (p->type() == PacketType::kWelcome && p->header.status == 0) {
       auto w = decodeWelcome(p->payload);
-      if (w.isOk()) {
+      if (!w.isOk()) return;
+      // A welcome echoes its hello's nonce in the cookie field.
+      if (p->header.cookie == kCapsNonce) {
+        capsSession = p->header.session;
+        capsCookie = w->cookie;
+      } else {
         session = p->header.session;
         cookie = w->cookie;
       }
@@ -46,18 +56,21 @@ struct Drain final : DatagramSink {
   }
   uint32_t session = 0;
   uint64_t cookie = 0;
+  uint32_t capsSession = 0;
+  uint64_t capsCookie = 0;
 };
 
-// The Hello of a real session with the fuzz service, as one datagram.
-inline std::vector<std::byte> helloDatagram() {
+// The Hello of a real session with `iface` exported as `name`, as one datagram.
+inline std::vector<std::byte> helloDatagram(const InterfaceDescriptor& iface = kFuzzDescriptor,
+                                            const char* name = "svc", uint64_t nonce = kSvcNonce) {
   HelloBody hb{};
-  hb.ifaceId = kFuzzDescriptor.id;
-  hb.signatureHash = kFuzzDescriptor.signatureHash;
+  hb.ifaceId = iface.id;
+  hb.signatureHash = iface.signatureHash;
   hb.window = 4;
   hb.maxDatagram = 1400;
   std::string hello;
-  (void)encodeHello(hb, "svc", "fuzz", hello);
-  PacketHeader h = makeHeader(PacketType::kHello, 0, 99, 0);
+  (void)encodeHello(hb, name, "fuzz", hello);
+  PacketHeader h = makeHeader(PacketType::kHello, 0, nonce, 0);
   h.total = static_cast<uint32_t>(hello.size());
   std::vector<std::byte> out(sizeof h + hello.size());
   std::memcpy(out.data(), &h, sizeof h);
@@ -67,10 +80,13 @@ inline std::vector<std::byte> helloDatagram() {
 
 // Overwrites a datagram's session and cookie with a real session's, so that it gets past the
 // cookie check into the request, fragment and ack paths.
-inline void nameSession(std::vector<std::byte>& dgram, const Drain& drain) {
+inline void nameSession(std::vector<std::byte>& dgram, uint32_t session, uint64_t cookie) {
   if (dgram.size() < kHeaderBytes) return;
-  std::memcpy(dgram.data() + offsetof(PacketHeader, cookie), &drain.cookie, sizeof drain.cookie);
-  std::memcpy(dgram.data() + offsetof(PacketHeader, session), &drain.session, sizeof drain.session);
+  std::memcpy(dgram.data() + offsetof(PacketHeader, cookie), &cookie, sizeof cookie);
+  std::memcpy(dgram.data() + offsetof(PacketHeader, session), &session, sizeof session);
+}
+inline void nameSession(std::vector<std::byte>& dgram, const Drain& drain) {
+  nameSession(dgram, drain.session, drain.cookie);
 }
 
 // Every decoder on its own, on the raw bytes.
