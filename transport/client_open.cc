@@ -300,8 +300,8 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
 
 void UdpChannel::loseSession() noexcept {
   lost_ = true;
-  // Relaxed: read without mu_ by calls on capabilities, before they reach the channel (the
-  // window of that check is in runtime/capability.cc, sessionOf).
+  // Relaxed: calls on capabilities read it without mu_ before they reach the channel, and
+  // begin() reads it again under mu_ for them (ExpectSession, runtime/capability.h).
   sessionsEnded_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -330,11 +330,18 @@ void UdpChannel::keep() noexcept {
       MutexLock lock(mu_);
       interval = idleTimeoutNs_ / 3;
     }
+    // Until a third of the timeout after the last send, so that the silence the server sees
+    // stays near a third of it: a late wake-up then still leaves most of the rest to spare.
+    // A server that never ends sessions (0) may be replaced by one that does: look again.
+    int64_t wait = 1'000'000'000;
+    if (interval > 0) {
+      wait = sentNs_.load(std::memory_order_relaxed) + interval - lrpc::detail::coarseMonotonicNs();
+      wait = std::max<int64_t>(wait, 1'000'000);
+    }
     {
       MutexLock lock(keeperMu_);
       if (keeperStop_) return;
-      // A server that never ends sessions (0) may be replaced by one that does: look again.
-      keeperCv_.waitFor(keeperMu_, std::chrono::nanoseconds(interval > 0 ? interval : 1'000'000'000));
+      keeperCv_.waitFor(keeperMu_, std::chrono::nanoseconds(wait));
       if (keeperStop_) return;
     }
     const int64_t now = lrpc::detail::coarseMonotonicNs();
