@@ -10,13 +10,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "caps.lrpc.h"
+#include "runtime/base/mutex.h"
 
 namespace lrpc::testing {
 
@@ -159,7 +159,7 @@ class KeeperImpl final : public caps::Keeper::Server {
 class VaultImpl final : public caps::Vault::Server {
  public:
   Result<uint32_t> put(std::string_view name, const Capability::Client& cap) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     kept_.erase(std::remove_if(kept_.begin(), kept_.end(), [&](const auto& k) { return k.first == name; }),
                 kept_.end());
     kept_.emplace_back(std::string(name), cap);
@@ -167,14 +167,14 @@ class VaultImpl final : public caps::Vault::Server {
     return static_cast<uint32_t>(kept_.size());
   }
   Result<Capability::Client> get(std::string_view name) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [n, cap] : kept_) {
       if (n == name) return cap;
     }
     return Capability::Client();
   }
   Result<std::vector<caps::Slot>> slots() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<caps::Slot> out;
     for (const auto& [n, cap] : kept_) {
       caps::Slot s;
@@ -192,14 +192,14 @@ class VaultImpl final : public caps::Vault::Server {
   }
   Status clear() override {
     std::vector<std::pair<std::string, Capability::Client>> dropped;  // released outside the lock
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dropped.swap(kept_);
     return {};
   }
 
  private:
-  std::mutex mu_;
-  std::vector<std::pair<std::string, Capability::Client>> kept_;
+  Mutex mu_;
+  std::vector<std::pair<std::string, Capability::Client>> kept_ LRPC_GUARDED_BY(mu_);
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
 };
 
@@ -482,14 +482,14 @@ class PublisherImpl final : public caps::Publisher::Server {
  public:
   Result<int64_t> ping(const caps::Listener::Client& listener, int64_t n) override { return listener.notify(n); }
   Result<uint32_t> subscribe(const caps::Listener::Client& listener) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     kept_.push_back(listener);
     return static_cast<uint32_t>(kept_.size());
   }
   Result<caps::Publisher::PublishResults> publish(int64_t n) override {
     std::vector<caps::Listener::Client> kept;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       kept = kept_;
     }
     caps::Publisher::PublishResults out{};
@@ -504,13 +504,13 @@ class PublisherImpl final : public caps::Publisher::Server {
         return r.status();
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     kept_ = std::move(alive);
     return out;
   }
   Status clear() override {
     std::vector<caps::Listener::Client> dropped;  // released outside the lock
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dropped.swap(kept_);
     return {};
   }
@@ -552,7 +552,7 @@ class PublisherImpl final : public caps::Publisher::Server {
   }
   Result<caps::Audience> echo(const caps::Audience& audience) override { return audience; }
   Result<uint32_t> subscribeAudience(const caps::Audience& audience) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     kept_.push_back(audience.first.client());
     for (const auto& l : audience.all) kept_.push_back(l.client());
     return static_cast<uint32_t>(kept_.size());
@@ -560,8 +560,8 @@ class PublisherImpl final : public caps::Publisher::Server {
 
  private:
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
-  std::mutex mu_;
-  std::vector<caps::Listener::Client> kept_;
+  Mutex mu_;
+  std::vector<caps::Listener::Client> kept_ LRPC_GUARDED_BY(mu_);
 };
 
 
