@@ -259,7 +259,7 @@ class UdpServer {
   bool makeRoomForHalfOpen() noexcept LRPC_REQUIRES(mu_);
   // Ends the sessions silent for sessionTimeout, at most every quarter of it (the poller's).
   void expireSilent() noexcept LRPC_EXCLUDES(mu_);
-  void endSilentSessions(int64_t nowNs) noexcept LRPC_REQUIRES(mu_);
+  void endSilentSessions(int64_t nowNs, int64_t timeoutNs) noexcept LRPC_REQUIRES(mu_);
   void evictOldestEstablished() noexcept LRPC_REQUIRES(mu_);
 
   ServerOptions options_;

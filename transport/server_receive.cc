@@ -211,13 +211,12 @@ void UdpServer::expireSilent() noexcept {
   std::vector<std::shared_ptr<void>> ended;
   {
     MutexLock lock(mu_);
-    endSilentSessions(now);
+    endSilentSessions(now, timeoutNs);
     ended.swap(ended_);
   }
 }  // the objects of the sessions that ended go here, with no lock held (as in Sink)
 
-void UdpServer::endSilentSessions(int64_t nowNs) noexcept {
-  const int64_t timeoutNs = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.sessionTimeout).count();
+void UdpServer::endSilentSessions(int64_t nowNs, int64_t timeoutNs) noexcept {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     const Session& s = it->second;
     bool running = false;
