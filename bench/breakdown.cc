@@ -144,7 +144,7 @@ void addResult() {
 
 #if LRPC_BENCH_LOCAL
 // The server side of a call on a capability, as it arrives through the tunnel: the table
-// lookup, the private copy of the inner frame, the inner dispatch and the tunnel's results,
+// lookup, the inner dispatch over the frame where it lies and the tunnel's results,
 // against Cost/dispatch/Null, the same call on a binding's own A-stack.
 class NullObj final : public capsb::Obj::Server {
  public:

@@ -7,7 +7,7 @@
 //   Cost/dispatch/<Call>  the generated server dispatch over frames in private memory: copy the
 //                         arguments out and check them, run the handler, write the results
 //   Cost/capDispatch/Null the server side of Null on a capability, as the tunnel delivers it:
-//                         table lookup, private copy of the inner frame, inner dispatch and the
+//                         table lookup, inner dispatch over the frame where it lies, and the
 //                         tunnel's results (set beside Cost/dispatch/Null)
 // <Call>/inproc (lrpc_paths.cc) is the whole generated client and server code of a call in one
 // thread (through the in-process channel, so a message buffer instead of an A-stack), and

@@ -12,7 +12,8 @@
 // carry capabilities): its arguments are the target's id, interface and procedure, and the
 // inner frame, exactly as a direct call would lay it out; its results are the inner reply.
 // The server looks the id up in the connection's table, checks the interface, and runs the
-// object's generated dispatch over a private copy of the inner frame.
+// object's generated dispatch over the inner frame where it lies (the dispatch takes its copy
+// "E" there, as from a binding's own A-stack), its reply written in place as the tunnel's results.
 #pragma once
 
 #include <cstdint>

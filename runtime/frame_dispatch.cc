@@ -1,6 +1,7 @@
-// The server side of a frame run in this process, over a private copy of it: calls on an
-// object served in process (Foo::Client::serve), and calls on a capability that arrive
-// through the capability tunnel (serveCapCall). Both may be deferred (runtime/reply.h).
+// The server side of a frame run in this process: calls on an object served in process
+// (Foo::Client::serve), over a private copy of the frame, and calls on a capability that arrive
+// through the capability tunnel (serveCapCall), over the inner frame where the tunnel's tail
+// holds it. Both may be deferred (runtime/reply.h).
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -251,6 +252,76 @@ class LocalObjectChannel final : public CallChannel {
   CapTable table_;
 };
 
+// The inner call of a tunnelled one, served where its frame lies: its arguments are read in
+// the tunnel's argument tail (the generated dispatch takes its copy "E" there, as from a
+// binding's own A-stack), and its result tail is reserved in the tunnel's result tail, behind
+// room for its fixed results, so that the reply is written once, in place.
+class TunnelServerCall final : public ServerCall {
+ public:
+  TunnelServerCall(ServerCall& outer, const ProcedureDescriptor& d, std::span<const std::byte> frame,
+                   uint32_t frameAt, std::byte* results, CapTable* table) noexcept
+      : ServerCall(frame.first(d.argsSize), frame.subspan(d.argsSize), results),
+        outer_(outer),
+        d_(d),
+        tailAt_(size_t{frameAt} + d.argsSize),
+        table_(table) {}
+
+  Result<std::span<std::byte>> resultTail(size_t n) noexcept override {
+    if (reserved_) return Status(Errc::kInvalidArgument, "resultTail reserved twice");
+    if (n > UINT32_MAX - d_.resultsSize) return Status(Errc::kResourceExhausted, "result tail too large");
+    Result<std::span<std::byte>> out = outer_.resultTail(d_.resultsSize + n);
+    if (!out.isOk()) return out.status();
+    reserved_ = true;
+    out_ = *out;
+    return out_.subspan(d_.resultsSize);
+  }
+  // The inner tail is a part of the tunnel's: the same waits, privacy and buffers.
+  Status awaitArgTail(size_t end) noexcept override { return outer_.awaitArgTail(tailAt_ + end); }
+  bool argTailPrivate() const noexcept override { return outer_.argTailPrivate(); }
+  std::vector<uint8_t>* spareBytes() noexcept override { return outer_.spareBytes(); }
+  std::vector<uint8_t> takeResultStorage() noexcept override { return outer_.takeResultStorage(); }
+  void keepResultStorage(std::vector<uint8_t>& value) noexcept override { outer_.keepResultStorage(value); }
+  CapTable* capTable() noexcept override { return table_; }
+  std::shared_ptr<Binding> peerCallbacks() noexcept override { return outer_.peerCallbacks(); }
+  bool cancelled() const noexcept override { return outer_.cancelled(); }
+  Result<std::unique_ptr<DeferredCall>> defer() noexcept override {
+    Result<std::unique_ptr<DeferredCall>> outer = outer_.defer();
+    if (!outer.isOk()) return outer.status();
+    std::unique_ptr<DeferredCall> tunnel = std::move(*outer);
+    std::unique_ptr<DeferredCall> d(new (std::nothrow) FrameDeferred(d_, std::move(tunnel)));
+    deferred_ = true;
+    if (!d) {
+      // The tunnel call is deferred already: it must be answered, and this one with it.
+      Status s(Errc::kResourceExhausted, "out of memory deferring a reply");
+      tunnel->finish(s, nullptr, nullptr);
+      return s;
+    }
+    return d;
+  }
+
+  // After a dispatch that was not deferred: the fixed results go in front of the tail, and the
+  // tunnel's results say where the inner reply lies.
+  Status finish() noexcept {
+    if (!reserved_ && d_.resultsSize != 0) {  // an empty reply needs no tail
+      Result<std::span<std::byte>> out = outer_.resultTail(d_.resultsSize);
+      if (!out.isOk()) return out.status();
+      out_ = *out;
+    }
+    if (d_.resultsSize != 0) std::memcpy(out_.data(), results(), d_.resultsSize);
+    const CapCallResults r{{0, static_cast<uint32_t>(out_.size())}};
+    std::memcpy(outer_.results(), &r, sizeof r);
+    return {};
+  }
+
+ private:
+  ServerCall& outer_;
+  const ProcedureDescriptor& d_;
+  size_t tailAt_;  // where the inner tail starts in the tunnel's
+  CapTable* table_;
+  std::span<std::byte> out_;  // the tunnel's result tail, once reserved
+  bool reserved_ = false;
+};
+
 }  // namespace
 
 Status serveCapCall(ServerCall& call) noexcept {
@@ -273,26 +344,32 @@ Status serveCapCall(ServerCall& call) noexcept {
     if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
     return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
   }
-  MessageBuffer reply;
-  {
-    Result<HostedObject> object = table->find(head.object, head.iface);
-    if (!object.isOk()) return object.status();
-    // The tunnel's own procedure is not a target: a capability call never nests another.
-    if (object->iface->carriesCaps && head.procedure + 1 == object->iface->procedureCount) {
-      return Status(Errc::kBadFrame, "capability call: procedure out of range");
-    }
-    if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
-    // Copy "E" of the whole inner frame: the client may still write the shared one.
-    MessageBuffer request;
-    if (Status s = request.resizeForOverwrite(head.frame.length); !s.isOk()) return s;
-    if (head.frame.length != 0) std::memcpy(request.data(), tail.data() + head.frame.offset, head.frame.length);
-    if (Status s = dispatchFrame(*object, head.procedure, request.span(), reply, table, &call); !s.isOk()) return s;
-    if (call.deferred()) return {};  // the inner call was deferred, and this one with it
-    // Our reference to the object is dropped here, before the first store into the return
-    // lines: its atomic decrement would wait for the line the client spins on, which the
-    // client then takes back before the return word is stored (a second transfer).
+  Result<HostedObject> object = table->find(head.object, head.iface);
+  if (!object.isOk()) return object.status();
+  const InterfaceDescriptor& iface = *object->iface;
+  // The tunnel's own procedure is not a target: a capability call never nests another.
+  if (head.procedure >= iface.procedureCount || (iface.carriesCaps && head.procedure + 1 == iface.procedureCount)) {
+    return Status(Errc::kBadFrame, "capability call: procedure out of range");
   }
-  return writeTunnelResults(call, reply);
+  const ProcedureDescriptor& d = iface.procedures[head.procedure];
+  if (head.frame.length < d.argsSize) return Status(Errc::kBadFrame, "capability call: frame shorter than its fixed part");
+  // The fixed part is read by the dispatch's copy "E"; the inner tail as the tunnel's is.
+  if (Status s = call.awaitArgTail(size_t{head.frame.offset} + d.argsSize); !s.isOk()) return s;
+  MessageBuffer results;
+  if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
+  TunnelServerCall inner(call, d, tail.subspan(head.frame.offset, head.frame.length), head.frame.offset,
+                         results.data(), table);
+  {
+    const detail::CurrentCall current(inner);
+    if (Status s = iface.dispatch(object->server.get(), head.procedure, inner); !s.isOk()) return s;
+  }
+  if (inner.deferred()) return {};  // the inner call was deferred, and this one with it
+  // Our reference to the object is dropped before the fixed results and the tunnel's are
+  // stored into the return lines: its atomic decrement would wait for the line the client
+  // spins on, which the client then takes back before the return word is stored (a second
+  // transfer). A result tail, if any, was written before; that call pays it.
+  object->server.reset();
+  return inner.finish();
 }
 
 std::shared_ptr<Binding> serveInProcess(HostedObject object) {
