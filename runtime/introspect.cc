@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,39 +36,13 @@ void copyText(char (&out)[N], std::string_view text) {
 
 // Connects to `name` as a query and reads the Welcome; returns the socket.
 Result<OwnedFd> connectQuery(std::string_view name, const QueryOptions& options, ServerInfo* info) {
-  if (Status s = detail::checkName(name); !s.isOk()) return s;
-  Result<std::string> dir = detail::namesDir(options.dir, false, options.trustUids);
-  if (!dir.isOk()) {
-    if (dir.status().code() == Errc::kNotFound) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\"");
-    return dir.status();
-  }
-  std::string path = detail::socketPath(*dir, name);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return Status(Errc::kInvalidArgument, "socket path too long");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!sock.valid()) return Status::fromErrno(errno, "socket");
-  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno == ENOENT) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\" in " + *dir);
-    if (errno == ECONNREFUSED) {
-      return Status(Errc::kNotFound, "the server of \"" + std::string(name) + "\" is dead (" + path +
-                                         " is left, nobody listens)");
-    }
-    if (errno == EACCES) return Status(Errc::kPermissionDenied, "may not connect to " + path);
-    return Status::fromErrno(errno, "connect " + path);
-  }
   ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
+  Result<OwnedFd> connected = detail::connectName(name, options.dir, options.trustUids, &cred);
+  if (!connected.isOk()) return connected.status();
+  OwnedFd sock = std::move(*connected);
   info->name = std::string(name);
   info->pid = cred.pid;
   info->uid = cred.uid;
-  if (cred.uid != ::geteuid() && cred.uid != 0 &&
-      std::find(options.trustUids.begin(), options.trustUids.end(), cred.uid) == options.trustUids.end()) {
-    return Status(Errc::kPermissionDenied, "\"" + std::string(name) + "\" is served by untrusted uid " +
-                                               std::to_string(cred.uid));
-  }
   detail::Hello hello{};
   hello.magic = detail::kQueryMagic;
   hello.version = detail::kProtocolVersion;

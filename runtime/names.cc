@@ -6,8 +6,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 namespace lrpc::detail {
 
@@ -58,6 +60,41 @@ std::string socketPath(const std::string& dir, std::string_view name) {
 
 std::string lockPath(const std::string& dir, std::string_view name) {
   return dir + "/" + std::string(name) + ".lock";
+}
+
+Result<OwnedFd> connectName(std::string_view name, std::string_view explicitDir, std::span<const uid_t> trustUids,
+                            ucred* peer) {
+  if (Status s = checkName(name); !s.isOk()) return s;
+  Result<std::string> dir = namesDir(explicitDir, false, trustUids);
+  if (!dir.isOk()) {
+    if (dir.status().code() == Errc::kNotFound) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\"");
+    return dir.status();
+  }
+  const std::string path = socketPath(*dir, name);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return Status(Errc::kInvalidArgument, "socket path too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return Status::fromErrno(errno, "socket");
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno == ENOENT) return Status(Errc::kNotFound, "no server exports \"" + std::string(name) + "\" in " + *dir);
+    if (errno == ECONNREFUSED) {
+      return Status(Errc::kNotFound, "the server of \"" + std::string(name) + "\" is dead (" + path +
+                                         " is left, nobody listens)");
+    }
+    if (errno == EACCES) return Status(Errc::kPermissionDenied, "may not connect to " + path);
+    return Status::fromErrno(errno, "connect " + path);
+  }
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
+  if (cred.uid != ::geteuid() && cred.uid != 0 && std::find(trustUids.begin(), trustUids.end(), cred.uid) == trustUids.end()) {
+    return Status(Errc::kPermissionDenied, "\"" + std::string(name) + "\" is served by untrusted uid " +
+                                               std::to_string(cred.uid));
+  }
+  if (peer != nullptr) *peer = cred;
+  return sock;
 }
 
 Result<OwnedFd> lockName(const std::string& dir, std::string_view name) {

@@ -7,6 +7,7 @@
 // not writable by group or others unless sticky (/tmp style), else kPermissionDenied.
 #pragma once
 
+#include <sys/socket.h>  // ucred
 #include <sys/types.h>
 
 #include <span>
@@ -27,6 +28,13 @@ Status checkName(std::string_view name);
 
 std::string socketPath(const std::string& dir, std::string_view name);
 std::string lockPath(const std::string& dir, std::string_view name);
+
+// A socket connected to the server that exports `name` in `explicitDir` (as namesDir takes
+// it): kNotFound when nobody exports it, or its server is dead (the socket is left, nobody
+// listens); kPermissionDenied when its server runs as a uid other than ours, root or one of
+// `trustUids`. `peer`, when given, gets the server's credentials.
+Result<OwnedFd> connectName(std::string_view name, std::string_view explicitDir, std::span<const uid_t> trustUids,
+                            ucred* peer = nullptr);
 
 // Takes the name's lock: kAlreadyExists when a live process holds it. A lock left by a dead
 // process is free again (the kernel drops flocks with the last fd), so its name is reclaimed.
