@@ -114,6 +114,58 @@ size_t CapTable::live() const noexcept {
 
 const InterfaceDescriptor Capability::kDescriptor = {"Capability", 0, 0, nullptr, 0, nullptr};
 
+// ---- a same-host capability's calls, in place on the tunnel's A-stack (LocalCall) ----
+
+Status LocalCall::aimAtCapability(uint32_t procedure) noexcept {
+  if (procedure >= binding_.iface->procedureCount) return Status(Errc::kInvalidArgument, "procedure out of range");
+  if (!lb_->iface().carriesCaps || lb_->procedureCount() == 0) {
+    return Status(Errc::kBadFrame, "capability received through a binding that carries none");
+  }
+  inner_ = &binding_.iface->procedures[procedure];
+  procedure_ = lb_->procedureCount() - 1;
+  return {};
+}
+
+Result<std::span<std::byte>> LocalCall::capabilityArgTail(size_t n) noexcept {
+  const size_t fixed = inner_->argsSize;
+  if (n > UINT32_MAX - fixed) return Status(Errc::kInvalidArgument, "argument frame too large");
+  const size_t total = fixed + n;
+  if (total <= proc_->layout.tailRoom) {
+    argTail_ = static_cast<uint32_t>(total);
+    return std::span<std::byte>(innerFrame_ + fixed, n);
+  }
+  Result<std::span<std::byte>> r = lb_->argOutOfBand(index_, total);
+  if (!r.isOk()) return r.status();
+  argTail_ = static_cast<uint32_t>(total);
+  argFlags_ = kTailOutOfBand;
+  innerFrame_ = r->data();
+  return r->subspan(fixed);
+}
+
+Status LocalCall::sealCapabilityArgs() noexcept {
+  const size_t fixed = inner_->argsSize;
+  if (argTail_ < fixed) {  // no tail: the frame is the fixed part alone
+    if (Result<std::span<std::byte>> r = capabilityArgTail(0); !r.isOk()) return r.status();
+  }
+  // An out-of-band frame: the stub wrote the fixed part inline, where args() pointed.
+  if (args_ != innerFrame_ && fixed != 0) std::memcpy(innerFrame_, args_, fixed);
+  const detail::CapCallArgs head{{0, argTail_}, binding_.capId, inner_->index, binding_.iface->id};
+  std::memcpy(frame_, &head, sizeof head);
+  return {};
+}
+
+Status LocalCall::openCapabilityResults() noexcept {
+  detail::CapCallResults r;
+  std::memcpy(&r, results_, sizeof r);  // once: the server may still rewrite it
+  if (!detail::varRefOk(r.frame, resultTail_.size(), 1)) {
+    return Status(Errc::kBadFrame, "capability call: reply frame outside the tail");
+  }
+  if (r.frame.length < inner_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
+  results_ = resultTail_.data() + r.frame.offset;
+  resultTail_ = resultTail_.subspan(size_t{r.frame.offset} + inner_->resultsSize, r.frame.length - inner_->resultsSize);
+  return {};
+}
+
 namespace detail {
 namespace {
 
@@ -298,18 +350,34 @@ class CapChannel final : public CallChannel {
   CapImport import_;
 };
 
+// Whether every fixed argument part of `iface` fits the inline tail of `root`'s tunnel, where a
+// same-host call on a capability writes it (LocalCall); one that does not calls through its
+// CapChannel, which builds the frame apart first.
+bool fitsTunnel(const LocalBinding& root, const InterfaceDescriptor& iface) noexcept {
+  if (root.procedureCount() == 0) return false;
+  const uint32_t room = root.layout().procedure(root.procedureCount() - 1).tailRoom;
+  for (uint32_t p = 0; p < iface.procedureCount; ++p) {
+    if (iface.procedures[p].argsSize > room) return false;
+  }
+  return true;
+}
+
 // The Client's binding for capability `id` of the peer that `root` reaches. May throw bad_alloc.
 std::shared_ptr<Binding> bindingOfImport(std::shared_ptr<Binding> root, uint32_t id, const InterfaceDescriptor& iface) {
   if (root->remote && root->channel != nullptr) root->channel->keepAlive();
+  LocalBinding* sameHost = root->remote || !fitsTunnel(*root->local, iface) ? nullptr : root->local;
   auto channel = std::make_shared<CapChannel>(std::move(root), id);
   CallChannel* raw = channel.get();
+  // On the same host its calls go straight onto the root's A-stacks (LocalCall); the channel
+  // then only releases it.
+  if (sameHost != nullptr) return std::make_shared<Binding>(iface, sameHost, raw, id, std::move(channel));
   return std::make_shared<Binding>(iface, raw, std::move(channel));
 }
 
 // The binding whose connection a call through `via` uses: `via` itself, or, for a received
 // capability, the binding it was received through.
 const Binding& connectionOf(const Binding& via) noexcept {
-  if (via.remote && via.channel != nullptr) {
+  if (via.channel != nullptr) {
     if (const CapImport* imp = via.channel->importedCap()) return *imp->root;
   }
   return via;
@@ -323,7 +391,7 @@ namespace {
 // imported binding, or a capability received through another binding. Passed on, it becomes
 // a proxy (proxyOf).
 bool foreign(const Binding& conn, const std::shared_ptr<Binding>& cap) noexcept {
-  if (!cap || !cap->remote) return cap != nullptr;
+  if (!cap || cap->channel == nullptr) return cap != nullptr;
   if (cap->channel->isNullCap() || cap->channel->hostedObject() != nullptr) return false;
   const CapImport* imp = cap->channel->importedCap();
   return imp == nullptr || imp->root.get() != &conn;
@@ -350,7 +418,7 @@ Result<HostedObject> proxyOf(const std::shared_ptr<Binding>& cap) noexcept {
 // Client::serve), a proxy (foreign: kept in `proxy`), or none (null, or imported from `conn`).
 Result<const HostedObject*> servedFor(const Binding& conn, const std::shared_ptr<Binding>& cap,
                                       Result<HostedObject>& proxy) noexcept {
-  if (cap && cap->remote && cap->channel->hostedObject() != nullptr) return cap->channel->hostedObject();
+  if (cap && cap->channel != nullptr && cap->channel->hostedObject() != nullptr) return cap->channel->hostedObject();
   if (!foreign(conn, cap)) return static_cast<const HostedObject*>(nullptr);
   proxy = proxyOf(cap);
   if (!proxy.isOk()) return proxy.status();
@@ -360,9 +428,9 @@ Result<const HostedObject*> servedFor(const Binding& conn, const std::shared_ptr
 // The id of `cap` in a frame of a call through `via`; `hosted`: servedFor's object.
 Result<uint32_t> idInFrame(const Binding& via, const std::shared_ptr<Binding>& cap, const HostedObject* hosted,
                            bool proxy) noexcept {
-  if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
+  if (!cap || (cap->channel != nullptr && cap->channel->isNullCap())) return kNullCap;
   const Binding& conn = connectionOf(via);
-  if (hosted == nullptr && cap->remote) {
+  if (hosted == nullptr && cap->channel != nullptr) {
     if (const CapImport* imp = cap->channel->importedCap(); imp != nullptr && imp->root.get() == &conn) {
       if (Status s = sessionOf(*imp); !s.isOk()) return s;
       return imp->id;
@@ -476,6 +544,9 @@ std::shared_ptr<Binding> castBinding(const std::shared_ptr<Binding>& any, const 
   // Received untyped (bindingOfImport): the same channel, now calling as `iface`; its owner
   // checks that on every call. The untyped binding, kept as the owner, holds the channel.
   CallChannel* channel = any->channel;
+  if (!any->remote && fitsTunnel(*any->local, iface)) {
+    return std::make_shared<Binding>(iface, any->local, channel, any->capId, std::shared_ptr<void>(any));
+  }
   return std::make_shared<Binding>(iface, channel, std::shared_ptr<void>(any));
 }
 
@@ -499,12 +570,12 @@ Result<std::shared_ptr<Binding>> capArg(ServerCall& call, uint32_t id, const Int
 }
 
 Result<uint32_t> capResult(ServerCall& call, const std::shared_ptr<Binding>& cap) noexcept {
-  if (!cap || (cap->remote && cap->channel->isNullCap())) return kNullCap;
-  const HostedObject* hosted = cap->remote ? cap->channel->hostedObject() : nullptr;
+  if (!cap || (cap->channel != nullptr && cap->channel->isNullCap())) return kNullCap;
+  const HostedObject* hosted = cap->channel != nullptr ? cap->channel->hostedObject() : nullptr;
   Result<HostedObject> proxy = Status(Errc::kNotFound);  // no detail: no allocation on every pass
   if (hosted == nullptr) {
     // One of the client's own callbacks goes back as its id there.
-    const CapImport* imp = cap->remote ? cap->channel->importedCap() : nullptr;
+    const CapImport* imp = cap->channel != nullptr ? cap->channel->importedCap() : nullptr;
     if (imp != nullptr && imp->root != nullptr && imp->root == call.peerCallbacks()) return imp->id | kClientHostedCap;
     // Any other: an object of this process that forwards to it.
     proxy = proxyOf(cap);

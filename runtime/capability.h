@@ -10,7 +10,10 @@
 // A call on a received capability travels through the connection's own binding, as a call of
 // the binding's last procedure (the tunnel the generator adds to every interface whose methods
 // carry capabilities): its arguments are the target's id, interface and procedure, and the
-// inner frame, exactly as a direct call would lay it out; its results are the inner reply.
+// inner frame, exactly as a direct call would lay it out; its results are the inner reply. On
+// the same host the received capability's binding is a local one (Binding::capId): the stub's
+// LocalCall writes the inner frame into the tunnel A-stack's argument tail itself and reads the
+// reply in its result tail. Over the network it is a CapChannel, which builds the tunnel call.
 // The server looks the id up in the connection's table, checks the interface, and runs the
 // object's generated dispatch over the inner frame where it lies (the dispatch takes its copy
 // "E" there, as from a binding's own A-stack), its reply written in place as the tunnel's results.
@@ -89,7 +92,7 @@ class Capability::Client {
 
  private:
   static std::shared_ptr<Binding> nullIfRejected(std::shared_ptr<Binding> b) noexcept {
-    if (b && b->remote && b->channel->isNullCap()) return nullptr;
+    if (b && b->channel != nullptr && b->channel->isNullCap()) return nullptr;
     return b;
   }
   std::shared_ptr<Binding> binding_;  // null: the null capability

@@ -33,7 +33,13 @@ class LocalCall {
       status_ = Status(Errc::kBindingRejected, "not a same-host binding");
       return;
     }
-    if (procedure >= lb_->procedureCount()) [[unlikely]] {
+    if (binding.capId != 0) [[unlikely]] {
+      // A capability's call: procedure_ becomes the tunnel's, which carries it.
+      if (Status s = aimAtCapability(procedure); !s.isOk()) {
+        status_ = std::move(s);
+        return;
+      }
+    } else if (procedure >= lb_->procedureCount()) [[unlikely]] {
       status_ = Status(Errc::kInvalidArgument, "procedure out of range");
       return;
     }
@@ -41,10 +47,10 @@ class LocalCall {
       status_ = Status(Errc::kPeerDied, "server of this binding is gone");
       return;
     }
-    proc_ = &lb_->procedure(procedure);
+    proc_ = &lb_->procedure(procedure_);
     uint32_t index = proc_->pool.pop();
     if (index == detail::AStackPool::kEmpty) [[unlikely]] {
-      Result<uint32_t> r = lb_->acquireSlow(procedure, timeout_, reclaim);
+      Result<uint32_t> r = lb_->acquireSlow(procedure_, timeout_, reclaim);
       if (!r.isOk()) {
         status_ = r.status();
         return;
@@ -55,6 +61,11 @@ class LocalCall {
     ctl_ = lb_->control(index);
     frame_ = reinterpret_cast<std::byte*>(ctl_) + kControlBytes;
     ret_ = reinterpret_cast<ReturnControl*>(frame_ + proc_->layout.returnOff);
+    args_ = frame_;
+    results_ = frame_ + proc_->layout.resultsOff;
+    // A capability's frame opens the tunnel's inline argument tail (bindingOfImport made sure
+    // that every fixed part of its interface fits there).
+    if (inner_ != nullptr) [[unlikely]] args_ = innerFrame_ = frame_ + proc_->layout.argTailOff;
     if (!lb_->slot(index).started) [[unlikely]] {
       if (Status s = lb_->startAStack(index, timeout_); !s.isOk()) {
         status_ = std::move(s);
@@ -81,9 +92,10 @@ class LocalCall {
 
   const Status& status() const noexcept { return status_; }
   const Binding& binding() const noexcept { return binding_; }
-  std::byte* args() noexcept { return frame_; }
+  std::byte* args() noexcept { return args_; }
 
   Result<std::span<std::byte>> argTail(size_t n) noexcept {
+    if (inner_ != nullptr) [[unlikely]] return capabilityArgTail(n);
     if (n <= proc_->layout.tailRoom) {
       argTail_ = static_cast<uint32_t>(n);
       return std::span<std::byte>(frame_ + proc_->layout.argTailOff, n);
@@ -99,7 +111,10 @@ class LocalCall {
   // Copies one value of the argument tail into place (dst lies in the span argTail returned,
   // after every value written before it). Streams a large out-of-band tail (kStreamBytes).
   void copyTail(std::byte* dst, const void* src, size_t n) noexcept {
-    if (argFlags_ == kTailOutOfBand && argTail_ >= kStreamBytes && status_.isOk()) [[unlikely]] startStream();
+    // Not a capability's call: its fixed part goes in front of the tail only at launch.
+    if (argFlags_ == kTailOutOfBand && argTail_ >= kStreamBytes && status_.isOk() && inner_ == nullptr) [[unlikely]] {
+      startStream();
+    }
     if (!streaming_) {
       std::memcpy(dst, src, n);
       return;
@@ -119,7 +134,7 @@ class LocalCall {
   // readyTail() counts it final. False, and nothing done, for a tail inline in the A-stack
   // (then invoke() publishes as usual) or a call already published or failed.
   bool streamTail() noexcept {
-    if (argFlags_ != kTailOutOfBand || streaming_ || invoked_ || !status_.isOk()) return false;
+    if (argFlags_ != kTailOutOfBand || streaming_ || invoked_ || !status_.isOk() || inner_ != nullptr) return false;
     startStream();
     return true;
   }
@@ -132,6 +147,9 @@ class LocalCall {
 
   Status invoke() noexcept {
     if (!status_.isOk()) return status_;
+    if (inner_ != nullptr) [[unlikely]] {
+      if (Status s = sealCapabilityArgs(); !s.isOk()) return s;
+    }
     if (lb_->servesCallbacks() && !streaming_) [[unlikely]] return invokeAsGuest();
     const uint32_t seq = launch();
     bool ready = false;
@@ -170,6 +188,9 @@ class LocalCall {
   }
   Status start() noexcept {
     if (!status_.isOk()) return status_;
+    if (inner_ != nullptr) [[unlikely]] {
+      if (Status s = sealCapabilityArgs(); !s.isOk()) return s;
+    }
     seq_ = launch();
     return {};
   }
@@ -194,7 +215,7 @@ class LocalCall {
     lb_->abandon(index_, seq_);
   }
 
-  const std::byte* results() const noexcept { return frame_ + proc_->layout.resultsOff; }
+  const std::byte* results() const noexcept { return results_; }
   std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
   // The tail lies in the A-stack or its out-of-band segment, which the server may still write:
   // it is never apart, and a value is always copied out.
@@ -238,8 +259,17 @@ class LocalCall {
       if (tail > proc_->layout.tailRoom) [[unlikely]] return Status(Errc::kBadFrame, "result tail too long");
       resultTail_ = std::span<const std::byte>(frame_ + proc_->layout.resultTailOff, tail);
     }
+    if (inner_ != nullptr) [[unlikely]] return openCapabilityResults();
     return {};
   }
+
+  // A call on a same-host capability (Binding::capId) rides on the binding's tunnel procedure
+  // (runtime/capability.h): its frame is the tunnel's argument tail, its reply the tunnel's
+  // result tail, written and read in place. Out of line, in runtime/capability.cc.
+  Status aimAtCapability(uint32_t procedure) noexcept;
+  Result<std::span<std::byte>> capabilityArgTail(size_t n) noexcept;
+  Status sealCapabilityArgs() noexcept;
+  Status openCapabilityResults() noexcept;
 
   // Hands the call whose arguments are written to the server; returns its sequence number.
   uint32_t launch() noexcept {
@@ -284,7 +314,11 @@ class LocalCall {
   AStackControl* ctl_ = nullptr;
   ReturnControl* ret_ = nullptr;
   std::byte* frame_ = nullptr;
-  uint32_t procedure_;
+  std::byte* args_ = nullptr;            // frame_, or a capability's frame
+  const std::byte* results_ = nullptr;   // the results' fixed part
+  uint32_t procedure_;                   // the A-stack's (a capability's: the tunnel's)
+  const ProcedureDescriptor* inner_ = nullptr;  // a capability's procedure, else null
+  std::byte* innerFrame_ = nullptr;      // where a capability's frame goes (inline, or out of band)
   uint32_t index_ = detail::AStackPool::kEmpty;
   uint32_t argTail_ = 0;
   uint8_t argFlags_ = 0;

@@ -62,6 +62,7 @@ class SharedBuffer {
   static Result<SharedBuffer> allocate(const Binding& binding, uint32_t procedure, size_t bytes,
                                        const CallOptions& options = {}) {
     if (binding.remote) return Status(Errc::kUnsupported, "a SharedBuffer needs a same-host binding");
+    if (binding.capId != 0) return Status(Errc::kUnsupported, "a SharedBuffer needs an imported binding, not a capability");
     if (procedure < binding.iface->procedureCount && !binding.iface->procedures[procedure].variable) {
       return Status(Errc::kInvalidArgument, "procedure has no variable-size argument to put in a SharedBuffer");
     }

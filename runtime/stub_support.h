@@ -321,11 +321,17 @@ class Binding : public std::enable_shared_from_this<Binding> {
       : remote(false), iface(&desc), local(localBinding), channel(nullptr), owner_(std::move(owner)) {}
   Binding(const InterfaceDescriptor& desc, CallChannel* callChannel, std::shared_ptr<void> owner) noexcept
       : remote(true), iface(&desc), local(nullptr), channel(callChannel), owner_(std::move(owner)) {}
+  // A capability of the peer at the other end of the same-host binding `root`: its calls take
+  // root's A-stacks, tunnelled (runtime/capability.h); `capChannel` holds it (its release).
+  Binding(const InterfaceDescriptor& desc, LocalBinding* root, CallChannel* capChannel, uint32_t id,
+          std::shared_ptr<void> owner) noexcept
+      : remote(false), iface(&desc), local(root), channel(capChannel), capId(id), owner_(std::move(owner)) {}
 
   const bool remote;
   const InterfaceDescriptor* const iface;
   LocalBinding* const local;    // set when !remote
-  CallChannel* const channel;   // set when remote
+  CallChannel* const channel;   // set when remote, or for a same-host capability
+  const uint32_t capId = 0;     // a same-host capability's id in its peer's table, else 0
 
  private:
   std::shared_ptr<void> owner_;  // keeps `local` or `channel` (and what they use) alive
