@@ -177,19 +177,7 @@ class FrameDeferred final : public DeferredCall {
 Result<std::unique_ptr<DeferredCall>> FrameServerCall::defer() noexcept {
   if (procedure_ == nullptr) return ServerCall::defer();
   std::unique_ptr<DeferredCall> d;
-  if (outer_ != nullptr) {
-    Result<std::unique_ptr<DeferredCall>> outer = outer_->defer();
-    if (!outer.isOk()) return outer.status();
-    std::unique_ptr<DeferredCall> tunnel = std::move(*outer);
-    d.reset(new (std::nothrow) FrameDeferred(*procedure_, std::move(tunnel)));
-    if (!d) {
-      // The tunnel call is deferred already: it must be answered, and this one with it.
-      Status s(Errc::kResourceExhausted, "out of memory deferring a reply");
-      tunnel->finish(s, nullptr, nullptr);
-      deferred_ = true;
-      return s;
-    }
-  } else if (answer_ != nullptr && reply_ != nullptr) {
+  if (answer_ != nullptr && reply_ != nullptr) {
     try {
       *answer_ = std::make_shared<InProcessAnswer>(*reply_);
     } catch (const std::bad_alloc&) {
@@ -208,11 +196,10 @@ Result<std::unique_ptr<DeferredCall>> FrameServerCall::defer() noexcept {
 }
 
 // Runs `procedure` of `object` over the frame `request` (fixed part then tail, private to
-// this process); on success `reply` holds the result frame. `table` is the connection's.
-// `outer` is the tunnel call that carried it (null in process): its peer's callbacks. A call
-// deferred in process leaves in `answer` where its caller waits.
+// this process); on success `reply` holds the result frame. `table` is the connection's. A
+// call deferred in process leaves in `answer` where its caller waits.
 Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<const std::byte> request,
-                     MessageBuffer& reply, CapTable* table, ServerCall* outer,
+                     MessageBuffer& reply, CapTable* table,
                      std::shared_ptr<InProcessAnswer>* answer = nullptr) noexcept {
   const InterfaceDescriptor& iface = *object.iface;
   if (procedure >= iface.procedureCount) return Status(Errc::kBadFrame, "capability call: procedure out of range");
@@ -220,7 +207,7 @@ Status dispatchFrame(const HostedObject& object, uint32_t procedure, std::span<c
   if (request.size() < d.argsSize) return Status(Errc::kBadFrame, "capability call: frame shorter than its fixed part");
   MessageBuffer results;
   if (Status s = results.resizeForOverwrite(d.resultsSize); !s.isOk()) return s;
-  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table, outer, &d, &reply,
+  FrameServerCall call(request.first(d.argsSize), request.subspan(d.argsSize), results, table, nullptr, &d, &reply,
                        answer);
   const detail::CurrentCall current(call);
   if (Status s = iface.dispatch(object.server.get(), procedure, call); !s.isOk()) return s;
@@ -240,7 +227,7 @@ class LocalObjectChannel final : public CallChannel {
     if (Status s = copy.resizeForOverwrite(request.size()); !s.isOk()) return s;
     request.copy(0, request.size(), copy.data());
     std::shared_ptr<InProcessAnswer> answer;
-    Status s = dispatchFrame(object_, procedure, copy.span(), reply, &table_, nullptr, &answer);
+    Status s = dispatchFrame(object_, procedure, copy.span(), reply, &table_, &answer);
     if (!answer) return s;
     return answer->wait(std::chrono::nanoseconds(options.timeout.count()));
   }
