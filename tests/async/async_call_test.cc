@@ -27,6 +27,7 @@
 #include "tests/integration/harness.h"
 #include "tests/testing/service_process.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
 #include "transport/server.h"
 
@@ -62,16 +63,11 @@ net::ClientOptions netClientOptions(bool emulated) {
 }
 
 uint16_t serveNet(const std::string& bind, bool emulated) {
-  auto* impl = new WorkImpl;  // lives as long as the server process
-  net::ServerOptions so;
+  net::ServerOptions so = net::testing::clearTextServer();
   so.emulatedEndpoint = emulated;
-  so.security.clearText = true;
   so.workers = 32;  // every slow call of a full window runs at once
-  auto* server = new net::UdpServer(so);
-  if (!server->add<Work>("work", *impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(bind, so,
+                                      [](net::UdpServer& server) { return server.add<Work>("work", *new WorkImpl).isOk(); });
 }
 
 // A Work server in another process on the chosen path, and a client of it.

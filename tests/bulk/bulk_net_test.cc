@@ -17,6 +17,7 @@
 #include "tests/testing/every_type_impl.h"
 #include "tests/testing/recycling_blobs.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
 #include "transport/connect.h"
 #include "transport/server.h"
@@ -52,18 +53,12 @@ struct Case {
 // the parent goes away).
 template <class Iface = Everything, class Impl = EveryTypeImpl<Everything::Server>>
 uint16_t serveEvery(const std::string& bind, bool fewBuffers, const char* name = "every") {
-  auto* impl = new Impl;
-  ServerOptions so;
-  so.security.clearText = true;
+  ServerOptions so = testing::clearTextServer();
   if (fewBuffers) {
     so.receiveBuffers = 16;
     so.fragmentWindow = 16;
   }
-  auto* server = new UdpServer(so);
-  if (!server->add<Iface>(name, *impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return testing::startUdpServer(bind, so, [name](UdpServer& server) { return server.add<Iface>(name, *new Impl).isOk(); });
 }
 
 class BulkNet : public ::testing::TestWithParam<Case> {};

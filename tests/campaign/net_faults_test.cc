@@ -12,6 +12,7 @@
 
 #include "tests/campaign/fault_proxy.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -29,14 +30,9 @@ struct Case {
 };
 
 uint16_t serveSvc(const std::string& bind) {
-  auto* impl = new Svc::Impl;  // lives until the child's _exit
-  net::ServerOptions so;
-  so.security.clearText = true;
-  auto* server = new net::UdpServer(so);
-  if (!server->add("svc", Svc::kDescriptor, impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(bind, net::testing::clearTextServer(), [](net::UdpServer& server) {
+    return server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
+  });
 }
 
 net::ClientOptions patient() {

@@ -12,6 +12,7 @@
 #include "runtime/import.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
 #include "transport/server.h"
 
@@ -85,14 +86,9 @@ TEST(Calculator, SameHost) {
 }
 
 uint16_t serveCalculator(const std::string& bind) {
-  auto* impl = new calc::CalculatorImpl;  // live until the child exits
-  net::ServerOptions so;
-  so.security.clearText = true;
-  auto* server = new net::UdpServer(so);
-  if (!server->add<calc::Calculator>("calculator", *impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(bind, net::testing::clearTextServer(), [](net::UdpServer& server) {
+    return server.add<calc::Calculator>("calculator", *new calc::CalculatorImpl).isOk();
+  });
 }
 
 TEST(Calculator, TwoNamespaces) {

@@ -25,6 +25,7 @@
 #include "tests/caps/caps_impl.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
 #include "transport/server.h"
 
@@ -784,28 +785,21 @@ void checkCallbacksRunOnThePollingCaller(const std::string& uri) {
 }
 
 uint16_t serveFactory(const std::string& bind, const net::ServerSecurity& security) {
-  auto* impl = new FactoryImpl;  // live until the child exits
   net::ServerOptions o;
   o.maxCapabilities = 4;
   o.security = security;
-  auto* server = new net::UdpServer(o);
-  auto* keeper = new KeeperImpl;
-  auto* publisher = new PublisherImpl;
-  // The broker's upstream: a factory in another process on this host.
-  auto* dir = new TempDir;
-  auto* upstreamServer = new FactoryProcess(dir->path());
-  auto upstream = importFactory(dir->path());
-  if (!upstreamServer->up() || !upstream.isOk()) return 0;
-  auto* broker = new BrokerImpl(std::move(*upstream));
-  auto* vault = new VaultImpl;
-  if (!server->add<caps::Vault>("vault", *vault).isOk()) return 0;
-  if (!server->add<caps::Factory>("factory", *impl).isOk() || !server->add<caps::Keeper>("keeper", *keeper).isOk() ||
-      !server->add<caps::Publisher>("publisher", *publisher).isOk() || !server->add<caps::Broker>("broker", *broker).isOk()) {
-    return 0;
-  }
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(bind, o, [](net::UdpServer& server) {
+    // The broker's upstream: a factory in another process on this host.
+    auto* dir = new TempDir;
+    auto* upstreamServer = new FactoryProcess(dir->path());
+    auto upstream = importFactory(dir->path());
+    if (!upstreamServer->up() || !upstream.isOk()) return false;
+    return server.add<caps::Vault>("vault", *new VaultImpl).isOk() &&
+           server.add<caps::Factory>("factory", *new FactoryImpl).isOk() &&
+           server.add<caps::Keeper>("keeper", *new KeeperImpl).isOk() &&
+           server.add<caps::Publisher>("publisher", *new PublisherImpl).isOk() &&
+           server.add<caps::Broker>("broker", *new BrokerImpl(std::move(*upstream))).isOk();
+  });
 }
 
 TEST(TwoNamespaces, CapabilitiesRoundTrip) {

@@ -15,6 +15,7 @@
 #include "tests/caps/caps_impl.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
 #include "transport/secure/keys.h"
 #include "transport/server.h"
@@ -29,15 +30,11 @@ using net::testing::runIn;
 constexpr std::chrono::milliseconds kTimeout{300};
 
 uint16_t serveFactory(const std::string& bind, const net::ServerSecurity& security) {
-  auto* impl = new FactoryImpl;  // live until the child exits
   net::ServerOptions o;
   o.sessionTimeout = kTimeout;
   o.security = security;
-  auto* server = new net::UdpServer(o);
-  if (!server->add<caps::Factory>("factory", *impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(
+      bind, o, [](net::UdpServer& server) { return server.add<caps::Factory>("factory", *new FactoryImpl).isOk(); });
 }
 
 net::UdpChannel::Stats statsOf(const caps::Factory::Client& factory) {

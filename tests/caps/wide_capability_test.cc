@@ -20,6 +20,7 @@
 #include "runtime/import.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
 #include "transport/server.h"
 #include "wide.lrpc.h"
@@ -162,14 +163,9 @@ TEST(WideCapability, SameHost) {
 }
 
 uint16_t serveMaker(const std::string& bind) {
-  auto* impl = new WideMakerImpl;  // live until the child exits
-  net::ServerOptions so;
-  so.security.clearText = true;
-  auto* server = new net::UdpServer(so);
-  if (!server->add<wide::WideMaker>("maker", *impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(bind, net::testing::clearTextServer(), [](net::UdpServer& server) {
+    return server.add<wide::WideMaker>("maker", *new WideMakerImpl).isOk();
+  });
 }
 
 TEST(WideCapability, TwoNamespaces) {

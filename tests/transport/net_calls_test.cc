@@ -11,6 +11,7 @@
 #include "paper.lrpc.h"
 #include "tests/testing/every_type_impl.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -46,20 +47,13 @@ class PaperImpl final : public paper::Paper::Server {
 
 // Runs in the server child: every service under its name. Objects live until _exit.
 uint16_t serveAll(const std::string& bind, bool emulated) {
-  auto* paperImpl = new PaperImpl;
-  auto* every = new EveryTypeImpl<Everything::Server>;
-  auto* svc = new Svc::Impl;
-  ServerOptions so;
+  ServerOptions so = testing::clearTextServer();
   so.emulatedEndpoint = emulated;
-  so.security.clearText = true;
-  auto* server = new UdpServer(so);
-  if (!server->add<paper::Paper>("paper", *paperImpl).isOk() ||
-      !server->add<Everything>("everything", *every).isOk() || !server->add("svc", Svc::kDescriptor, svc).isOk()) {
-    return 0;
-  }
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return testing::startUdpServer(bind, so, [](UdpServer& server) {
+    return server.add<paper::Paper>("paper", *new PaperImpl).isOk() &&
+           server.add<Everything>("everything", *new EveryTypeImpl<Everything::Server>).isOk() &&
+           server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
+  });
 }
 
 ClientOptions clientOptions(bool emulated) {

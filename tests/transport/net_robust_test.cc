@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -19,14 +20,9 @@ using testing::Svc;
 using Clock = std::chrono::steady_clock;
 
 uint16_t serveSvc(const std::string& bind) {
-  auto* impl = new Svc::Impl;  // lives until the child's _exit
-  ServerOptions so;
-  so.security.clearText = true;
-  auto* server = new UdpServer(so);
-  if (!server->add("svc", Svc::kDescriptor, impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return testing::startUdpServer(bind, testing::clearTextServer(), [](UdpServer& server) {
+    return server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
+  });
 }
 
 // A channel opened by hand, so that the test can read its counters.

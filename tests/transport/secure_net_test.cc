@@ -14,6 +14,7 @@
 
 #include "runtime/base/mutex.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/secure/messages.h"
@@ -32,12 +33,9 @@ secure::KeyPair newKey() {
 
 // Runs in the server child: Svc under "svc". Objects live until the child's _exit.
 uint16_t serveSvc(const std::string& bind, ServerOptions so) {
-  auto* impl = new Svc::Impl;
-  auto* server = new UdpServer(std::move(so));
-  if (!server->add("svc", Svc::kDescriptor, impl).isOk()) return 0;
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return testing::startUdpServer(bind, std::move(so), [](UdpServer& server) {
+    return server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
+  });
 }
 
 ServerOptions secureServer(const secure::KeyPair& server, std::vector<secure::PublicKey> clients, bool emulated = false) {

@@ -10,6 +10,7 @@
 #include "runtime/import.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
+#include "tests/transport/udp_server_child.h"
 #include "tests/types/types_impl.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -64,21 +65,12 @@ INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
                          ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock));
 
 uint16_t serveTypes(const std::string& bind) {
-  auto* contactsImpl = new ContactsImpl;  // live until the child exits
-  auto* jsonImpl = new JsonImpl;
-  auto* genericImpl = new GenericImpl;
-  auto* directoryImpl = new DirectoryImpl;
-  net::ServerOptions so;
-  so.security.clearText = true;  // these tests are about values, not keys
-  auto* server = new net::UdpServer(so);
-  if (!server->add<contacts::Contacts>("contacts", *contactsImpl).isOk() ||
-      !server->add<jsonv::Json>("json", *jsonImpl).isOk() || !server->add<gen::Generic>("generic", *genericImpl).isOk() ||
-      !server->add<contacts::Directory>("directory", *directoryImpl).isOk()) {
-    return 0;
-  }
-  auto port = server->bind(bind);
-  if (!port.isOk() || !server->start().isOk()) return 0;
-  return *port;
+  return net::testing::startUdpServer(bind, net::testing::clearTextServer(), [](net::UdpServer& server) {
+    return server.add<contacts::Contacts>("contacts", *new ContactsImpl).isOk() &&
+           server.add<jsonv::Json>("json", *new JsonImpl).isOk() &&
+           server.add<gen::Generic>("generic", *new GenericImpl).isOk() &&
+           server.add<contacts::Directory>("directory", *new DirectoryImpl).isOk();
+  });
 }
 
 TEST(TwoNamespaces, NestedValuesRoundTrip) {
