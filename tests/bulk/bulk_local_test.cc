@@ -17,6 +17,7 @@
 #include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "runtime/shared_buffer.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/testing/every_type_impl.h"
 #include "tests/testing/recycling_blobs.h"
@@ -46,29 +47,18 @@ std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
 // Forks a process serving `Iface` through an `Impl` as `name` (Everything as "every" by
 // default), out-of-band tails limited to 64 MiB.
 template <class Iface = Everything, class Impl = EveryTypeImpl<Everything::Server>>
-class BulkServer {
+class BulkServer : public ExporterProcess {
  public:
-  explicit BulkServer(const std::string& dir, const char* name = "every") {
-    child_ = std::make_unique<Child>([&] {
-      Impl impl;
-      ServerOptions o;
-      o.dir = dir;
-      o.maxOutOfBandBytes = kBig;
-      Exporter exporter(o);
-      bool ok = exporter.add<Iface>(name, impl).isOk();
-      ready_.putByte(ok ? 'k' : 'x');
-      if (!ok) return 1;
-      for (;;) ::pause();
-    });
-    char c = 0;
-    ok_ = ready_.get(&c, 1) && c == 'k';
-  }
-  bool ok() const { return ok_; }
+  explicit BulkServer(const std::string& dir, const char* name = "every")
+      : ExporterProcess(dir, exportOne<Iface, Impl>(name), bigTails()) {}
+  bool ok() const { return up(); }
 
  private:
-  Pipe ready_;
-  std::unique_ptr<Child> child_;
-  bool ok_ = false;
+  static ServerOptions bigTails() {
+    ServerOptions o;
+    o.maxOutOfBandBytes = kBig;
+    return o;
+  }
 };
 
 class BulkLocal : public ::testing::TestWithParam<TransferMode> {

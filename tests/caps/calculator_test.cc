@@ -10,6 +10,7 @@
 #include "calculator_impl.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
@@ -64,19 +65,8 @@ TEST(Calculator, InProcess) {
 
 TEST(Calculator, SameHost) {
   TempDir dir;
-  Pipe ready;
-  Child server([&] {
-    calc::CalculatorImpl impl;
-    ServerOptions o;
-    o.dir = dir.path();
-    Exporter exporter(o);
-    const bool ok = exporter.add<calc::Calculator>("calculator", impl).isOk();
-    ready.putByte(ok ? 'k' : 'x');
-    if (!ok) return 1;
-    for (;;) ::pause();
-  });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ExporterProcess server(dir.path(), exportOne<calc::Calculator, calc::CalculatorImpl>("calculator"));
+  ASSERT_TRUE(server.up());
   ImportOptions io;
   io.dir = dir.path();
   auto calculator = lrpc::import<calc::Calculator>("calculator", io);

@@ -23,6 +23,7 @@
 #include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "tests/caps/caps_impl.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
@@ -36,42 +37,17 @@ using net::testing::ForkedServer;
 using net::testing::NetnsPair;
 using net::testing::runIn;
 
-// A server process exporting in `dir` what `setup` adds to its exporter; `setup` returns what
-// must live as long as the exports (the implementations), or null when it could not add them.
-class ServerProcess {
- public:
-  using Setup = std::function<std::shared_ptr<void>(Exporter&)>;
-  ServerProcess(const std::string& dir, const Setup& setup, uint32_t maxCapabilities = CapTable::kDefaultLimit)
-      : child_([&] {
-          ServerOptions o;
-          o.dir = dir;
-          o.maxCapabilities = maxCapabilities;
-          Exporter exporter(o);
-          const std::shared_ptr<void> impls = setup(exporter);
-          ready_.putByte(impls ? 'k' : 'x');
-          if (!impls) return 1;
-          for (;;) ::pause();
-        }) {
-    char c = 0;
-    up_ = ready_.get(&c, 1) && c == 'k';
-  }
-  bool up() const { return up_; }
-  void kill() {
-    child_.kill();
-    (void)child_.wait();
-  }
-
- private:
-  Pipe ready_;
-  Child child_;
-  bool up_ = false;
-};
-
 // Exports a fresh Factory as "factory", with a Keeper and a Publisher, in `dir`.
-class FactoryProcess : public ServerProcess {
+ServerOptions capabilityLimit(uint32_t maxCapabilities) {
+  ServerOptions o;
+  o.maxCapabilities = maxCapabilities;
+  return o;
+}
+
+class FactoryProcess : public ExporterProcess {
  public:
   explicit FactoryProcess(const std::string& dir, uint32_t maxCapabilities = CapTable::kDefaultLimit)
-      : ServerProcess(
+      : ExporterProcess(
             dir,
             [](Exporter& exporter) -> std::shared_ptr<void> {
               auto impls = std::make_shared<std::tuple<FactoryImpl, KeeperImpl, PublisherImpl, VaultImpl>>();
@@ -81,7 +57,7 @@ class FactoryProcess : public ServerProcess {
                               exporter.add<caps::Vault>("vault", std::get<3>(*impls)).isOk();
               return ok ? impls : nullptr;
             },
-            maxCapabilities) {}
+            capabilityLimit(maxCapabilities)) {}
 };
 
 Result<caps::Factory::Client> importFactory(const std::string& dir, TransferMode mode = TransferMode::kAdaptive) {
@@ -523,10 +499,10 @@ TEST(SameHostCaps, ForgedAndStaleIdsAreBadFrames) {
 }
 
 // Exports "broker" in `dir`, whose upstream is the Factory exported there.
-class BrokerProcess : public ServerProcess {
+class BrokerProcess : public ExporterProcess {
  public:
   explicit BrokerProcess(const std::string& dir)
-      : ServerProcess(dir, [&dir](Exporter& exporter) -> std::shared_ptr<void> {
+      : ExporterProcess(dir, [&dir](Exporter& exporter) -> std::shared_ptr<void> {
           auto upstream = importFactory(dir);
           if (!upstream.isOk()) return nullptr;
           auto impl = std::make_shared<BrokerImpl>(std::move(*upstream));

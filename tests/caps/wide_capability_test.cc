@@ -18,6 +18,7 @@
 
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
@@ -125,19 +126,8 @@ void checkWide(wide::WideMaker::Client& maker) {
 
 TEST(WideCapability, SameHost) {
   TempDir dir;
-  Pipe ready;
-  Child server([&] {
-    WideMakerImpl impl;
-    ServerOptions o;
-    o.dir = dir.path();
-    Exporter exporter(o);
-    const bool ok = exporter.add<wide::WideMaker>("maker", impl).isOk();
-    ready.putByte(ok ? 'k' : 'x');
-    if (!ok) return 1;
-    for (;;) ::pause();
-  });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ExporterProcess server(dir.path(), exportOne<wide::WideMaker, WideMakerImpl>("maker"));
+  ASSERT_TRUE(server.up());
   ImportOptions io;
   io.dir = dir.path();
   auto maker = lrpc::import<wide::WideMaker>("maker", io);
@@ -156,7 +146,6 @@ TEST(WideCapability, SameHost) {
   auto w = maker->make(5);
   ASSERT_TRUE(w.isOk()) << w.status().toString();
   server.kill();
-  (void)server.wait();
   auto sum = w->sum(wide::Block{});
   ASSERT_FALSE(sum.isOk());
   EXPECT_EQ(sum.status().code(), Errc::kPeerDied) << sum.status().toString();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "every_type.lrpc.h"
@@ -13,6 +14,7 @@
 #include "paper.lrpc.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/testing/every_type_impl.h"
 
@@ -20,30 +22,16 @@ namespace lrpc::testing {
 namespace {
 
 // Forks a process serving Paper as "paper" and Everything as "every" until killed.
-class GeneratedServer {
+class GeneratedServer : public ExporterProcess {
  public:
-  explicit GeneratedServer(const std::string& dir) {
-    child_ = std::make_unique<Child>([&] {
-      paper::PaperImpl paperImpl;
-      EveryTypeImpl<Everything::Server> everyImpl;
-      ServerOptions o;
-      o.dir = dir;
-      Exporter exporter(o);
-      bool ok = exporter.add<paper::Paper>("paper", paperImpl).isOk() &&
-                exporter.add<Everything>("every", everyImpl).isOk();
-      ready_.putByte(ok ? 'k' : 'x');
-      if (!ok) return 1;
-      for (;;) ::pause();
-    });
-    char c = 0;
-    ok_ = ready_.get(&c, 1) && c == 'k';
-  }
-  bool ok() const { return ok_; }
-
- private:
-  Pipe ready_;
-  std::unique_ptr<Child> child_;
-  bool ok_ = false;
+  explicit GeneratedServer(const std::string& dir)
+      : ExporterProcess(dir, [](Exporter& exporter) -> std::shared_ptr<void> {
+          auto impls = std::make_shared<std::pair<paper::PaperImpl, EveryTypeImpl<Everything::Server>>>();
+          const bool ok = exporter.add<paper::Paper>("paper", impls->first).isOk() &&
+                          exporter.add<Everything>("every", impls->second).isOk();
+          return ok ? impls : nullptr;
+        }) {}
+  bool ok() const { return up(); }
 };
 
 class GeneratedStubsTest : public ::testing::TestWithParam<TransferMode> {

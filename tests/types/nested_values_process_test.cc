@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
@@ -26,25 +28,15 @@ class SameHost : public ::testing::TestWithParam<TransferMode> {};
 
 TEST_P(SameHost, NestedValuesRoundTrip) {
   TempDir dir;
-  Pipe ready;
-  Child server([&] {
-    ContactsImpl contactsImpl;
-    JsonImpl jsonImpl;
-    GenericImpl genericImpl;
-    DirectoryImpl directoryImpl;
-    ServerOptions o;
-    o.dir = dir.path();
-    Exporter exporter(o);
-    bool ok = exporter.add<contacts::Contacts>("contacts", contactsImpl).isOk() &&
-              exporter.add<jsonv::Json>("json", jsonImpl).isOk() &&
-              exporter.add<gen::Generic>("generic", genericImpl).isOk() &&
-              exporter.add<contacts::Directory>("directory", directoryImpl).isOk();
-    ready.putByte(ok ? 'k' : 'x');
-    if (!ok) return 1;
-    for (;;) ::pause();
+  ExporterProcess server(dir.path(), [](Exporter& exporter) -> std::shared_ptr<void> {
+    auto impls = std::make_shared<std::tuple<ContactsImpl, JsonImpl, GenericImpl, DirectoryImpl>>();
+    const bool ok = exporter.add<contacts::Contacts>("contacts", std::get<0>(*impls)).isOk() &&
+                    exporter.add<jsonv::Json>("json", std::get<1>(*impls)).isOk() &&
+                    exporter.add<gen::Generic>("generic", std::get<2>(*impls)).isOk() &&
+                    exporter.add<contacts::Directory>("directory", std::get<3>(*impls)).isOk();
+    return ok ? impls : nullptr;
   });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ASSERT_TRUE(server.up());
   ImportOptions io;
   io.dir = dir.path();
   io.mode = GetParam();
