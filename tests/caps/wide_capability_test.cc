@@ -5,8 +5,6 @@
 // every capability call takes that channel.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
