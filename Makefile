@@ -7,6 +7,11 @@ QUICK     ?=
 WERROR    ?= OFF
 
 configure = cmake -S . -B $(1) -G Ninja -DLRPC_WERROR=$(WERROR) $(2) $(CMAKE_ARGS) >/dev/null
+# The test builds keep line tables only (-g1): backtraces and sanitizer reports still name the
+# file and line, and a fresh build of the suite takes about a third less time than with full -g,
+# which is most of CI's budget on two cores. For a debugger's view of variables, configure a
+# build directory of your own (cmake -DCMAKE_BUILD_TYPE=Debug).
+lines_only = -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
 
 .PHONY: all deps build test test-asan test-tsan bench fuzz clean
 
@@ -16,7 +21,7 @@ deps:
 	@bash cmake/install-deps.sh
 
 build: deps
-	@$(call configure,$(BUILD),-DLRPC_BUILD_TESTS=ON)
+	@$(call configure,$(BUILD),-DLRPC_BUILD_TESTS=ON $(lines_only))
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Every test, in the normal build.
@@ -28,14 +33,14 @@ test: build
 test-asan: deps
 	@$(call configure,build-asan,-DLRPC_BUILD_TESTS=ON -DLRPC_BUILD_FUZZ=ON \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-	  -DLRPC_SANITIZE=address$(comma)undefined)
+	  -DLRPC_SANITIZE=address$(comma)undefined $(lines_only))
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The concurrency tests (ctest label "concurrency") under ThreadSanitizer.
 test-tsan: deps
 	@$(call configure,build-tsan,-DLRPC_BUILD_TESTS=ON \
-	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=thread)
+	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=thread $(lines_only))
 	cmake --build build-tsan -j $(JOBS) --target lrpc_concurrency_tests
 	cd build-tsan && ctest --output-on-failure -L concurrency --timeout 600
 
