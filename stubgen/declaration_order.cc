@@ -22,23 +22,9 @@ void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
   for (const auto& n : s.nestedStructs) structDeps(n, out);
 }
 
-bool declares(const InterfaceDecl& d, uint64_t id);
-
-bool declares(const StructDecl& s, uint64_t id) {
-  if (s.id == id) return true;
-  for (const auto& e : s.nestedEnums) {
-    if (e.id == id) return true;
-  }
-  for (const auto& n : s.nestedStructs) {
-    if (declares(n, id)) return true;
-  }
-  for (const auto& n : s.nestedInterfaces) {
-    if (declares(n, id)) return true;
-  }
-  return false;
-}
-
-bool declares(const InterfaceDecl& d, uint64_t id) {
+// Whether `d` is, or declares inside it, the type `id` (StructDecl and InterfaceDecl alike).
+template <class Decl>
+bool declares(const Decl& d, uint64_t id) {
   if (d.id == id) return true;
   for (const auto& e : d.nestedEnums) {
     if (e.id == id) return true;
@@ -93,50 +79,57 @@ void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
   for (const auto& n : d.nestedInterfaces) completeDeps(n, deps);
 }
 
+// Items 0..n-1 in an order where each comes after every other item that declares an id it
+// depends on (depsOf(i, ids) collects them, declaresId(j, id) tells): a depth-first walk. An
+// edge that closes a cycle is passed over, after onCycle(first, last) has been given the
+// items on that cycle (the walk's stack from the item it returns to).
+template <class DepsOf, class DeclaresId, class OnCycle>
+std::vector<size_t> orderByDeps(size_t n, DepsOf depsOf, DeclaresId declaresId, OnCycle onCycle) {
+  std::vector<size_t> out;
+  std::vector<int> state(n, 0);  // 0 new, 1 on the walk's stack, 2 placed
+  std::vector<size_t> stack;
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] == 2) return;
+    if (state[i] == 1) {
+      onCycle(std::find(stack.begin(), stack.end(), i), stack.end());
+      return;
+    }
+    state[i] = 1;
+    stack.push_back(i);
+    std::set<uint64_t> deps;
+    depsOf(i, deps);
+    for (uint64_t dep : deps) {
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i && declaresId(j, dep)) visit(j);
+      }
+    }
+    stack.pop_back();
+    state[i] = 2;
+    out.push_back(i);
+  };
+  for (size_t i = 0; i < n; ++i) visit(i);
+  return out;
+}
+
+// Siblings of one kind, each after those it needs (`deps` of one collects the ids).
+template <class Decl>
+std::vector<Decl> siblingOrder(const std::vector<Decl>& in, void (*deps)(const Decl&, std::set<uint64_t>&)) {
+  std::vector<Decl> out;
+  const auto order = orderByDeps(
+      in.size(), [&](size_t i, std::set<uint64_t>& ids) { deps(in[i], ids); },
+      [&](size_t j, uint64_t id) { return declares(in[j], id); }, [](auto, auto) {});
+  for (size_t i : order) out.push_back(in[i]);
+  return out;
+}
+
 }  // namespace
 
 // C++ needs a struct's member types complete first: order siblings by their dependencies.
-std::vector<StructDecl> dependencyOrder(std::vector<StructDecl> in) {
-  std::vector<StructDecl> out;
-  std::vector<int> state(in.size(), 0);  // 0 new, 1 visiting, 2 done
-  std::function<void(size_t)> visit = [&](size_t i) {
-    if (state[i] != 0) return;
-    state[i] = 1;
-    std::set<uint64_t> deps;
-    structDeps(in[i], deps);
-    for (uint64_t dep : deps) {
-      for (size_t j = 0; j < in.size(); ++j) {
-        if (j != i && declares(in[j], dep)) visit(j);
-      }
-    }
-    state[i] = 2;
-    out.push_back(in[i]);
-  };
-  for (size_t i = 0; i < in.size(); ++i) visit(i);
-  return out;
-}
+std::vector<StructDecl> dependencyOrder(std::vector<StructDecl> in) { return siblingOrder(in, structDeps); }
 
 // An interface's stubs name its bases' frames and the types its own methods use: when those
 // are declared in (or are) another interface of the same file, that one must come first.
-std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) {
-  std::vector<InterfaceDecl> out;
-  std::vector<int> state(in.size(), 0);
-  std::function<void(size_t)> visit = [&](size_t i) {
-    if (state[i] != 0) return;
-    state[i] = 1;
-    std::set<uint64_t> deps;
-    interfaceDeps(in[i], deps);
-    for (uint64_t dep : deps) {
-      for (size_t j = 0; j < in.size(); ++j) {
-        if (j != i && declares(in[j], dep)) visit(j);
-      }
-    }
-    state[i] = 2;
-    out.push_back(in[i]);
-  };
-  for (size_t i = 0; i < in.size(); ++i) visit(i);
-  return out;
-}
+std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in) { return siblingOrder(in, interfaceDeps); }
 
 // One order for a file's top-level structs and interfaces, each after what it needs complete
 // (a struct may hold a type nested in an interface, an interface's frames a struct). Interfaces
@@ -147,37 +140,24 @@ std::vector<std::pair<bool, size_t>> topLevelOrder(const std::vector<StructDecl>
   std::vector<std::pair<bool, size_t>> items, out;
   for (size_t i = 0; i < structs.size(); ++i) items.emplace_back(false, i);
   for (size_t i = 0; i < interfaces.size(); ++i) items.emplace_back(true, i);
-  auto declaresId = [&](const std::pair<bool, size_t>& it, uint64_t id) {
-    return it.first ? declares(interfaces[it.second], id) : declares(structs[it.second], id);
-  };
-  std::vector<int> state(items.size(), 0);
-  std::vector<size_t> stack;
-  std::function<void(size_t)> visit = [&](size_t i) {
-    if (state[i] == 2) return;
-    if (state[i] == 1) {  // a cycle: every interface from i up the stack is on it
-      for (auto at = std::find(stack.begin(), stack.end(), i); at != stack.end(); ++at) {
-        if (items[*at].first) cyclic.insert(items[*at].second);
-      }
-      return;
-    }
-    state[i] = 1;
-    stack.push_back(i);
-    std::set<uint64_t> deps;
-    if (items[i].first) {
-      completeDeps(interfaces[items[i].second], deps);
-    } else {
-      structDeps(structs[items[i].second], deps);
-    }
-    for (uint64_t dep : deps) {
-      for (size_t j = 0; j < items.size(); ++j) {
-        if (j != i && declaresId(items[j], dep)) visit(j);
-      }
-    }
-    stack.pop_back();
-    state[i] = 2;
-    out.push_back(items[i]);
-  };
-  for (size_t i = 0; i < items.size(); ++i) visit(i);
+  const auto order = orderByDeps(
+      items.size(),
+      [&](size_t i, std::set<uint64_t>& deps) {
+        if (items[i].first) {
+          completeDeps(interfaces[items[i].second], deps);
+        } else {
+          structDeps(structs[items[i].second], deps);
+        }
+      },
+      [&](size_t j, uint64_t id) {
+        return items[j].first ? declares(interfaces[items[j].second], id) : declares(structs[items[j].second], id);
+      },
+      [&](auto first, auto last) {  // every interface on the cycle
+        for (; first != last; ++first) {
+          if (items[*first].first) cyclic.insert(items[*first].second);
+        }
+      });
+  for (size_t i : order) out.push_back(items[i]);
   return out;
 }
 
