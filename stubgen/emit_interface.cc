@@ -140,6 +140,16 @@ void forwardNestedInterfaces(const InterfaceDecl& d, std::string& out) {
   if (any) out += "\n";
 }
 
+// The types declared inside an interface's struct: its enums, forward declarations, structs
+// (what of them goes after the interface's struct is added to `after`) and interfaces.
+void emitNestedTypes(const InterfaceDecl& d, std::string& out, std::string& after) {
+  for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
+  forwardNestedInterfaces(d, out);
+  emitForwards(d.nestedStructs, 2, out);
+  for (const auto& s : d.nestedStructs) emitStruct(s, 2, out, d.relName + "::" + s.name, &after);
+  emitNestedInterfaces(d.nestedInterfaces, 2, out);
+}
+
 // An interface left out by LRPC_SKIP_UNSUPPORTED: a comment saying why, and its nested types
 // (other declarations may use them).
 void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
@@ -150,12 +160,8 @@ void emitLeftOutInterface(const InterfaceDecl& d, std::string& out) {
   if (d.nestedEnums.empty() && d.nestedStructs.empty() && d.nestedInterfaces.empty()) return;
   out += "struct " + d.name + " {  // only its nested types\n";
   out += "  " + d.name + "() = delete;\n";
-  for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
-  forwardNestedInterfaces(d, out);
-  emitForwards(d.nestedStructs, 2, out);
   std::string after;
-  for (const auto& n : d.nestedStructs) emitStruct(n, 2, out, d.relName + "::" + n.name, &after);
-  emitNestedInterfaces(d.nestedInterfaces, 2, out);
+  emitNestedTypes(d, out, after);
   out += "};\n";
   out += after;
   for (const auto& n : d.nestedStructs) emitStructAsserts(n, out);
@@ -171,12 +177,8 @@ void emitInterfaceStruct(const InterfaceDecl& d, std::string& out) {
   out += docLines(d.doc, 0);
   out += "struct " + d.name + " {\n";
   out += "  " + d.name + "() = delete;\n\n";
-  for (const auto& e : d.nestedEnums) emitEnum(e, 2, out);
-  forwardNestedInterfaces(d, out);
-  emitForwards(d.nestedStructs, 2, out);
   std::string after;
-  for (const auto& s : d.nestedStructs) emitStruct(s, 2, out, d.relName + "::" + s.name, &after);
-  emitNestedInterfaces(d.nestedInterfaces, 2, out);
+  emitNestedTypes(d, out, after);
   if (!d.nestedEnums.empty() || !d.nestedStructs.empty()) out += "\n";
   for (size_t i = d.ownBegin; i < d.methods.size(); ++i) emitFrames(d.methods[i], out);
   out += "\n  // PDL indexes, the `procedure` of a call.\n";
