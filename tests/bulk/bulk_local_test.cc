@@ -19,6 +19,7 @@
 #include "runtime/shared_buffer.h"
 #include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/per_mode.h"
 #include "tests/testing/every_type_impl.h"
 #include "tests/testing/recycling_blobs.h"
 
@@ -61,20 +62,16 @@ class BulkServer : public ExporterProcess {
   }
 };
 
-class BulkLocal : public ::testing::TestWithParam<TransferMode> {
+class BulkLocal : public PerModeTest {
  protected:
   void SetUp() override {
     server_ = std::make_unique<BulkServer<>>(dir_.path());
     ASSERT_TRUE(server_->ok());
-    ImportOptions o;
-    o.dir = dir_.path();
-    o.mode = GetParam();
-    Result<Everything::Client> c = lrpc::import<Everything>("every", o);
+    Result<Everything::Client> c = lrpc::import<Everything>("every", opts());
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     client_ = std::make_unique<Everything::Client>(std::move(*c));
   }
 
-  TempDir dir_;
   std::unique_ptr<BulkServer<>> server_;
   std::unique_ptr<Everything::Client> client_;
 };
@@ -321,8 +318,7 @@ TEST(ResultBuffer, OutsideAHandlerIsAnEmptyVector) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, BulkLocal,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 }  // namespace
 }  // namespace lrpc::testing

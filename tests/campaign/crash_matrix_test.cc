@@ -41,15 +41,15 @@
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "tests/campaign/crash_peers.h"
+#include "tests/integration/per_mode.h"
 #include "transport/client.h"
 
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::kTransferModes;
 using lrpc::testing::TempDir;
 using Clock = std::chrono::steady_clock;
-
-constexpr TransferMode kModes[] = {TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock};
 
 int64_t msSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -125,7 +125,7 @@ class KillClient : public ::testing::Test {
   ImportOptions opts(int round) const {
     ImportOptions o;
     o.dir = dir_.path();
-    o.mode = kModes[((round % 3) + 3) % 3];
+    o.mode = kTransferModes[((round % 3) + 3) % 3];
     return o;
   }
 
@@ -354,7 +354,7 @@ class KillServer : public ::testing::Test {
   ImportOptions opts(int round) const {
     ImportOptions o;
     o.dir = dir_.path();
-    o.mode = kModes[((round % 3) + 3) % 3];
+    o.mode = kTransferModes[((round % 3) + 3) % 3];
     return o;
   }
 

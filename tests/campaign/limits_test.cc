@@ -11,12 +11,15 @@
 
 #include "runtime/import.h"
 #include "tests/campaign/crash_peers.h"
+#include "tests/integration/per_mode.h"
 #include "tests/integration/servers.h"
 #include "transport/client.h"
 
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::kTransferModes;
+using lrpc::testing::modeTestName;
 using lrpc::testing::TempDir;
 using lrpc::testing::TestServer;
 using Clock = std::chrono::steady_clock;
@@ -149,8 +152,7 @@ TEST_P(DeadlineModes, DeadlineWhileServerStoppedThenRecovers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, DeadlineModes,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 TEST(DeadlineNet, DeadlineWhileUdpServerStoppedThenRecovers) {
   UdpPeerServer server;

@@ -25,6 +25,7 @@
 #include "tests/caps/caps_impl.h"
 #include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/per_mode.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
 #include "transport/client.h"
@@ -364,7 +365,7 @@ TEST_P(SameHost, ACallerRunningItsCallbackStillHasADeadline) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock));
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 TEST(SameHostCaps, ManyThreadsCallCapabilities) {
   TempDir dir;

@@ -13,18 +13,16 @@
 
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/per_mode.h"
 #include "tests/integration/servers.h"
 
 namespace lrpc::testing {
 namespace {
 
-class ConcurrencyTest : public ::testing::TestWithParam<TransferMode> {
+class ConcurrencyTest : public PerModeTest {
  protected:
-  TempDir dir_;
   ImportOptions opts() const {
-    ImportOptions o;
-    o.dir = dir_.path();
-    o.mode = GetParam();
+    ImportOptions o = PerModeTest::opts();
     o.astackWait = std::chrono::seconds(30);
     return o;
   }
@@ -194,8 +192,7 @@ TEST_P(ConcurrencyTest, ACallWaitingForAnotherCallOfItsClientCompletes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ConcurrencyTest,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 }  // namespace
 }  // namespace lrpc::testing

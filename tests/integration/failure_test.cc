@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/import.h"
+#include "tests/integration/per_mode.h"
 #include "tests/integration/servers.h"
 
 namespace lrpc::testing {
@@ -18,16 +19,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class ModeTest : public ::testing::TestWithParam<TransferMode> {
- protected:
-  TempDir dir_;
-  ImportOptions opts() const {
-    ImportOptions o;
-    o.dir = dir_.path();
-    o.mode = GetParam();
-    return o;
-  }
-};
+using ModeTest = PerModeTest;
 
 TEST_P(ModeTest, ServerKilledBeforeFirstCall) {
   TestServer server(dir_.path(), "svc");
@@ -112,8 +104,7 @@ TEST_P(ModeTest, HandlerThrows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ModeTest,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 class FailureTest : public ::testing::Test {
  protected:
@@ -167,8 +158,7 @@ TEST_F(FailureTest, ClientKilledMidCallIsReclaimed) {
     still = now.fds == before.fds && now.threads == before.threads ? still + 1 : 0;
     before = now;
   }
-  const TransferMode modes[] = {TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock};
-  for (int i = 0; i < 100; ++i) cycle(modes[i % 3]);
+  for (int i = 0; i < 100; ++i) cycle(kTransferModes[i % 3]);
   ServerSnapshot after{};
   ASSERT_TRUE(settled(&after)) << "bindings " << after.bindingsLive << " threads " << after.serverThreads;
   // A binding's counters drop when its clerk gives up on it; the acceptor joins that clerk and

@@ -16,6 +16,7 @@
 #include "runtime/import.h"
 #include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/per_mode.h"
 #include "tests/testing/every_type_impl.h"
 
 namespace lrpc::testing {
@@ -34,19 +35,12 @@ class GeneratedServer : public ExporterProcess {
   bool ok() const { return up(); }
 };
 
-class GeneratedStubsTest : public ::testing::TestWithParam<TransferMode> {
+class GeneratedStubsTest : public PerModeTest {
  protected:
   void SetUp() override {
     server_ = std::make_unique<GeneratedServer>(dir_.path());
     ASSERT_TRUE(server_->ok());
   }
-  ImportOptions opts() const {
-    ImportOptions o;
-    o.dir = dir_.path();
-    o.mode = GetParam();
-    return o;
-  }
-  TempDir dir_;
   std::unique_ptr<GeneratedServer> server_;
 };
 
@@ -125,8 +119,7 @@ TEST_P(GeneratedStubsTest, SixtyFourMiBOutOfBandRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, GeneratedStubsTest,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 }  // namespace
 }  // namespace lrpc::testing

@@ -6,21 +6,13 @@
 #include <vector>
 
 #include "runtime/import.h"
+#include "tests/integration/per_mode.h"
 #include "tests/integration/servers.h"
 
 namespace lrpc::testing {
 namespace {
 
-class LocalCallTest : public ::testing::TestWithParam<TransferMode> {
- protected:
-  TempDir dir_;
-  ImportOptions opts() const {
-    ImportOptions o;
-    o.dir = dir_.path();
-    o.mode = GetParam();
-    return o;
-  }
-};
+using LocalCallTest = PerModeTest;
 
 TEST_P(LocalCallTest, NullAndAddRoundTrip) {
   TestServer server(dir_.path(), "svc");
@@ -63,8 +55,7 @@ TEST_P(LocalCallTest, HandlerThrowsIsServerFaultWithMessage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LocalCallTest,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 }  // namespace
 }  // namespace lrpc::testing

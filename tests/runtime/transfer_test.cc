@@ -13,9 +13,13 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/local_binding.h"
+#include "tests/integration/per_mode.h"
 
 namespace lrpc {
 namespace {
+
+using testing::kTransferModes;
+using testing::modeTestName;
 
 TEST(AStackPoolTest, LifoAndEmpty) {
   detail::AStackPool pool;
@@ -164,8 +168,7 @@ TEST_P(DoorbellTest, StopWakesAnIdleServer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, DoorbellTest,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock),
-                         [](const auto& p) { return std::string(transferModeName(p.param)); });
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 }  // namespace
 }  // namespace lrpc

@@ -11,6 +11,7 @@
 #include "runtime/import.h"
 #include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/per_mode.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
 #include "tests/types/types_impl.h"
@@ -54,7 +55,7 @@ TEST_P(SameHost, NestedValuesRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
-                         ::testing::Values(TransferMode::kAdaptive, TransferMode::kSpin, TransferMode::kBlock));
+                         ::testing::ValuesIn(kTransferModes), modeTestName);
 
 uint16_t serveTypes(const std::string& bind) {
   return net::testing::startUdpServer(bind, net::testing::clearTextServer(), [](net::UdpServer& server) {
