@@ -346,27 +346,38 @@ struct Loaded : Parties {
   }
 };
 
-TEST(SecureCookie, UnderLoadAHelloEarnsACookieReplyThenCompletes) {
-  Loaded p;
-  auto responder = Responder::create(p.server, p.loadedOptions(), p.t0);
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello(Timestamp::now(), p.t0);
-  ASSERT_TRUE(hello.isOk());
-  auto first = responder->readHello(*hello, kSourceA, p.t0);
-  ASSERT_TRUE(first.isOk()) << first.status().toString();
-  EXPECT_FALSE(first->accepted);
-  ASSERT_EQ(first->reply.size(), cookie_reply::kBytes);
-  EXPECT_EQ(first->reply[2], static_cast<uint8_t>(MessageType::kCookieReply));
-  EXPECT_LT(first->reply.size(), hello->size()) << "no amplification";
+// Under load from the first hello on: the initiator's first hello, from A, has earned a cookie
+// reply and no session.
+class CookieEarned : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(responder_.isOk() && initiator_.isOk());
+    auto hello = initiator_->writeHello(Timestamp::now(), p_.t0);
+    ASSERT_TRUE(hello.isOk());
+    hello_ = std::move(*hello);
+    auto outcome = responder_->readHello(hello_, kSourceA, p_.t0);
+    ASSERT_TRUE(outcome.isOk()) << outcome.status().toString();
+    ASSERT_FALSE(outcome->accepted);
+    cookie_ = std::move(outcome->reply);
+  }
+  Loaded p_;
+  Result<Responder> responder_ = Responder::create(p_.server, p_.loadedOptions(), p_.t0);
+  Result<Initiator> initiator_ = Initiator::create(p_.client, p_.server.publicKey());
+  std::vector<uint8_t> hello_, cookie_;
+};
 
-  ASSERT_TRUE(initiator->readCookieReply(first->reply, p.t0).isOk());
-  auto withCookie = initiator->writeHello(Timestamp::now(), p.t0);
+TEST_F(CookieEarned, ThenTheHelloCompletes) {
+  ASSERT_EQ(cookie_.size(), cookie_reply::kBytes);
+  EXPECT_EQ(cookie_[2], static_cast<uint8_t>(MessageType::kCookieReply));
+  EXPECT_LT(cookie_.size(), hello_.size()) << "no amplification";
+
+  ASSERT_TRUE(initiator_->readCookieReply(cookie_, p_.t0).isOk());
+  auto withCookie = initiator_->writeHello(Timestamp::now(), p_.t0);
   ASSERT_TRUE(withCookie.isOk());
-  auto second = responder->readHello(*withCookie, kSourceA, p.t0 + seconds(1));
+  auto second = responder_->readHello(*withCookie, kSourceA, p_.t0 + seconds(1));
   ASSERT_TRUE(second.isOk()) << second.status().toString();
   ASSERT_TRUE(second->accepted);
-  auto keys = initiator->readReply(second->reply);
+  auto keys = initiator_->readReply(second->reply);
   ASSERT_TRUE(keys.isOk()) << keys.status().toString();
   expectSameKeys(*keys, second->keys);
 }
@@ -395,79 +406,55 @@ TEST(SecureCookie, LoadIsCountedPerSecond) {
   EXPECT_TRUE(later->accepted) << "a new second, no load";
 }
 
-TEST(SecureCookie, CookieFromAnotherAddressIsRefused) {
-  Loaded p;
-  auto responder = Responder::create(p.server, p.loadedOptions(), p.t0);
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello(Timestamp::now(), p.t0);
-  ASSERT_TRUE(hello.isOk());
-  auto cookie = responder->readHello(*hello, kSourceA, p.t0);
-  ASSERT_TRUE(cookie.isOk() && !cookie->accepted);
-  ASSERT_TRUE(initiator->readCookieReply(cookie->reply, p.t0).isOk());
-  auto withCookie = initiator->writeHello(Timestamp::now(), p.t0);
+TEST_F(CookieEarned, CookieFromAnotherAddressIsRefused) {
+  ASSERT_TRUE(initiator_->readCookieReply(cookie_, p_.t0).isOk());
+  auto withCookie = initiator_->writeHello(Timestamp::now(), p_.t0);
   ASSERT_TRUE(withCookie.isOk());
   // The same hello from B: B never received at A, so its cookie MAC is wrong for B.
-  auto fromB = responder->readHello(*withCookie, kSourceB, p.t0);
+  auto fromB = responder_->readHello(*withCookie, kSourceB, p_.t0);
   ASSERT_TRUE(fromB.isOk());
   EXPECT_FALSE(fromB->accepted);
   EXPECT_EQ(fromB->reply.size(), cookie_reply::kBytes);
-  auto fromA = responder->readHello(*withCookie, kSourceA, p.t0);
+  auto fromA = responder_->readHello(*withCookie, kSourceA, p_.t0);
   ASSERT_TRUE(fromA.isOk());
   EXPECT_TRUE(fromA->accepted);
 }
 
-TEST(SecureCookie, ExpiredCookieIsRefusedAndRenewed) {
-  Loaded p;
-  auto responder = Responder::create(p.server, p.loadedOptions(), p.t0);
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello(Timestamp::now(), p.t0);
-  ASSERT_TRUE(hello.isOk());
-  auto cookie = responder->readHello(*hello, kSourceA, p.t0);
-  ASSERT_TRUE(cookie.isOk() && !cookie->accepted);
-  ASSERT_TRUE(initiator->readCookieReply(cookie->reply, p.t0).isOk());
+TEST_F(CookieEarned, ExpiredCookieIsRefusedAndRenewed) {
+  ASSERT_TRUE(initiator_->readCookieReply(cookie_, p_.t0).isOk());
 
   // Within one lifetime (10 s) and across one rotation the cookie holds ...
-  auto h1 = initiator->writeHello(Timestamp::now(), p.t0);
+  auto h1 = initiator_->writeHello(Timestamp::now(), p_.t0);
   ASSERT_TRUE(h1.isOk());
-  auto ok = responder->readHello(*h1, kSourceA, p.t0 + seconds(15));
+  auto ok = responder_->readHello(*h1, kSourceA, p_.t0 + seconds(15));
   ASSERT_TRUE(ok.isOk());
   EXPECT_TRUE(ok->accepted);
   // ... two rotations later it is gone: the hello gets a new cookie reply, not a session.
-  auto h2 = initiator->writeHello(Timestamp::now(), p.t0);
+  auto h2 = initiator_->writeHello(Timestamp::now(), p_.t0);
   ASSERT_TRUE(h2.isOk());
-  auto expired = responder->readHello(*h2, kSourceA, p.t0 + seconds(26));
+  auto expired = responder_->readHello(*h2, kSourceA, p_.t0 + seconds(26));
   ASSERT_TRUE(expired.isOk());
   EXPECT_FALSE(expired->accepted);
   ASSERT_EQ(expired->reply.size(), cookie_reply::kBytes);
-  ASSERT_TRUE(initiator->readCookieReply(expired->reply, p.t0 + seconds(26)).isOk());
-  auto h3 = initiator->writeHello(Timestamp::now(), p.t0 + seconds(26));
+  ASSERT_TRUE(initiator_->readCookieReply(expired->reply, p_.t0 + seconds(26)).isOk());
+  auto h3 = initiator_->writeHello(Timestamp::now(), p_.t0 + seconds(26));
   ASSERT_TRUE(h3.isOk());
-  auto renewed = responder->readHello(*h3, kSourceA, p.t0 + seconds(26));
+  auto renewed = responder_->readHello(*h3, kSourceA, p_.t0 + seconds(26));
   ASSERT_TRUE(renewed.isOk());
   EXPECT_TRUE(renewed->accepted);
 }
 
-TEST(SecureCookie, CookieReplyForAnotherHelloIsRefused) {
-  Loaded p;
-  auto responder = Responder::create(p.server, p.loadedOptions(), p.t0);
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello(Timestamp::now(), p.t0);
-  ASSERT_TRUE(hello.isOk());
-  auto cookie = responder->readHello(*hello, kSourceA, p.t0);
-  ASSERT_TRUE(cookie.isOk() && !cookie->accepted);
-  for (size_t i = 0; i < cookie->reply.size(); ++i) {
-    std::vector<uint8_t> bad = cookie->reply;
+TEST_F(CookieEarned, CookieReplyForAnotherHelloIsRefused) {
+  for (size_t i = 0; i < cookie_.size(); ++i) {
+    std::vector<uint8_t> bad = cookie_;
     bad[i] ^= 0x01;
-    EXPECT_FALSE(initiator->readCookieReply(bad, p.t0).isOk()) << "byte " << i;
+    EXPECT_FALSE(initiator_->readCookieReply(bad, p_.t0).isOk()) << "byte " << i;
   }
   // After a new hello (new mac1), the old cookie reply no longer matches.
-  ASSERT_TRUE(initiator->writeHello(Timestamp::now(), p.t0).isOk());
-  std::vector<uint8_t> stale = cookie->reply;
-  putU32(stale.data() + cookie_reply::kReceiver, initiator->index());
-  EXPECT_EQ(initiator->readCookieReply(stale, p.t0).code(), Errc::kBadFrame);
+  ASSERT_TRUE(initiator_->writeHello(Timestamp::now(), p_.t0).isOk());
+  std::vector<uint8_t> stale = cookie_;
+  putU32(stale.data() + cookie_reply::kReceiver, initiator_->index());
+  EXPECT_EQ(initiator_->readCookieReply(stale, p_.t0).code(), Errc::kBadFrame);
 }
 
 TEST(SecureCookie, CookieJarKeepsNoStatePerSource) {
