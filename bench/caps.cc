@@ -190,23 +190,11 @@ void registerCaps(BenchContext& ctx) {
 }
 
 int serveCapsLocal(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_LOCAL
-  RootImpl impl;
-  return serveLocalUntilTerm<Root>(readyFd, argc, argv, impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveLocal<Root>(readyFd, argc, argv, [] { return std::make_unique<RootImpl>(); });
 }
 
 int serveCapsNet(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_NET
-  RootImpl impl;
-  return serveNetUntilTerm<Root>(readyFd, argc, argv, impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveNet<Root>(readyFd, argc, argv, [] { return std::make_unique<RootImpl>(); });
 }
 
 #else  // neither layer in this build

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,14 +13,6 @@
 
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
 #include "curves.lrpc.h"  // lrpc_generate(lrpc_bench .../curves.capnp)
-#endif
-#if LRPC_BENCH_LOCAL
-#include "runtime/exporter.h"
-#include "runtime/import.h"
-#endif
-#if LRPC_BENCH_NET
-#include "transport/client.h"
-#include "transport/server.h"
 #endif
 
 namespace lrpc::bench {
@@ -248,23 +241,11 @@ void registerCurves(BenchContext& ctx) {
 }
 
 int serveCurvesLocal(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_LOCAL
-  CurvesImpl impl;
-  return serveLocalUntilTerm<Curves>(readyFd, argc, argv, impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveLocal<Curves>(readyFd, argc, argv, [] { return std::make_unique<CurvesImpl>(); });
 }
 
 int serveCurvesNet(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_NET
-  CurvesImpl impl;
-  return serveNetUntilTerm<Curves>(readyFd, argc, argv, impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveNet<Curves>(readyFd, argc, argv, [] { return std::make_unique<CurvesImpl>(); });
 }
 
 #else  // neither layer in this build

@@ -178,4 +178,28 @@ int serveNetUntilTerm(int readyFd, int argc, char** argv, typename Iface::Server
 }
 #endif
 
+// A forked server's entry on each layer: `Iface` served by the object makeImpl() returns (a
+// pointer) until SIGTERM. A layer this build leaves out answers 2, as bad arguments do.
+template <class Iface, class MakeImpl>
+int serveLocal(int readyFd, int argc, char** argv, MakeImpl makeImpl) {
+#if LRPC_BENCH_LOCAL
+  auto impl = makeImpl();
+  return serveLocalUntilTerm<Iface>(readyFd, argc, argv, *impl);
+#else
+  (void)readyFd, (void)argc, (void)argv, (void)makeImpl;
+  return 2;
+#endif
+}
+
+template <class Iface, class MakeImpl>
+int serveNet(int readyFd, int argc, char** argv, MakeImpl makeImpl) {
+#if LRPC_BENCH_NET
+  auto impl = makeImpl();
+  return serveNetUntilTerm<Iface>(readyFd, argc, argv, *impl);
+#else
+  (void)readyFd, (void)argc, (void)argv, (void)makeImpl;
+  return 2;
+#endif
+}
+
 }  // namespace lrpc::bench

@@ -21,14 +21,8 @@
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
 #endif
 #if LRPC_BENCH_LOCAL
-#include "runtime/exporter.h"
-#include "runtime/import.h"
 #include "runtime/introspect.h"
 #include "runtime/local_binding.h"
-#endif
-#if LRPC_BENCH_NET
-#include "transport/client.h"
-#include "transport/server.h"
 #endif
 
 namespace lrpc::bench {
@@ -308,23 +302,11 @@ void registerLrpcPaths(BenchContext& ctx) {
 }
 
 int serveLrpcLocal(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_LOCAL
-  std::unique_ptr<Paper::Server> impl = makePaperImpl();
-  return serveLocalUntilTerm<Paper>(readyFd, argc, argv, *impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveLocal<Paper>(readyFd, argc, argv, makePaperImpl);
 }
 
 int serveLrpcNet(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_NET
-  std::unique_ptr<Paper::Server> impl = makePaperImpl();
-  return serveNetUntilTerm<Paper>(readyFd, argc, argv, *impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveNet<Paper>(readyFd, argc, argv, makePaperImpl);
 }
 
 #else  // !LRPC_BENCH_DIRECT: no generated stubs in this build yet

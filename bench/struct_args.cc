@@ -15,14 +15,6 @@
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
 #include "struct_args.lrpc.h"  // lrpc_generate(lrpc_bench .../struct_args.capnp)
 #endif
-#if LRPC_BENCH_LOCAL
-#include "runtime/exporter.h"
-#include "runtime/import.h"
-#endif
-#if LRPC_BENCH_NET
-#include "transport/client.h"
-#include "transport/server.h"
-#endif
 
 namespace lrpc::bench {
 
@@ -228,23 +220,11 @@ void registerStructArgs(BenchContext& ctx) {
 }
 
 int serveStructArgsLocal(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_LOCAL
-  StructArgsImpl impl;
-  return serveLocalUntilTerm<StructArgs>(readyFd, argc, argv, impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveLocal<StructArgs>(readyFd, argc, argv, [] { return std::make_unique<StructArgsImpl>(); });
 }
 
 int serveStructArgsNet(int readyFd, int argc, char** argv) {
-#if LRPC_BENCH_NET
-  StructArgsImpl impl;
-  return serveNetUntilTerm<StructArgs>(readyFd, argc, argv, impl);
-#else
-  (void)readyFd, (void)argc, (void)argv;
-  return 2;
-#endif
+  return serveNet<StructArgs>(readyFd, argc, argv, [] { return std::make_unique<StructArgsImpl>(); });
 }
 
 #else  // neither layer in this build
