@@ -13,6 +13,7 @@
 
 #include "every_type.lrpc.h"
 #include "tests/fuzz/dispatch_fuzz.h"
+#include "tests/fuzz/xorshift.h"
 #include "tests/testing/every_type_impl.h"
 #include "tests/testing/in_process_channel.h"
 
@@ -20,22 +21,6 @@ namespace lrpc::testing {
 namespace {
 
 using Input = std::vector<uint8_t>;
-
-// Deterministic, so that a failure reproduces.
-class XorShift {
- public:
-  explicit XorShift(uint64_t seed) : s_(seed | 1) {}
-  uint64_t next() {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return s_;
-  }
-  size_t below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(next() % n); }
-
- private:
-  uint64_t s_;
-};
 
 void run(const Input& in) { LLVMFuzzerTestOneInput(in.data(), in.size()); }
 

@@ -11,26 +11,13 @@
 #include <vector>
 
 #include "tests/fuzz/fuzz_target.h"
+#include "tests/fuzz/xorshift.h"
 
 namespace lrpc::campaign {
 namespace {
 
 using Input = std::vector<uint8_t>;
-
-class XorShift {
- public:
-  explicit XorShift(uint64_t seed) : s_(seed | 1) {}
-  uint64_t next() {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return s_;
-  }
-  size_t below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(next() % n); }
-
- private:
-  uint64_t s_;
-};
+using lrpc::testing::XorShift;
 
 std::vector<std::pair<std::string, Input>> corpus() {
   std::vector<std::pair<std::string, Input>> out;
