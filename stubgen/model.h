@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lrpc::stubgen {
@@ -296,6 +297,7 @@ class ModelBuilder {
   bool convertType(capnp::schema::Type::Reader t, bool inStruct, const std::string& path, uint64_t fileId,
                    int line, Type& out, std::vector<Diag>& diags);
   Layout layoutOf(const Type& t) const;
+  std::vector<std::pair<Type, uint32_t>> membersAt(uint64_t structId);
   void boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out);
   void paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out);
   bool checkStruct(uint64_t id, std::vector<Diag>& diags);

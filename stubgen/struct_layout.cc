@@ -131,38 +131,42 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
   return mine.empty();
 }
 
-void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out) {
-  uint32_t offset = 0;
+// A checked struct's members that have a C++ layout, each with its offset as C++ places it.
+std::vector<std::pair<::lrpc::stubgen::Type, uint32_t>> ModelBuilder::membersAt(uint64_t structId) {
+  std::vector<std::pair<::lrpc::stubgen::Type, uint32_t>> out;
+  uint32_t end = 0;
   for (auto f : fieldsInCodeOrder(node(structId).getProto(), nullptr)) {
     ::lrpc::stubgen::Type t;
     std::vector<Diag> ignored;  // the struct passed checkStruct
     if (f.isGroup() || !convertType(f.getSlot().getType(), true, "", 0, 0, t, ignored)) continue;
-    Layout fl = layoutOf(t);
-    offset = alignUp(offset, fl.align);
-    if (t.kind == Kind::kBool) out.push_back(base + offset);
+    const Layout fl = layoutOf(t);
+    const uint32_t at = alignUp(end, fl.align);
+    end = at + fl.size;
+    out.emplace_back(std::move(t), at);
+  }
+  return out;
+}
+
+void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out) {
+  for (const auto& [t, at] : membersAt(structId)) {
+    if (t.kind == Kind::kBool) out.push_back(base + at);
     if (t.kind == Kind::kStruct) {
-      for (uint32_t o : t.boolOffsets) out.push_back(base + offset + o);
+      for (uint32_t o : t.boolOffsets) out.push_back(base + at + o);
     }
-    offset += fl.size;
   }
 }
 
 // The gaps C++ leaves between a struct's members and after the last one, as it lays them out.
 void ModelBuilder::paddingOf(uint64_t structId, uint32_t base, std::vector<std::pair<uint32_t, uint32_t>>& out) {
-  uint32_t offset = 0;
-  for (auto f : fieldsInCodeOrder(node(structId).getProto(), nullptr)) {
-    ::lrpc::stubgen::Type t;
-    std::vector<Diag> ignored;  // the struct passed checkStruct
-    if (f.isGroup() || !convertType(f.getSlot().getType(), true, "", 0, 0, t, ignored)) continue;
-    Layout fl = layoutOf(t);
-    const uint32_t at = alignUp(offset, fl.align);
-    if (at != offset) out.emplace_back(base + offset, at - offset);
+  uint32_t end = 0;
+  for (const auto& [t, at] : membersAt(structId)) {
+    if (at != end) out.emplace_back(base + end, at - end);
     if (t.kind == Kind::kStruct) {
       for (auto [o, n] : t.padding) out.emplace_back(base + at + o, n);
     }
-    offset = at + fl.size;
+    end = at + layoutOf(t).size;
   }
   const uint32_t size = layouts_[structId].size;
-  if (size > offset) out.emplace_back(base + offset, size - offset);
+  if (size > end) out.emplace_back(base + end, size - end);
 }
 }  // namespace lrpc::stubgen
