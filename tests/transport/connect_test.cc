@@ -1,9 +1,12 @@
 // The unified entry point: one server process exports Paper on the same host and on the
 // network at once; a client gets the same Paper::Client from "paper" and "udp+clear://.../paper".
 #include <gtest/gtest.h>
-#include <stdlib.h>
+
+#include <memory>
+#include <string>
 
 #include "paper.lrpc.h"
+#include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "transport/connect.h"
 
@@ -20,26 +23,36 @@ class PaperImpl final : public paper::Paper::Server {
   Result<paper::Bytes200> bigInOut(const paper::Bytes200& d) override { return d; }
 };
 
-TEST(Connect, SameClientTypeLocalAndRemote) {
-  char tmpl[] = "/tmp/lrpc-connect-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
-  net::testing::ForkedServer server("", "127.0.0.1:0", [dir](const std::string& bind) -> uint16_t {
-    net::NetExporter::Options o;
-    o.local.dir = dir;
-    o.remote.security.clearText = true;
-    auto* exporter = new net::NetExporter(o);  // lives until the child exits
-    auto* impl = new PaperImpl;
-    if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
-    auto port = exporter->start(bind);
-    return port.isOk() ? *port : 0;
-  });
-  ASSERT_NE(server.port(), 0);
+// One server process exporting Paper as "paper" both on the same host (in a names directory
+// of its own) and on 127.0.0.1 in clear text; `co` finds the same-host export.
+class Connect : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = dir_.path();
+    server_ = std::make_unique<net::testing::ForkedServer>("", "127.0.0.1:0", [dir](const std::string& bind) -> uint16_t {
+      net::NetExporter::Options o;
+      o.local.dir = dir;
+      o.remote.security.clearText = true;
+      auto* exporter = new net::NetExporter(o);  // lives until the child exits
+      auto* impl = new PaperImpl;
+      if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
+      auto port = exporter->start(bind);
+      return port.isOk() ? *port : 0;
+    });
+    ASSERT_NE(server_->port(), 0);
+    co.local.dir = dir;
+  }
+  uint16_t port() const { return server_->port(); }
+
+  testing::TempDir dir_;
+  std::unique_ptr<net::testing::ForkedServer> server_;
   ConnectOptions co;
-  co.local.dir = dir;
+};
+
+TEST_F(Connect, SameClientTypeLocalAndRemote) {
   auto local = connect<paper::Paper>("paper", co);
   ASSERT_TRUE(local.isOk()) << local.status().toString();
-  auto remote = connect<paper::Paper>("udp+clear://127.0.0.1:" + std::to_string(server.port()) + "/paper", co);
+  auto remote = connect<paper::Paper>("udp+clear://127.0.0.1:" + std::to_string(port()) + "/paper", co);
   ASSERT_TRUE(remote.isOk()) << remote.status().toString();
   EXPECT_FALSE(local->binding()->remote);
   EXPECT_TRUE(remote->binding()->remote);
@@ -51,30 +64,12 @@ TEST(Connect, SameClientTypeLocalAndRemote) {
   }
   EXPECT_EQ(connect<paper::Paper>("tcp://x:1/paper", co).status(), Errc::kInvalidArgument);
   EXPECT_EQ(connect<paper::Paper>("nosuchname", co).status(), Errc::kNotFound);
-  std::string rm = "rm -rf " + dir;
-  (void)std::system(rm.c_str());
 }
 
 // One table of bad requests against both paths: the same mistake gets the same code, and a
 // malformed name the very same words (runtime/names.h words them on both paths).
-TEST(Connect, BadNamesGetTheSameErrorOnBothPaths) {
-  char tmpl[] = "/tmp/lrpc-connect-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
-  net::testing::ForkedServer server("", "127.0.0.1:0", [dir](const std::string& bind) -> uint16_t {
-    net::NetExporter::Options o;
-    o.local.dir = dir;
-    o.remote.security.clearText = true;
-    auto* exporter = new net::NetExporter(o);  // lives until the child exits
-    auto* impl = new PaperImpl;
-    if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
-    auto port = exporter->start(bind);
-    return port.isOk() ? *port : 0;
-  });
-  ASSERT_NE(server.port(), 0);
-  ConnectOptions co;
-  co.local.dir = dir;
-  const std::string remote = "udp+clear://127.0.0.1:" + std::to_string(server.port()) + "/";
+TEST_F(Connect, BadNamesGetTheSameErrorOnBothPaths) {
+  const std::string remote = "udp+clear://127.0.0.1:" + std::to_string(port()) + "/";
   struct Case {
     std::string name;
     Errc code;
@@ -101,8 +96,6 @@ TEST(Connect, BadNamesGetTheSameErrorOnBothPaths) {
       EXPECT_EQ(net.status().detail(), words);
     }
   }
-  std::string rm = "rm -rf " + dir;
-  (void)std::system(rm.c_str());
 }
 
 }  // namespace
