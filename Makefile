@@ -37,12 +37,14 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-# The concurrency tests (ctest label "concurrency") under ThreadSanitizer.
+# The concurrency tests (ctest label "concurrency") under ThreadSanitizer, $(JOBS) at a time like
+# the other suites: they must pass with the cores oversubscribed anyway, and one at a time
+# takes about twice as long.
 test-tsan: deps
 	@$(call configure,build-tsan,-DLRPC_BUILD_TESTS=ON \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=thread $(lines_only))
 	cmake --build build-tsan -j $(JOBS) --target lrpc_concurrency_tests
-	cd build-tsan && ctest --output-on-failure -L concurrency --timeout 600
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrency --timeout 600
 
 # The main benchmark table (QUICK=1 for a one-minute run).
 bench:
