@@ -47,6 +47,7 @@
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::kTransferModeCount;
 using lrpc::testing::kTransferModes;
 using lrpc::testing::TempDir;
 using Clock = std::chrono::steady_clock;
@@ -125,7 +126,7 @@ class KillClient : public ::testing::Test {
   ImportOptions opts(int round) const {
     ImportOptions o;
     o.dir = dir_.path();
-    o.mode = kTransferModes[((round % 3) + 3) % 3];
+    o.mode = kTransferModes[((round % kTransferModeCount) + kTransferModeCount) % kTransferModeCount];
     return o;
   }
 
@@ -354,7 +355,7 @@ class KillServer : public ::testing::Test {
   ImportOptions opts(int round) const {
     ImportOptions o;
     o.dir = dir_.path();
-    o.mode = kTransferModes[((round % 3) + 3) % 3];
+    o.mode = kTransferModes[((round % kTransferModeCount) + kTransferModeCount) % kTransferModeCount];
     return o;
   }
 

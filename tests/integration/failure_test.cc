@@ -158,7 +158,7 @@ TEST_F(FailureTest, ClientKilledMidCallIsReclaimed) {
     still = now.fds == before.fds && now.threads == before.threads ? still + 1 : 0;
     before = now;
   }
-  for (int i = 0; i < 100; ++i) cycle(kTransferModes[i % 3]);
+  for (int i = 0; i < 100; ++i) cycle(kTransferModes[i % kTransferModeCount]);
   ServerSnapshot after{};
   ASSERT_TRUE(settled(&after)) << "bindings " << after.bindingsLive << " threads " << after.serverThreads;
   // A binding's counters drop when its clerk gives up on it; the acceptor joins that clerk and

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "runtime/import.h"
@@ -14,6 +15,7 @@ namespace lrpc::testing {
 
 inline constexpr TransferMode kTransferModes[] = {TransferMode::kAdaptive, TransferMode::kSpin,
                                                   TransferMode::kBlock};
+inline constexpr int kTransferModeCount = static_cast<int>(std::size(kTransferModes));
 
 // For INSTANTIATE_TEST_SUITE_P: `Suite/spin` reads better than `Suite/1`.
 inline std::string modeTestName(const ::testing::TestParamInfo<TransferMode>& info) {
