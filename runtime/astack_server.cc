@@ -180,7 +180,7 @@ AStackControl* Connection::control(uint32_t i) const {
   return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
 }
 
-std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
+void Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
@@ -249,10 +249,13 @@ std::optional<uint32_t> Connection::serveOne(ServerSlot* slot, AStackControl* ct
   if (deferred) {
     // We publish an answer given during dispatch; otherwise the answer to come does
     // (AStackDeferred::finish), and the slot is not ours after.
-    if (!slot->deferRace.handBack()) return std::nullopt;
-    return slot->deferWritten;
+    if (slot->deferRace.handBack()) publish(slot, seq, slot->deferWritten);
+    return;
   }
-  return writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released);
+  // The return block's stores and the doorbell's follow each other with nothing between them:
+  // the client spins on that line, and a gap lets its read take the line back after the first
+  // store, so that the doorbell's store would move the line a second time.
+  publish(slot, seq, writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released));
 }
 
 uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s,
@@ -308,8 +311,7 @@ bool claim(ServerSlot& slot, uint32_t seq) noexcept {
 }  // namespace
 
 void Connection::runCall(ServerSlot* slot, uint32_t seq) {
-  const std::optional<uint32_t> written = serveOne(slot, control(slot->index), seq);
-  if (written) publish(slot, seq, *written);
+  serveOne(slot, control(slot->index), seq);
 }
 
 void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {

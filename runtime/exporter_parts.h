@@ -153,9 +153,9 @@ struct Connection {
   // sequence seen before the client was told the thread exists (so its first call is not
   // mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
-  // Runs call `seq` of `slot`; returns how many bytes from its return block it wrote, or
-  // nothing when the call was deferred and not yet answered.
-  std::optional<uint32_t> serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
+  // Runs call `seq` of `slot` and publishes its return, unless it was deferred and not yet
+  // answered (then the answer does).
+  void serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
   // Writes the return block of a call of `slot` answered with `s` (results already in place:
   // a tail of `tail` bytes with `flags`; `releasedId`: a callback of the client's that the
   // handler dropped, or 0); returns how many bytes from the block it wrote.
