@@ -180,6 +180,20 @@ AStackControl* Connection::control(uint32_t i) const {
   return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
 }
 
+Status Connection::dispatchWithCallbacks(ServerSlot* slot, uint32_t procedure, ServerCall& call,
+                                         const std::atomic<uint32_t>* guestSeq, uint32_t seq, uint32_t* released) {
+  const detail::CallOrigin origin(this, static_cast<uint16_t>(slot->index + 1), guestSeq, seq);
+  // The client's objects the handler drops: the first rides on the return (astack_format.md,
+  // "Releases ride on the return"), saving the release call a callback would cost.
+  detail::ReplyReleases releases(call);
+  Status s = exp->iface->dispatch(exp->impl, procedure, call);
+  releases.close();
+  // A deferred answer writes its return elsewhere, later: its releases go now.
+  if (!call.deferred() && !releases.ids().empty()) *released = releases.ids()[0];
+  releases.releaseFrom(*released != 0 ? 1 : 0);
+  return s;
+}
+
 void Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
@@ -226,24 +240,14 @@ void Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
     const detail::CurrentCall current(call);
     // Relaxed: set by the clerk before the client passes its first callback, which it does in
     // a call's frame; a call that races it names no origin, and its callbacks go to the host.
-    std::optional<detail::CallOrigin> origin;
-    // The client's objects the handler drops: the first rides on the return (astack_format.md,
-    // "Releases ride on the return"), saving the release call a callback would cost.
-    std::optional<detail::ReplyReleases> releases;
     if (hasCallbacks.load(std::memory_order_relaxed)) [[unlikely]] {
-      origin.emplace(this, static_cast<uint16_t>(slot->index + 1), &ret->guestSeq, seq);
-      releases.emplace(call);
+      s = dispatchWithCallbacks(slot, procedure, call, &ret->guestSeq, seq, &released);
+    } else {
+      s = exp->iface->dispatch(exp->impl, procedure, call);
     }
-    s = exp->iface->dispatch(exp->impl, procedure, call);
     resultTail = call.length();
     resultFlags = call.flags();
     deferred = call.deferred();
-    if (releases) [[unlikely]] {
-      releases->close();
-      // A deferred answer writes its return elsewhere, later: its releases go now.
-      if (!deferred && !releases->ids().empty()) released = releases->ids()[0];
-      releases->releaseFrom(released != 0 ? 1 : 0);
-    }
   }
   slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (deferred) {

@@ -156,6 +156,11 @@ struct Connection {
   // Runs call `seq` of `slot` and publishes its return, unless it was deferred and not yet
   // answered (then the answer does).
   void serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
+  // serveOne's dispatch on a binding whose client passed callbacks: the call names its origin
+  // (runtime/callbacks.h), and the first of the client's objects the handler drops comes back in
+  // *released. Out of line, so that the common dispatch builds neither.
+  Status dispatchWithCallbacks(ServerSlot* slot, uint32_t procedure, ServerCall& call,
+                               const std::atomic<uint32_t>* guestSeq, uint32_t seq, uint32_t* released);
   // Writes the return block of a call of `slot` answered with `s` (results already in place:
   // a tail of `tail` bytes with `flags`; `releasedId`: a callback of the client's that the
   // handler dropped, or 0); returns how many bytes from the block it wrote.
