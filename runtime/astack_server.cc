@@ -194,7 +194,8 @@ Status Connection::dispatchWithCallbacks(ServerSlot* slot, uint32_t procedure, S
   return s;
 }
 
-void Connection::serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq) {
+void Connection::runCall(ServerSlot* slot, uint32_t seq) {
+  AStackControl* ctl = control(slot->index);
   const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
@@ -313,10 +314,6 @@ bool claim(ServerSlot& slot, uint32_t seq) noexcept {
 }
 
 }  // namespace
-
-void Connection::runCall(ServerSlot* slot, uint32_t seq) {
-  serveOne(slot, control(slot->index), seq);
-}
 
 void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
   auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));

@@ -153,10 +153,7 @@ struct Connection {
   // sequence seen before the client was told the thread exists (so its first call is not
   // mistaken for an old one).
   void serve(ServerSlot* slot, uint32_t last);
-  // Runs call `seq` of `slot` and publishes its return, unless it was deferred and not yet
-  // answered (then the answer does).
-  void serveOne(ServerSlot* slot, AStackControl* ctl, uint32_t seq);
-  // serveOne's dispatch on a binding whose client passed callbacks: the call names its origin
+  // runCall's dispatch on a binding whose client passed callbacks: the call names its origin
   // (runtime/callbacks.h), and the first of the client's objects the handler drops comes back in
   // *released. Out of line, so that the common dispatch builds neither.
   Status dispatchWithCallbacks(ServerSlot* slot, uint32_t procedure, ServerCall& call,
