@@ -1,6 +1,6 @@
 # Installing lrpc for other projects: `cmake --install <build> --prefix <prefix>` puts
 #   <prefix>/include/lrpc/runtime/*.h, include/lrpc/transport/*.h   the headers, repo-rooted, so
-#       generated code's `#include "runtime/stub_support.h"` works with -I<prefix>/include/lrpc
+#       generated code's `#include "runtime/contract.h"` works with -I<prefix>/include/lrpc
 #   <prefix>/lib/liblrpc_runtime.a, liblrpc_transport.a, liblrpc_secure.a
 #   <prefix>/bin/capnpc-lrpc, bin/lrpc                              the plugin and the operator tool
 #   <prefix>/share/lrpc/idl/lrpc.capnp                              `import "/lrpc.capnp"`
@@ -37,8 +37,9 @@ install(TARGETS lrpc_runtime lrpc_transport lrpc_secure capnpc-lrpc
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS lrpc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# Every header of both layers: the public ones include internal ones (stub_support.h pulls in
-# local_call.h, client.h pulls in endpoint.h, ...), so a subset would not compile.
+# Every header of both layers: the public ones include internal ones (a generated source file
+# includes stub_support.h, which pulls in local_call.h; client.h pulls in endpoint.h, ...), so a
+# subset would not compile.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/ DESTINATION ${LRPC_INSTALL_INCLUDEDIR}/runtime
   FILES_MATCHING PATTERN "*.h")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/transport/ DESTINATION ${LRPC_INSTALL_INCLUDEDIR}/transport

@@ -114,6 +114,11 @@ size_t CapTable::live() const noexcept {
 
 const InterfaceDescriptor Capability::kDescriptor = {"Capability", 0, 0, nullptr, 0, nullptr};
 
+std::shared_ptr<Binding> Capability::Client::nullIfRejected(std::shared_ptr<Binding> b) noexcept {
+  if (b && b->channel != nullptr && b->channel->isNullCap()) return nullptr;
+  return b;
+}
+
 // ---- a same-host capability's calls, in place on the tunnel's A-stack (LocalCall) ----
 
 Status LocalCall::aimAtCapability(uint32_t procedure) noexcept {

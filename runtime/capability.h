@@ -47,71 +47,9 @@ struct CapImport {
   uint32_t sessionsEnded = 0;
 };
 
-// The schema's `Capability`: a capability whose interface the schema does not name
-// (idl/README.md, "Capabilities"). It travels like any other, and castAs<Foo>() makes a
-// Foo::Client of it. The object's owner checks the interface on every call, so a call through a
-// wrong cast fails there (kBadFrame, "an object of another interface"), never on another object.
-struct Capability {
-  // Names no interface (id 0, which no capnp interface has) and has no procedures.
-  static const InterfaceDescriptor kDescriptor;
-  class Client;
-};
-
-namespace detail {
-// A binding of `iface` for the capability `any` holds: `any` itself when its interface is
-// `iface` or extends it, a binding through the same channel when `any` was received untyped,
-// and else `any` (whose calls the Client then rejects: kBindingRejected, naming both).
-std::shared_ptr<Binding> castBinding(const std::shared_ptr<Binding>& any, const InterfaceDescriptor& iface);
-}  // namespace detail
-
-class Capability::Client {
- public:
-  // The null capability.
-  Client() noexcept = default;
-  explicit Client(std::shared_ptr<Binding> binding, const CallOptions& options = {}) noexcept
-      : binding_(nullIfRejected(std::move(binding))), options_(options) {}
-  // Any interface's Client (or Cap) is a Capability.
-  template <class C>
-    requires requires(const C& c) {
-      { c.binding() } -> std::convertible_to<const std::shared_ptr<Binding>&>;
-    }
-  Client(const C& typed) noexcept : Client(typed.binding()) {}  // NOLINT: implicit, as capnp's
-  Client(const Cap<Capability>& cap) noexcept : Client(cap.binding()) {}  // NOLINT: implicit
-  operator Cap<Capability>() const { return Cap<Capability>(binding_); }  // NOLINT: implicit
-
-  // A Foo::Client for this capability (see Capability above). The null capability casts to an
-  // unbound Client.
-  template <class I>
-  typename I::Client castAs() const {
-    if (!binding_) return typename I::Client();
-    return typename I::Client(detail::castBinding(binding_, I::kDescriptor), options_);
-  }
-  bool isNull() const noexcept { return binding_ == nullptr; }
-  // The binding it travels as (null: the null capability).
-  const std::shared_ptr<Binding>& binding() const noexcept { return binding_; }
-
- private:
-  static std::shared_ptr<Binding> nullIfRejected(std::shared_ptr<Binding> b) noexcept {
-    if (b && b->channel != nullptr && b->channel->isNullCap()) return nullptr;
-    return b;
-  }
-  std::shared_ptr<Binding> binding_;  // null: the null capability
-  CallOptions options_;
-};
 
 namespace detail {
 
-// The tunnel procedure's frames (see the top of this file).
-struct CapCallArgs {
-  VarRef frame;        // the inner argument frame, in the tail
-  uint32_t object;     // the capability's id
-  uint32_t procedure;  // in the object's interface, or kReleaseCap
-  uint64_t iface;      // the capnp id of the interface the caller holds it as
-};
-static_assert(sizeof(CapCallArgs) == 24);
-struct CapCallResults {
-  VarRef frame;  // the inner result frame, in the tail
-};
 inline constexpr uint32_t kReleaseCap = UINT32_MAX;
 // The tunnel's other control call: the inner frame says where the server calls this client's
 // objects back (ServerCall::attachCallbacks); no object is named.
@@ -120,10 +58,6 @@ inline constexpr uint32_t kAttachCallbacks = UINT32_MAX - 1;
 // Client side: tells the server at the other end of `conn` where to call back (kAttachCallbacks).
 Status attachCallbacks(const Binding& conn, std::span<const std::byte> where, const CallOptions& options) noexcept;
 
-// The descriptor of the tunnel procedure at PDL index `index`.
-constexpr ProcedureDescriptor capCallProcedure(uint32_t index) noexcept {
-  return {index, 0xFFFF, "lrpc.capCall", sizeof(CapCallArgs), sizeof(CapCallResults), 8, 5, 1500, true};
-}
 
 // ---- what generated code calls ----
 

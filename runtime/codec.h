@@ -33,105 +33,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/base/status.h"
+#include "runtime/contract.h"
 
 namespace lrpc {
 
-// lrpc::Box<T>: how a generated struct holds a struct that can contain it again (Foo holds a
-// Bar that holds a Foo). A C++ value cannot contain itself, so such a field is a nullable,
-// owning pointer with value semantics: copies are deep, an empty Box is what Cap'n Proto calls
-// a null struct pointer, and it travels as a struct VarRef of length 0 (see head() below).
-template <class T>
-class Box {
- public:
-  Box() noexcept = default;
-  Box(T value) : p_(std::make_unique<T>(std::move(value))) {}  // NOLINT: implicit, like optional
-  Box(const Box& other) : p_(other.p_ ? std::make_unique<T>(*other.p_) : nullptr) {}
-  Box(Box&&) noexcept = default;
-  Box& operator=(const Box& other) {
-    if (this != &other) p_ = other.p_ ? std::make_unique<T>(*other.p_) : nullptr;
-    return *this;
-  }
-  Box& operator=(Box&&) noexcept = default;
-  ~Box() = default;
 
-  bool has() const noexcept { return p_ != nullptr; }
-  explicit operator bool() const noexcept { return has(); }
-  // A fresh value in place of whatever it held.
-  T& emplace() {
-    p_ = std::make_unique<T>();
-    return *p_;
-  }
-  void reset() noexcept { p_.reset(); }
-  // Only when has(): an empty Box has no value to look at.
-  T& operator*() noexcept { return *p_; }
-  const T& operator*() const noexcept { return *p_; }
-  T* operator->() noexcept { return p_.get(); }
-  const T* operator->() const noexcept { return p_.get(); }
-
-  // Equal when both are empty, or both hold equal values.
-  friend bool operator==(const Box& a, const Box& b) {
-    if (!a.p_ || !b.p_) return !a.p_ && !b.p_;
-    return *a.p_ == *b.p_;
-  }
-
- private:
-  std::unique_ptr<T> p_;
-};
-
-
-// A view of a struct field held through lrpc::Box (above): the struct's view, or none.
-template <class V>
-class BoxView {
- public:
-  BoxView() noexcept = default;
-  BoxView(const V& value) noexcept : p_(&value) {}  // NOLINT: implicit, like Box's
-  bool has() const noexcept { return p_ != nullptr; }
-  explicit operator bool() const noexcept { return has(); }
-  // Only when has().
-  const V& operator*() const noexcept { return *p_; }
-  const V* operator->() const noexcept { return p_; }
-
- private:
-  const V* p_ = nullptr;
-};
-
-class ViewArena;  // runtime/codec_view.h: where a Reader puts the arrays views need
-
-class Binding;               // runtime/stub_support.h
-struct InterfaceDescriptor;  // runtime/stub_support.h
-
-// A capability held inside a nested value (a struct field or List element of interface type
-// Foo): the binding a Foo::Client would call through, and convertible to and from Foo::Client.
-// A type of its own, not Foo::Client, so that a struct can hold one before Foo's stubs are
-// complete.
-template <class I>
-class Cap {
- public:
-  Cap() = default;
-  // (From a Foo::Client through its conversion operator: a constructor here would have to name
-  // I::Client, which needs I complete wherever a struct holding a Cap is copied.)
-  explicit Cap(std::shared_ptr<Binding> binding) noexcept : binding_(std::move(binding)) {}
-
-  // (A template, so that Cap<I> is a complete type before I is.)
-  template <class J = I>
-  typename J::Client client() const {
-    return typename J::Client(binding_);
-  }
-  const std::shared_ptr<Binding>& binding() const noexcept { return binding_; }
-  bool operator==(const Cap&) const = default;
-
- private:
-  std::shared_ptr<Binding> binding_;  // null: the null capability
-};
-
-// Names a variable-size value in a frame's tail. `length` is in bytes (a List's element
-// count is length / element size). Never trusted: checked against the tail's real size.
-struct VarRef {
-  uint32_t offset;
-  uint32_t length;
-};
-static_assert(sizeof(VarRef) == 8 && alignof(VarRef) == 4);
 
 namespace detail {
 // Checks that `ref` (already copied out of the frame) names `elemSize`-aligned bytes

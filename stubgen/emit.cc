@@ -49,7 +49,13 @@ FileText emitFile(const FileModel& f) {
   h += "#pragma once\n\n";
   h += "#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <initializer_list>\n#include <limits>\n#include <memory>\n"
        "#include <span>\n#include <string>\n#include <string_view>\n#include <type_traits>\n#include <vector>\n\n";
-  h += "#include \"runtime/stub_support.h\"\n";
+  // Only the contract: the calls are compiled in the source file (runtime/contract.h).
+  h += "#include \"runtime/contract.h\"\n";
+  bool deferred = false;
+  for (const auto* d : generated) {
+    for (const auto& m : d->methods) deferred = deferred || m.deferred;
+  }
+  if (deferred) h += "#include \"runtime/reply.h\"\n";  // what a deferred handler answers with
   for (const auto& inc : f.includes) h += "#include \"" + inc + "\"\n";
   h += "\n#if LRPC_STUB_ABI_VERSION != 1\n";
   h += "#error \"" + f.baseName + ".lrpc.h was generated for lrpc stub ABI 1: regenerate it with this tree's capnpc-lrpc\"\n";
@@ -89,33 +95,35 @@ FileText emitFile(const FileModel& f) {
   // Every struct is complete now: the functions that write and read them in a tail.
   std::vector<const StructDecl*> structs;
   forEachStruct(f, [&](const StructDecl& s) { structs.push_back(&s); });
-  emitViews(structs, f.cppNamespace, h);
-  emitCodecFunctions(structs, h);
+  std::string defs;  // for the source file, inside the file's namespace
+  emitViews(structs, f.cppNamespace, h, defs);
+  emitCodecFunctions(structs, h, defs);
   std::set<std::string> complete{"::lrpc::Capability"};  // Client classes defined so far
-  std::string later;
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;
     for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
       const Method& m = d.methods[i];
       if (holdsCapability(m)) emitResultsStruct(m, d.relName + "::" + m.framePrefix + "Results", 0, complete, h);
     }
-    emitClientClass(d, complete, h, later);
+    emitClientClass(d, h, defs);
     complete.insert(d.cppName);
     emitServerClass(d, h);
   }
-  if (!later.empty()) h += "// ---- Client methods that return a capability of a Client defined after theirs.\n\n" + later;
+  h += nsClose(f);
+  std::string copy;
   if (!generated.empty()) {
-    h += "// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.\n\n";
+    copy += "// ---- The client's copy code, compiled into each method, so that a call compiles to stores at\n";
+    copy += "// constant offsets.\n\n";
   }
   for (const auto* d : generated) {
-    for (const auto& m : d->methods) emitClientVia(*d, m, h);
+    for (const auto& m : d->methods) emitClientVia(*d, m, copy);
   }
-  h += nsClose(f);
 
   std::string& c = text.source;
   c += banner;
   c += "#include \"" + f.baseName + ".lrpc.h\"\n\n";
   c += "#include <new>\n#include <optional>\n#include <string>\n#include <utility>\n\n";
+  c += "#include \"runtime/stub_support.h\"\n\n";
   if (!generated.empty()) {
     c += "namespace {\n\n";
     for (const auto* d : generated) {
@@ -129,6 +137,7 @@ FileText emitFile(const FileModel& f) {
     c += "}  // namespace\n\n";
   }
   c += nsOpen(f);
+  c += copy + defs;
   for (const auto* dp : generated) {
     const InterfaceDecl& d = *dp;
     c += "const ::lrpc::InterfaceDescriptor " + d.relName + "::kDescriptor = {\n";

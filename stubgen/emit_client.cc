@@ -14,8 +14,7 @@ namespace {
 
 // Client::Async, what client.async() returns: each method starts its call and returns an
 // lrpc::Pending of what the synchronous method returns (runtime/pending.h).
-void emitClientAsync(const InterfaceDecl& d, const std::set<std::string>& complete, std::string& out,
-                     std::string& later) {
+void emitClientAsync(const InterfaceDecl& d, std::string& out, std::string& defs) {
   out += "\n  // Starts calls without waiting for them (runtime/pending.h): each method copies its\n";
   out += "  // arguments, starts the call and returns an lrpc::Pending of what the synchronous one\n";
   out += "  // returns. With a queue, co_await and then() complete through queue.poll().\n";
@@ -27,6 +26,8 @@ void emitClientAsync(const InterfaceDecl& d, const std::set<std::string>& comple
     const std::string head = "::lrpc::Pending<" + returnType(m) + "> ";
     std::string params = "(";  // not "(" + ...: g++ 12 -O3 warns falsely (-Wrestrict) on literal + string
     params += paramList(m, true) + ") const";
+    std::string defParams = "(";  // the same without default arguments
+    defParams += paramList(m) + ") const";
     std::string body;
     body += "  return ::lrpc::detail::startAsync<" + returnType(m) + ">(\n";
     body += "      binding_, " + d.cppName + "::" + m.constName + ", options_, queue_,\n";
@@ -34,12 +35,8 @@ void emitClientAsync(const InterfaceDecl& d, const std::set<std::string>& comple
             caps + argNames(m) + "); },\n";
     body += "      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) {" + unused + " return " + m.name + "Out_(call_" +
             caps + "); });\n";
-    if (returnsLaterClient(d, m, complete)) {
-      out += "    " + head + m.name + params + ";\n";
-      later += "inline " + head + d.relName + "::Client::Async::" + m.name + params + " {\n" + body + "}\n\n";
-    } else {
-      out += "    " + head + m.name + params + " {\n" + indentLines(body, 4) + "    }\n";
-    }
+    out += "    " + head + m.name + params + ";\n";
+    defs += head + d.relName + "::Client::Async::" + m.name + defParams + " {\n" + body + "}\n\n";
   }
   out += "\n   private:\n";
   out += "    friend class Client;\n";
@@ -58,9 +55,8 @@ void emitClientAsync(const InterfaceDecl& d, const std::set<std::string>& comple
 
 }  // namespace
 
-// `later` collects the definitions that must follow every class (returnsLaterClient).
-void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& complete, std::string& out,
-                     std::string& later) {
+// `defs` collects the methods' definitions, for the source file.
+void emitClientClass(const InterfaceDecl& d, std::string& out, std::string& defs) {
   out += "// Calls " + d.name + " through a binding, same host or remote. Copies share the binding.\n";
   out += "class " + d.relName + "::Client {\n";
   out += " public:\n";
@@ -106,6 +102,8 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
     }
     std::string params = "(";  // not "(" + ...: the same false -Wrestrict
     params += paramList(m, true) + ") const";
+    std::string defParams = "(";  // the same without default arguments
+    defParams += paramList(m) + ") const";
     std::string body;
     body += "  if (binding_->remote) [[unlikely]] {\n";
     body += "    ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
@@ -113,27 +111,24 @@ void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& comple
     body += "  }\n";
     body += "  ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
     body += "  return " + m.name + "Via(call_" + argNames(m) + ");\n";
-    if (returnsLaterClient(d, m, complete)) {
-      out += "  " + returnType(m) + " " + m.name + params + ";  // defined below the classes\n";
-      later += "inline " + returnType(m) + " " + d.relName + "::Client::" + m.name + params + " {\n" + body + "}\n\n";
-    } else {
-      out += "  " + returnType(m) + " " + m.name + params + " {\n" + indentLines(body, 2) + "  }\n";
-    }
+    out += "  " + returnType(m) + " " + m.name + params + ";\n";
+    defs += returnType(m) + " " + d.relName + "::Client::" + m.name + defParams + " {\n" + body + "}\n\n";
     if (std::any_of(m.results.begin(), m.results.end(), [](const Field& f) { return isVariable(f.type); })) {
-      // Never a later client: a sole interface result is fixed-size.
       const std::string ps = paramList(m);
       out += "  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).\n";
-      out += "  ::lrpc::Status " + m.name + "(" + ps + (ps.empty() ? "" : ", ") + "::lrpc::Into<" + replyValue(m) +
-             "> into_) const {\n";
-      const std::string to = "    return " + m.name + "To_(call_" + argNames(m) + ", into_.target());\n";
-      out += "    if (binding_->remote) [[unlikely]] {\n";
-      out += "      ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-      out += "  " + to + "    }\n";
-      out += "    ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-      out += to + "  }\n";
+      const std::string intoParams =
+          "(" + ps + (ps.empty() ? "" : ", ") + "::lrpc::Into<" + replyValue(m) + "> into_) const";
+      out += "  ::lrpc::Status " + m.name + intoParams + ";\n";
+      const std::string to = "  return " + m.name + "To_(call_" + argNames(m) + ", into_.target());\n";
+      defs += "::lrpc::Status " + d.relName + "::Client::" + m.name + intoParams + " {\n";
+      defs += "  if (binding_->remote) [[unlikely]] {\n";
+      defs += "    ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+      defs += "  " + to + "  }\n";
+      defs += "  ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+      defs += to + "}\n\n";
     }
   }
-  emitClientAsync(d, complete, out, later);
+  emitClientAsync(d, out, defs);
   out += "\n private:\n";
   out += "  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).\n";
   for (const auto& m : d.methods) {

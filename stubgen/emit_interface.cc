@@ -73,14 +73,6 @@ void emitResultsStruct(const Method& m, const std::string& name, int in, const s
   out += I + "};\n";
 }
 
-// A method that returns one capability of an interface whose Client is defined further down (a
-// nested interface returning its enclosing one): Result<ThatClient> cannot be instantiated
-// inside the class, so the method is only declared there and defined after every class.
-bool returnsLaterClient(const InterfaceDecl& d, const Method& m, const std::set<std::string>& complete) {
-  return m.results.size() == 1 && m.results[0].type.kind == Kind::kInterface &&
-         m.results[0].type.cppName != d.cppName && !complete.count(m.results[0].type.cppName);
-}
-
 namespace {
 
 void emitFrames(const Method& m, std::string& out) {

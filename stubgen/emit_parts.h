@@ -29,9 +29,6 @@ bool holdsCapability(const Method& m);
 // `complete`: the interfaces whose Client class is defined above this point.
 void emitResultsStruct(const Method& m, const std::string& name, int in, const std::set<std::string>& complete,
                        std::string& out);
-// A method that returns one capability of an interface whose Client is defined further down:
-// it is only declared in the class and defined after every class.
-bool returnsLaterClient(const InterfaceDecl& d, const Method& m, const std::set<std::string>& complete);
 
 // ---- Copy code (emit_copy.cc) ----
 struct WriteSpec {
@@ -65,9 +62,9 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
                  int in, bool streamed, std::string& out, const std::string& view = "");
 
 // ---- Client (emit_client.cc) ----
-// `later` collects the definitions that must follow every class (returnsLaterClient).
-void emitClientClass(const InterfaceDecl& d, const std::set<std::string>& complete, std::string& out,
-                     std::string& later);
+// The class goes to `out` (the header) and its methods' definitions to `defs` (the source file,
+// where every Client class is complete, so a method may return one defined after its own).
+void emitClientClass(const InterfaceDecl& d, std::string& out, std::string& defs);
 // A method's client copy code in two halves, In_ and Out_, and Via, the synchronous call.
 void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out);
 bool usesCaps(const Method& m);

@@ -115,7 +115,8 @@ void getField(const Field& f, const std::string& I, std::string& out) {
 
 // `view`: the functions for S::View, whose members have the same names (their union setters are
 // defined in the class).
-void emitCodedDefinitions(const StructDecl& s, bool view, std::string& out) {
+// The union setters go to `header` (inline), the codec functions to `out` (the source file).
+void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, std::string& out) {
   const std::string S = s.cppName + (view ? "::View" : "");
   const std::string F = std::to_string(s.size);
   const auto members = unionMembers(s);
@@ -123,22 +124,22 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& out) {
     if (f->isVoid || view) continue;
     const std::string P = pascal(f->schemaName);
     const std::string T = memberType(f->type);
-    out += "inline void " + S + "::set" + P + "(" + T + " value) {\n";
-    out += "  which_ = Which::k" + P + ";\n";
-    out += "  " + f->member + " = std::move(value);\n";
-    out += "}\n";
-    out += "inline " + T + "& " + S + "::init" + P + "() {\n";
-    out += "  which_ = Which::k" + P + ";\n";
-    out += "  " + f->member + " = " + T + "{};\n";
-    out += "  return " + f->member + ";\n";
-    out += "}\n\n";
+    header += "inline void " + S + "::set" + P + "(" + T + " value) {\n";
+    header += "  which_ = Which::k" + P + ";\n";
+    header += "  " + f->member + " = std::move(value);\n";
+    header += "}\n";
+    header += "inline " + T + "& " + S + "::init" + P + "() {\n";
+    header += "  which_ = Which::k" + P + ";\n";
+    header += "  " + f->member + " = " + T + "{};\n";
+    header += "  return " + f->member + ";\n";
+    header += "}\n\n";
   }
   const bool anyVarMember = std::any_of(members.begin(), members.end(), [](const Field* f) { return isVariable(f->type); });
 
   const bool anyVar = anyVarMember || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
                         return f.discriminant < 0 && isVariable(f.type);
                       });
-  out += "inline uint64_t lrpcSize(const " + S + "& " + (anyVar ? "v_, uint32_t depth_" : ", uint32_t") +
+  out += "uint64_t lrpcSize(const " + S + "& " + (anyVar ? "v_, uint32_t depth_" : ", uint32_t") +
          ") noexcept {\n";
   out += "  uint64_t n_ = " + F + ";\n";
   for (const auto& f : s.fields) {
@@ -162,7 +163,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& out) {
   const bool anyCapOrVar = anyVar || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
                             return f.type.kind == Kind::kInterface;
                           });
-  out += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*" +
+  out += "uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*" +
          (anyCapOrVar ? " caps_" : "") + ") noexcept {\n";
   out += "  std::byte* f_ = t_ + at_;\n";
   out += "  std::memset(f_, 0, " + F + ");  // gaps and fields not set\n";
@@ -185,7 +186,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& out) {
   out += "  return end_;\n";
   out += "}\n\n";
 
-  out += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_) {\n";
+  out += "bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_) {\n";
   out += "  if (!r_.enter(ref_, 1)) return false;\n";
   out += "  // The fixed part, copied once (the tail may be shared memory a peer still writes).\n";
   out += "  alignas(8) std::byte f_[" + F + "] = {};\n";
@@ -235,13 +236,13 @@ void emitConversions(const StructDecl& s, std::string& out) {
     out += "    default: break;\n";
     out += "  }\n";
   };
-  out += "inline " + S + "::View lrpcViewOf(const " + S + "& v_, ::lrpc::ViewArena& a_) {\n";
+  out += S + "::View lrpcViewOf(const " + S + "& v_, ::lrpc::ViewArena& a_) {\n";
   out += "  static_cast<void>(a_);  // (a struct of numbers needs none)\n";
   out += "  " + S + "::View out_;\n";
   body("viewOf", ", a_");
   out += "  return out_;\n";
   out += "}\n\n";
-  out += "inline " + S + " lrpcOwnedOf(const " + S + "::View& v_) {\n";
+  out += S + " lrpcOwnedOf(const " + S + "::View& v_) {\n";
   out += "  " + S + " out_;\n";
   body("ownedOf", "");
   out += "  return out_;\n";
@@ -250,28 +251,48 @@ void emitConversions(const StructDecl& s, std::string& out) {
 
 // A View member's initializer: the schema's default where a view can hold it (a Data or List
 // default is a constant kept alive by the Frozen it views), else a value-initialized one.
-std::string viewInitializer(const Field& f) {
+// Such a constant is made by a function in the source file, so that the header does not need
+// runtime/codec_view.h; `source` receives it, `scope` names the View ("::ns::S::View").
+std::string viewInitializer(const Field& f, const std::string& scope, std::string& source) {
   if (f.defaultValue.empty()) return "{}";
   const Kind k = f.type.kind;
   const bool literal = k == Kind::kText && !f.defaultValue.empty() && f.defaultValue.front() == '"';
   if (k == Kind::kData || k == Kind::kList || (k == Kind::kText && !literal)) {
-    return " = [] {\n      static const ::lrpc::codec::Frozen<" + memberType(f.type) + "> d_{" + f.defaultValue +
-           "};\n      return d_.view();\n    }()";
+    const std::string fn = "lrpcDefault_" + f.member;
+    source += "auto " + scope + "::" + fn + "() -> " + viewType(f.type) + " {\n";
+    source += "  static const ::lrpc::codec::Frozen<" + memberType(f.type) + "> d_{" + f.defaultValue + "};\n";
+    source += "  return d_.view();\n}\n\n";
+    return " = " + fn + "()";
   }
   return " = " + f.defaultValue;
 }
 
+// The declaration of the function viewInitializer() writes for `f`, if it writes one.
+std::string viewDefaultDecl(const Field& f) {
+  if (f.defaultValue.empty()) return "";
+  const Kind k = f.type.kind;
+  const bool literal = k == Kind::kText && f.defaultValue.front() == '"';
+  if (k == Kind::kData || k == Kind::kList || (k == Kind::kText && !literal)) {
+    return "  static " + viewType(f.type) + " lrpcDefault_" + f.member + "();  // the schema's default\n";
+  }
+  return "";
+}
+
 // S::View for one coded struct; `rel` is S's name inside the file's namespace.
-void emitView(const StructDecl& s, const std::string& rel, std::string& out) {
+void emitView(const StructDecl& s, const std::string& rel, std::string& out, std::string& source) {
   const auto members = unionMembers(s);
   out += "// " + rel + " as views: to pass without building owning containers, and what a handler\n";
   out += "// of a method with $Lrpc.views receives (idl/README.md, \"Views\").\n";
   out += "struct " + rel + "::View {\n";
   out += "  using Owned = " + s.cppName + ";\n";
+  const std::string scope = s.cppName + "::View";
+  for (const auto& f : s.fields) {
+    if (!f.isVoid) out += viewDefaultDecl(f);
+  }
   if (!members.empty()) out += "  using Which = " + s.cppName + "::Which;\n";
   for (const auto& f : s.fields) {
     if (f.discriminant >= 0) continue;
-    out += "  " + viewType(f.type) + " " + f.member + viewInitializer(f) + ";\n";
+    out += "  " + viewType(f.type) + " " + f.member + viewInitializer(f, scope, source) + ";\n";
   }
   if (!members.empty()) {
     out += "\n  Which which() const noexcept { return which_; }\n";
@@ -291,7 +312,7 @@ void emitView(const StructDecl& s, const std::string& rel, std::string& out) {
     }
     out += "  Which which_ = Which::k" + pascal(members.front()->schemaName) + ";\n";
     for (const Field* f : members) {
-      if (!f->isVoid) out += "  " + viewType(f->type) + " " + f->member + viewInitializer(*f) + ";\n";
+      if (!f->isVoid) out += "  " + viewType(f->type) + " " + f->member + viewInitializer(*f, scope, source) + ";\n";
     }
   }
   out += "};\n\n";
@@ -299,7 +320,8 @@ void emitView(const StructDecl& s, const std::string& rel, std::string& out) {
 
 }  // namespace
 
-void emitViews(const std::vector<const StructDecl*>& all, const std::string& cppNamespace, std::string& out) {
+void emitViews(const std::vector<const StructDecl*>& all, const std::string& cppNamespace, std::string& out,
+               std::string& source) {
   std::map<std::string, const StructDecl*> byName;
   for (const StructDecl* s : all) {
     if (s->refused.empty() && s->coded && s->templateParams.empty()) byName[s->cppName] = s;
@@ -316,7 +338,7 @@ void emitViews(const std::vector<const StructDecl*>& all, const std::string& cpp
     const std::string prefix = cppNamespace.empty() ? "::" : "::" + cppNamespace + "::";
     std::string rel = s.cppName;
     if (rel.compare(0, prefix.size(), prefix) == 0) rel.erase(0, prefix.size());
-    emitView(s, rel, out);
+    emitView(s, rel, out, source);
   };
   for (const StructDecl* s : all) {
     if (byName.count(s->cppName) != 0) define(*s);
@@ -441,25 +463,25 @@ void emitStructAsserts(const StructDecl& s, std::string& out) {
   emitLayoutAsserts(s.cppName, s.size, s.align, s.fields, out);
 }
 
-void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& out) {
-  std::string decls, defs;
+void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& out, std::string& source) {
+  std::string decls, unions, defs;
   for (const StructDecl* s : all) {
     if (!s->refused.empty()) continue;
     const std::string S = s->cppName;
     if (s->coded) {
       decls += "inline uint32_t lrpcHead(const " + S + "&) noexcept { return " + std::to_string(s->size) + "; }\n";
-      decls += "inline uint64_t lrpcSize(const " + S + "& v_, uint32_t depth_) noexcept;\n";
-      decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
-      decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_);\n";
-      emitCodedDefinitions(*s, false, defs);
+      decls += "uint64_t lrpcSize(const " + S + "& v_, uint32_t depth_) noexcept;\n";
+      decls += "uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
+      decls += "bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + S + "& out_);\n";
+      emitCodedDefinitions(*s, false, unions, defs);
       const std::string V = S + "::View";
       decls += "inline uint32_t lrpcHead(const " + V + "&) noexcept { return " + std::to_string(s->size) + "; }\n";
-      decls += "inline uint64_t lrpcSize(const " + V + "& v_, uint32_t depth_) noexcept;\n";
-      decls += "inline uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + V + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
-      decls += "inline bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + V + "& out_);\n";
-      decls += "inline " + V + " lrpcViewOf(const " + S + "& v_, ::lrpc::ViewArena& a_);\n";
-      decls += "inline " + S + " lrpcOwnedOf(const " + V + "& v_);\n";
-      emitCodedDefinitions(*s, true, defs);
+      decls += "uint64_t lrpcSize(const " + V + "& v_, uint32_t depth_) noexcept;\n";
+      decls += "uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + V + "& v_, ::lrpc::codec::CapCodec*) noexcept;\n";
+      decls += "bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, " + V + "& out_);\n";
+      decls += "" + V + " lrpcViewOf(const " + S + "& v_, ::lrpc::ViewArena& a_);\n";
+      decls += "" + S + " lrpcOwnedOf(const " + V + "& v_);\n";
+      emitCodedDefinitions(*s, true, unions, defs);
       emitConversions(*s, defs);
       continue;
     }
@@ -476,8 +498,9 @@ void emitCodecFunctions(const std::vector<const StructDecl*>& all, std::string& 
     }
   }
   if (decls.empty()) return;
-  out += "// How these structs travel inside a frame's tail (runtime/codec.h).\n";
-  out += decls + "\n" + defs;
+  out += "// How these structs travel inside a frame's tail (runtime/codec.h; defined in the source file).\n";
+  out += decls + "\n" + unions;
+  source += defs;
 }
 
 }  // namespace lrpc::stubgen

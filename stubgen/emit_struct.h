@@ -27,13 +27,16 @@ void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align
                        std::string& out);
 void emitStructAsserts(const StructDecl& s, std::string& out);
 // S::View for every coded struct among `structs`, once every struct is complete, in the order
-// their by-value members need (runtime/codec_view.h).
-void emitViews(const std::vector<const StructDecl*>& structs, const std::string& cppNamespace, std::string& out);
+// their by-value members need (runtime/codec_view.h); the functions that make their Data and
+// List defaults go to `source`.
+void emitViews(const std::vector<const StructDecl*>& structs, const std::string& cppNamespace, std::string& out,
+               std::string& source);
 // lrpcHead/lrpcSize/lrpcPut/lrpcGet for every coded struct among `structs` (nested ones too)
 // and for its View, lrpcViewOf/lrpcOwnedOf between the two, lrpcScrub/lrpcFixBools for
 // flattened ones with padding or Bools: declarations first, so that structs that refer to each
-// other through Lists can call each other.
-void emitCodecFunctions(const std::vector<const StructDecl*>& structs, std::string& out);
+// other through Lists can call each other. The header (`out`) declares them; their definitions
+// go to `source`, the generated source file, which alone includes runtime/codec.h.
+void emitCodecFunctions(const std::vector<const StructDecl*>& structs, std::string& out, std::string& source);
 
 // Defined in emit.cc: an interface's struct (frames, PDL, descriptor), for interfaces nested in
 // structs as in interfaces; `indented` shifts such text into its enclosing declaration.

@@ -26,7 +26,7 @@ step() { echo "== $*"; }
 
 step "cmake --install into $prefix"
 cmake --install "$BUILD" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log"; fail "install"; }
-for f in include/lrpc/runtime/stub_support.h include/lrpc/runtime/exporter.h include/lrpc/runtime/import.h \
+for f in include/lrpc/runtime/contract.h include/lrpc/runtime/stub_support.h include/lrpc/runtime/exporter.h include/lrpc/runtime/import.h \
          include/lrpc/runtime/base/log.h include/lrpc/runtime/introspect.h include/lrpc/transport/client.h \
          include/lrpc/transport/server.h lib/liblrpc_runtime.a lib/liblrpc_transport.a bin/capnpc-lrpc bin/lrpc \
          share/lrpc/idl/lrpc.capnp lib/cmake/lrpc/lrpcConfig.cmake lib/cmake/lrpc/lrpcConfigVersion.cmake \

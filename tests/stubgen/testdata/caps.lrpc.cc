@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/stub_support.h"
+
 namespace {
 
 ::lrpc::Status dispatchItemGet(::golden::caps::Item::Server& server_, ::lrpc::ServerCall& call_) {
@@ -363,6 +365,909 @@ std::shared_ptr<void> Forwarder_golden_caps_ShopMake(std::shared_ptr<::lrpc::Bin
 }  // namespace
 
 namespace golden::caps {
+
+// ---- The client's copy code, compiled into each method, so that a call compiles to stores at
+// constant offsets.
+
+template <class Call>
+::lrpc::Status Item::Client::getIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Item::Client::getRead_(Call& call_, uint32_t& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Item::GetResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.value;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Item::Client::getOut_(Call& call_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Item::Client::getTo_(Call& call_, uint32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = getIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return getRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Item::Client::getVia(Call& call_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = getTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Item::Client::splitIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Item::Client::splitRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Item::SplitResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.left, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.left = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  {
+    auto cap_ = caps_.in(frame_.right, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.right = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Item::SplitResults value_{};
+  if (::lrpc::Status s_ = splitRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Item::Client::splitTo_(Call& call_, ::golden::caps::Item::SplitResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = splitIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return splitRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
+  ::golden::caps::Item::SplitResults value_{};
+  if (::lrpc::Status s_ = splitTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::Hook::BackResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.shop, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_ = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = backRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backTo_(Call& call_, ::golden::caps::Shop::Client& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = backIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return backRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backVia(Call& call_) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = backTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backTwiceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backTwiceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::Hook::BackTwiceResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.first, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.first = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  {
+    auto cap_ = caps_.in(frame_.second, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.second = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::Hook::BackTwiceResults value_{};
+  if (::lrpc::Status s_ = backTwiceRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Hook::Client::backTwiceTo_(Call& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = backTwiceIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return backTwiceRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceVia(Call& call_) {
+  ::golden::caps::Shop::Hook::BackTwiceResults value_{};
+  if (::lrpc::Status s_ = backTwiceTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::makeIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &value, sizeof value);
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::makeRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::MakeResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.item, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_ = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = makeRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::makeTo_(Call& call_, uint32_t value, ::golden::caps::Item::Client& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = makeIn_(call_, caps_, value); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return makeRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = makeTo_(call_, value, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::priceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
+  if (!itemCap_.isOk()) return itemCap_.status();
+  std::memcpy(fixed_ + 0, &*itemCap_, sizeof(uint32_t));
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::priceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::PriceResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.cents;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Shop::Client::priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = priceRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::priceTo_(Call& call_, const ::golden::caps::Item::Client& item, uint64_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = priceIn_(call_, caps_, item); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return priceRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = priceTo_(call_, item, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::twoIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::twoRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::TwoResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.a, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.a = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  {
+    auto cap_ = caps_.in(frame_.b, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_.b = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::TwoResults value_{};
+  if (::lrpc::Status s_ = twoRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::twoTo_(Call& call_, ::golden::caps::Shop::TwoResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = twoIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return twoRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
+  ::golden::caps::Shop::TwoResults value_{};
+  if (::lrpc::Status s_ = twoTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::boxIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box) {
+  const uint64_t boxBytes_ = ::lrpc::codec::size(box, ::lrpc::codec::kMaxDepth);
+  if (boxBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.box: argument box nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t boxAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = boxAt_ + boxBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.box: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef boxRef_{static_cast<uint32_t>(boxAt_), static_cast<uint32_t>(::lrpc::codec::head(box))};
+  std::memcpy(fixed_ + 0, &boxRef_, sizeof boxRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, boxAt_, box, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::boxRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::BoxResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
+  ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
+  if (!::lrpc::codec::get(rd_, frame_.box, out_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Shop.box: result box is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Box value_{};
+  if (::lrpc::Status s_ = boxRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::boxTo_(Call& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = boxIn_(call_, caps_, box); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return boxRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
+  ::golden::caps::Box value_{};
+  if (::lrpc::Status s_ = boxTo_(call_, box, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+  const uint64_t itemsBytes_ = ::lrpc::codec::size(items, ::lrpc::codec::kMaxDepth);
+  if (itemsBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.all: argument items nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t itemsAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = itemsAt_ + itemsBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.all: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef itemsRef_{static_cast<uint32_t>(itemsAt_), static_cast<uint32_t>(::lrpc::codec::head(items))};
+  std::memcpy(fixed_ + 0, &itemsRef_, sizeof itemsRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, itemsAt_, items, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::AllResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Shop::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = allRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::allTo_(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = allIn_(call_, caps_, items); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return allRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = allTo_(call_, items, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::swapIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
+  if (!itemCap_.isOk()) return itemCap_.status();
+  std::memcpy(fixed_ + 0, &*itemCap_, sizeof(uint32_t));
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::swapRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::SwapResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.item, ::golden::caps::Item::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_ = ::golden::caps::Item::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = swapRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::swapTo_(Call& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = swapIn_(call_, caps_, item); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return swapRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapVia(Call& call_, const ::golden::caps::Item::Client& item) {
+  ::golden::caps::Item::Client value_{};
+  if (::lrpc::Status s_ = swapTo_(call_, item, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::writeIn_(Call& call_, std::span<const uint8_t> bytes) {
+  const uint64_t bytesBytes_ = bytes.size();
+  const uint64_t bytesAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = bytesAt_ + bytesBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.write: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef bytesRef_{static_cast<uint32_t>(bytesAt_), static_cast<uint32_t>(bytesBytes_)};
+  std::memcpy(fixed_ + 0, &bytesRef_, sizeof bytesRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (bytesBytes_ != 0) call_.copyTail(t_ + bytesAt_, bytes.data(), bytesBytes_);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::writeOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::writeVia(Call& call_, std::span<const uint8_t> bytes) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = writeIn_(call_, bytes); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return writeOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::openIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook) {
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::Result<uint32_t> hookCap_ = caps_.toFrame(hook.binding());
+  if (!hookCap_.isOk()) return hookCap_.status();
+  std::memcpy(fixed_ + 0, &*hookCap_, sizeof(uint32_t));
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::openRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::caps::Shop::OpenResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  {
+    auto cap_ = caps_.in(frame_.shop, ::golden::caps::Shop::kDescriptor);
+    if (!cap_.isOk()) return cap_.status();
+    out_ = ::golden::caps::Shop::Client(std::move(*cap_));
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = openRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Shop::Client::openTo_(Call& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = openIn_(call_, caps_, hook); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return openRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook) {
+  ::golden::caps::Shop::Client value_{};
+  if (::lrpc::Status s_ = openTo_(call_, hook, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+uint64_t lrpcSize(const ::golden::caps::Box& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.items, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::golden::caps::Box& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  ::lrpc::codec::putCap(f_ + 0, v_.item, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 12, v_.items, caps_);
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 4, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kEmpty:
+      break;
+    case ::golden::caps::Box::Which::kSpare:
+      ::lrpc::codec::putCap(f_ + 8, v_.spare_, caps_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::caps::Box& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 4) {
+    if (!::lrpc::codec::getCap(r_, f_ + 0, out_.item)) return false;
+  }
+  if (n_ >= 20) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 12, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.items)) return false;
+  }
+  uint16_t w_ = 0;
+  if (n_ >= 6) std::memcpy(&w_, f_ + 4, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::golden::caps::Box::Which::kEmpty;
+      break;
+    case 1:
+      out_.which_ = ::golden::caps::Box::Which::kSpare;
+      if (n_ >= 12) {
+        if (!::lrpc::codec::getCap(r_, f_ + 8, out_.spare_)) return false;
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::golden::caps::Box::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.items, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::golden::caps::Box::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  ::lrpc::codec::putCap(f_ + 0, v_.item, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 12, v_.items, caps_);
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 4, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kEmpty:
+      break;
+    case ::golden::caps::Box::Which::kSpare:
+      ::lrpc::codec::putCap(f_ + 8, v_.spare_, caps_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::caps::Box::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 4) {
+    if (!::lrpc::codec::getCap(r_, f_ + 0, out_.item)) return false;
+  }
+  if (n_ >= 20) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 12, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.items)) return false;
+  }
+  uint16_t w_ = 0;
+  if (n_ >= 6) std::memcpy(&w_, f_ + 4, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::golden::caps::Box::Which::kEmpty;
+      break;
+    case 1:
+      out_.which_ = ::golden::caps::Box::Which::kSpare;
+      if (n_ >= 12) {
+        if (!::lrpc::codec::getCap(r_, f_ + 8, out_.spare_)) return false;
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+::golden::caps::Box::View lrpcViewOf(const ::golden::caps::Box& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::golden::caps::Box::View out_;
+  out_.item = ::lrpc::codec::viewOf(v_.item, a_);
+  out_.items = ::lrpc::codec::viewOf(v_.items, a_);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kSpare: out_.spare_ = ::lrpc::codec::viewOf(v_.spare_, a_); break;
+    default: break;
+  }
+  return out_;
+}
+
+::golden::caps::Box lrpcOwnedOf(const ::golden::caps::Box::View& v_) {
+  ::golden::caps::Box out_;
+  out_.item = ::lrpc::codec::ownedOf(v_.item);
+  out_.items = ::lrpc::codec::ownedOf(v_.items);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::golden::caps::Box::Which::kSpare: out_.spare_ = ::lrpc::codec::ownedOf(v_.spare_); break;
+    default: break;
+  }
+  return out_;
+}
+
+::lrpc::Result<uint32_t> Item::Client::get() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Item::kGet, options_);
+    return getVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Item::kGet, options_);
+  return getVia(call_);
+}
+
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::split() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Item::kSplit, options_);
+    return splitVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Item::kSplit, options_);
+  return splitVia(call_);
+}
+
+::lrpc::Pending<::lrpc::Result<uint32_t>> Item::Client::Async::get() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+      binding_, ::golden::caps::Item::kGet, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getIn_(call_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Item::SplitResults>> Item::Client::Async::split() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Item::SplitResults>>(
+      binding_, ::golden::caps::Item::kSplit, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return splitIn_(call_, caps_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return splitOut_(call_, caps_); });
+}
+
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::back() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::Hook::kBack, options_);
+    return backVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::Hook::kBack, options_);
+  return backVia(call_);
+}
+
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwice() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::Hook::kBackTwice, options_);
+    return backTwiceVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::Hook::kBackTwice, options_);
+  return backTwiceVia(call_);
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Client>> Shop::Hook::Client::Async::back() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::Client>>(
+      binding_, ::golden::caps::Shop::Hook::kBack, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backIn_(call_, caps_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults>> Shop::Hook::Client::Async::backTwice() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults>>(
+      binding_, ::golden::caps::Shop::Hook::kBackTwice, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backTwiceIn_(call_, caps_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return backTwiceOut_(call_, caps_); });
+}
+
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::make(uint32_t value) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kMake, options_);
+    return makeVia(call_, value);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kMake, options_);
+  return makeVia(call_, value);
+}
+
+::lrpc::Result<uint64_t> Shop::Client::price(const ::golden::caps::Item::Client& item) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kPrice, options_);
+    return priceVia(call_, item);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kPrice, options_);
+  return priceVia(call_, item);
+}
+
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::two() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kTwo, options_);
+    return twoVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kTwo, options_);
+  return twoVia(call_);
+}
+
+::lrpc::Result<::golden::caps::Box> Shop::Client::box(const ::golden::caps::Box& box) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
+    return boxVia(call_, box);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
+  return boxVia(call_, box);
+}
+
+::lrpc::Status Shop::Client::box(const ::golden::caps::Box& box, ::lrpc::Into<::golden::caps::Box> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
+    return boxTo_(call_, box, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kBox, options_);
+  return boxTo_(call_, box, into_.target());
+}
+
+::lrpc::Result<uint32_t> Shop::Client::all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kAll, options_);
+    return allVia(call_, items);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kAll, options_);
+  return allVia(call_, items);
+}
+
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swap(const ::golden::caps::Item::Client& item) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kSwap, options_);
+    return swapVia(call_, item);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kSwap, options_);
+  return swapVia(call_, item);
+}
+
+::lrpc::Status Shop::Client::write(std::span<const uint8_t> bytes) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kWrite, options_);
+    return writeVia(call_, bytes);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kWrite, options_);
+  return writeVia(call_, bytes);
+}
+
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::open(const ::golden::caps::Shop::Hook::Client& hook) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Shop::kOpen, options_);
+    return openVia(call_, hook);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::caps::Shop::kOpen, options_);
+  return openVia(call_, hook);
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Item::Client>> Shop::Client::Async::make(uint32_t value) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Item::Client>>(
+      binding_, ::golden::caps::Shop::kMake, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return makeIn_(call_, caps_, value); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return makeOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<uint64_t>> Shop::Client::Async::price(const ::golden::caps::Item::Client& item) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
+      binding_, ::golden::caps::Shop::kPrice, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return priceIn_(call_, caps_, item); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return priceOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::TwoResults>> Shop::Client::Async::two() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::TwoResults>>(
+      binding_, ::golden::caps::Shop::kTwo, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return twoIn_(call_, caps_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return twoOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Box>> Shop::Client::Async::box(const ::golden::caps::Box& box) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Box>>(
+      binding_, ::golden::caps::Shop::kBox, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return boxIn_(call_, caps_, box); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return boxOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<uint32_t>> Shop::Client::Async::all(std::span<const ::lrpc::Cap<::golden::caps::Item>> items) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+      binding_, ::golden::caps::Shop::kAll, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allIn_(call_, caps_, items); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Item::Client>> Shop::Client::Async::swap(const ::golden::caps::Item::Client& item) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Item::Client>>(
+      binding_, ::golden::caps::Shop::kSwap, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return swapIn_(call_, caps_, item); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return swapOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Status> Shop::Client::Async::write(std::span<const uint8_t> bytes) const {
+  return ::lrpc::detail::startAsync<::lrpc::Status>(
+      binding_, ::golden::caps::Shop::kWrite, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return writeIn_(call_, bytes); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return writeOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::golden::caps::Shop::Client>> Shop::Client::Async::open(const ::golden::caps::Shop::Hook::Client& hook) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::golden::caps::Shop::Client>>(
+      binding_, ::golden::caps::Shop::kOpen, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return openIn_(call_, caps_, hook); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return openOut_(call_, caps_); });
+}
 
 const ::lrpc::InterfaceDescriptor Item::kDescriptor = {
     "caps.capnp:Item",

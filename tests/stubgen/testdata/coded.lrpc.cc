@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/stub_support.h"
+
 namespace {
 
 ::lrpc::Status dispatchTreesPut(::coded::Trees::Server& server_, ::lrpc::ServerCall& call_) {
@@ -228,6 +230,1071 @@ std::shared_ptr<void> Forwarder_coded_TreesMake(std::shared_ptr<::lrpc::Binding>
 }  // namespace
 
 namespace coded {
+
+// ---- The client's copy code, compiled into each method, so that a call compiles to stores at
+// constant offsets.
+
+template <class Call>
+::lrpc::Status Trees::Client::putIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+  const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
+  if (rootBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t rootAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t labelBytes_ = ::lrpc::codec::size(label, 32u);
+  if (labelBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: argument label nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t labelAt_ = ::lrpc::detail::alignTail(rootAt_ + rootBytes_);
+  const uint64_t tailBytes_ = labelAt_ + labelBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef rootRef_{static_cast<uint32_t>(rootAt_), static_cast<uint32_t>(::lrpc::codec::head(root))};
+  std::memcpy(fixed_ + 0, &rootRef_, sizeof rootRef_);
+  const ::lrpc::VarRef labelRef_{static_cast<uint32_t>(labelAt_), static_cast<uint32_t>(::lrpc::codec::head(label))};
+  std::memcpy(fixed_ + 8, &labelRef_, sizeof labelRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, rootAt_, root, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  if (labelAt_ != rootAt_ + rootBytes_) std::memset(t_ + rootAt_ + rootBytes_, 0, labelAt_ - (rootAt_ + rootBytes_));
+  ::lrpc::codec::put(t_, labelAt_, label, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::putRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::coded::Trees::PutResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = putRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::putTo_(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = putIn_(call_, caps_, root, label); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return putRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = putTo_(call_, root, label, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;  // used by the parameters or only by the results
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::coded::Trees::AllResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
+  ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
+  if (!::lrpc::codec::get(rd_, frame_.nodes, out_.nodes)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result nodes is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  if (!::lrpc::codec::get(rd_, frame_.labels, out_.labels)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.all: result labels is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::coded::Trees::AllResults value_{};
+  if (::lrpc::Status s_ = allRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::allTo_(Call& call_, ::coded::Trees::AllResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = allIn_(call_, caps_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return allRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
+  ::coded::Trees::AllResults value_{};
+  if (::lrpc::Status s_ = allTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l) {
+  const uint64_t lBytes_ = ::lrpc::codec::size(l, 32u);
+  if (lBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.link: argument l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t lAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = lAt_ + lBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.link: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef lRef_{static_cast<uint32_t>(lAt_), static_cast<uint32_t>(::lrpc::codec::head(l))};
+  std::memcpy(fixed_ + 0, &lRef_, sizeof lRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, lAt_, l, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::coded::Trees::LinkResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
+  ::lrpc::codec::Reader rd_(tail_, 32u, &caps_);
+  if (!::lrpc::codec::get(rd_, frame_.l, out_)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.link: result l is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::coded::Link> Trees::Client::linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::coded::Link value_{};
+  if (::lrpc::Status s_ = linkRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkTo_(Call& call_, const ::coded::Link& l, ::coded::Link& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = linkIn_(call_, caps_, l); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return linkRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::coded::Link> Trees::Client::linkVia(Call& call_, const ::coded::Link& l) {
+  ::coded::Link value_{};
+  if (::lrpc::Status s_ = linkTo_(call_, l, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::putViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+  const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
+  if (rootBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t rootAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t labelBytes_ = ::lrpc::codec::size(label, 32u);
+  if (labelBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: argument label nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t labelAt_ = ::lrpc::detail::alignTail(rootAt_ + rootBytes_);
+  const uint64_t namesLen_ = uint64_t{sizeof(::lrpc::VarRef)} * names.size();
+  uint64_t namesBytes_ = namesLen_;
+  for (const auto& e_ : names) namesBytes_ += e_.size();
+  const uint64_t namesAt_ = ::lrpc::detail::alignTail(labelAt_ + labelBytes_);
+  const uint64_t tailBytes_ = namesAt_ + namesBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef rootRef_{static_cast<uint32_t>(rootAt_), static_cast<uint32_t>(::lrpc::codec::head(root))};
+  std::memcpy(fixed_ + 0, &rootRef_, sizeof rootRef_);
+  const ::lrpc::VarRef labelRef_{static_cast<uint32_t>(labelAt_), static_cast<uint32_t>(::lrpc::codec::head(label))};
+  std::memcpy(fixed_ + 8, &labelRef_, sizeof labelRef_);
+  const ::lrpc::VarRef namesRef_{static_cast<uint32_t>(namesAt_), static_cast<uint32_t>(namesLen_)};
+  std::memcpy(fixed_ + 16, &namesRef_, sizeof namesRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, rootAt_, root, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  if (labelAt_ != rootAt_ + rootBytes_) std::memset(t_ + rootAt_ + rootBytes_, 0, labelAt_ - (rootAt_ + rootBytes_));
+  ::lrpc::codec::put(t_, labelAt_, label, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  if (namesAt_ != labelAt_ + labelBytes_) std::memset(t_ + labelAt_ + labelBytes_, 0, namesAt_ - (labelAt_ + labelBytes_));
+  {
+    uint64_t at_ = namesAt_ + uint64_t{sizeof(::lrpc::VarRef)} * names.size();
+    for (size_t i_ = 0; i_ < names.size(); ++i_) {
+      const auto& e_ = names[i_];
+      const ::lrpc::VarRef ref_{static_cast<uint32_t>(at_), static_cast<uint32_t>(e_.size())};
+      std::memcpy(t_ + namesAt_ + i_ * sizeof ref_, &ref_, sizeof ref_);
+      if (!e_.empty()) std::memcpy(t_ + at_, e_.data(), e_.size());
+      at_ += e_.size();
+    }
+  }
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::putViewRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::coded::Trees::PutViewResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = putViewRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::putViewTo_(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = putViewIn_(call_, caps_, root, label, names); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return putViewRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Trees::Client::putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = putViewTo_(call_, root, label, names, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l) {
+  const uint64_t lBytes_ = ::lrpc::codec::size(l, 32u);
+  if (lBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.linkView: argument l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t lAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = lAt_ + lBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.linkView: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef lRef_{static_cast<uint32_t>(lAt_), static_cast<uint32_t>(::lrpc::codec::head(l))};
+  std::memcpy(fixed_ + 0, &lRef_, sizeof lRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, lAt_, l, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  (void)caps_;
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Trees::Client::linkViewVia(Call& call_, const ::coded::Link::View& l) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = linkViewIn_(call_, caps_, l); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return linkViewOut_(call_, caps_);
+}
+
+uint64_t lrpcSize(const ::coded::Node::Meta::Kind& , uint32_t) noexcept {
+  uint64_t n_ = 8;
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind& v_, ::lrpc::codec::CapCodec*) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 0, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kLeaf:
+      break;
+    case ::coded::Node::Meta::Kind::Which::kBranch:
+      std::memcpy(f_ + 4, &v_.branch_, sizeof v_.branch_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::Kind& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  uint16_t w_ = 0;
+  if (n_ >= 2) std::memcpy(&w_, f_ + 0, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::coded::Node::Meta::Kind::Which::kLeaf;
+      break;
+    case 1:
+      out_.which_ = ::coded::Node::Meta::Kind::Which::kBranch;
+      if (n_ >= 8) {
+        std::memcpy(&out_.branch_, f_ + 4, sizeof out_.branch_);
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::coded::Node::Meta::Kind::View& , uint32_t) noexcept {
+  uint64_t n_ = 8;
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::Kind::View& v_, ::lrpc::codec::CapCodec*) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 0, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kLeaf:
+      break;
+    case ::coded::Node::Meta::Kind::Which::kBranch:
+      std::memcpy(f_ + 4, &v_.branch_, sizeof v_.branch_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::Kind::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  uint16_t w_ = 0;
+  if (n_ >= 2) std::memcpy(&w_, f_ + 0, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::coded::Node::Meta::Kind::Which::kLeaf;
+      break;
+    case 1:
+      out_.which_ = ::coded::Node::Meta::Kind::Which::kBranch;
+      if (n_ >= 8) {
+        std::memcpy(&out_.branch_, f_ + 4, sizeof out_.branch_);
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+::coded::Node::Meta::Kind::View lrpcViewOf(const ::coded::Node::Meta::Kind& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Node::Meta::Kind::View out_;
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kBranch: out_.branch_ = ::lrpc::codec::viewOf(v_.branch_, a_); break;
+    default: break;
+  }
+  return out_;
+}
+
+::coded::Node::Meta::Kind lrpcOwnedOf(const ::coded::Node::Meta::Kind::View& v_) {
+  ::coded::Node::Meta::Kind out_;
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Meta::Kind::Which::kBranch: out_.branch_ = ::lrpc::codec::ownedOf(v_.branch_); break;
+    default: break;
+  }
+  return out_;
+}
+
+uint64_t lrpcSize(const ::coded::Node::Meta& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tag, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.kind, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.tag, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.kind, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.tag)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.kind)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::coded::Node::Meta::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tag, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.kind, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::Meta::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.tag, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.kind, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::Meta::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.tag)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.kind)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+::coded::Node::Meta::View lrpcViewOf(const ::coded::Node::Meta& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Node::Meta::View out_;
+  out_.tag = ::lrpc::codec::viewOf(v_.tag, a_);
+  out_.kind = ::lrpc::codec::viewOf(v_.kind, a_);
+  return out_;
+}
+
+::coded::Node::Meta lrpcOwnedOf(const ::coded::Node::Meta::View& v_) {
+  ::coded::Node::Meta out_;
+  out_.tag = ::lrpc::codec::ownedOf(v_.tag);
+  out_.kind = ::lrpc::codec::ownedOf(v_.kind);
+  return out_;
+}
+
+uint64_t lrpcSize(const ::coded::Node& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 48;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.children, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.weights, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.meta, depth_));
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.labelled_, depth_)); break;
+    default: break;
+  }
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 48);  // gaps and fields not set
+  uint64_t end_ = at_ + 48;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.children, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.weights, caps_);
+  std::memcpy(f_ + 24, &v_.where, sizeof v_.where);
+  std::memset(f_ + 24 + 3, 0, 1);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 28, v_.meta, caps_);
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 36, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::coded::Node::Which::kPlain:
+      break;
+    case ::coded::Node::Which::kLabelled:
+      end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.labelled_, caps_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[48] = {};
+  const uint32_t n_ = ref_.length < 48 ? ref_.length : 48;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.children)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.weights)) return false;
+  }
+  if (n_ >= 28) {
+    std::memcpy(&out_.where, f_ + 24, sizeof out_.where);
+    for (uint32_t o_ : std::initializer_list<uint32_t>{2u}) {
+      unsigned char* b_ = reinterpret_cast<unsigned char*>(&out_.where) + o_;
+      *b_ = *b_ != 0 ? 1 : 0;
+    }
+  }
+  if (n_ >= 36) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 28, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.meta)) return false;
+  }
+  uint16_t w_ = 0;
+  if (n_ >= 38) std::memcpy(&w_, f_ + 36, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::coded::Node::Which::kPlain;
+      break;
+    case 1:
+      out_.which_ = ::coded::Node::Which::kLabelled;
+      if (n_ >= 48) {
+        ::lrpc::VarRef ref;
+        std::memcpy(&ref, f_ + 40, sizeof ref);
+        if (!::lrpc::codec::get(r_, ref, out_.labelled_)) return false;
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::coded::Node::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 48;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.children, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.weights, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.meta, depth_));
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.labelled_, depth_)); break;
+    default: break;
+  }
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Node::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 48);  // gaps and fields not set
+  uint64_t end_ = at_ + 48;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.children, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.weights, caps_);
+  std::memcpy(f_ + 24, &v_.where, sizeof v_.where);
+  std::memset(f_ + 24 + 3, 0, 1);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 28, v_.meta, caps_);
+  const uint16_t w_ = static_cast<uint16_t>(v_.which_);
+  std::memcpy(f_ + 36, &w_, sizeof w_);
+  switch (v_.which_) {
+    case ::coded::Node::Which::kPlain:
+      break;
+    case ::coded::Node::Which::kLabelled:
+      end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.labelled_, caps_);
+      break;
+    default: break;  // a value no reader accepts: the peer answers kBadFrame
+  }
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Node::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[48] = {};
+  const uint32_t n_ = ref_.length < 48 ? ref_.length : 48;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.children)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.weights)) return false;
+  }
+  if (n_ >= 28) {
+    std::memcpy(&out_.where, f_ + 24, sizeof out_.where);
+    for (uint32_t o_ : std::initializer_list<uint32_t>{2u}) {
+      unsigned char* b_ = reinterpret_cast<unsigned char*>(&out_.where) + o_;
+      *b_ = *b_ != 0 ? 1 : 0;
+    }
+  }
+  if (n_ >= 36) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 28, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.meta)) return false;
+  }
+  uint16_t w_ = 0;
+  if (n_ >= 38) std::memcpy(&w_, f_ + 36, sizeof w_);
+  switch (w_) {
+    case 0:
+      out_.which_ = ::coded::Node::Which::kPlain;
+      break;
+    case 1:
+      out_.which_ = ::coded::Node::Which::kLabelled;
+      if (n_ >= 48) {
+        ::lrpc::VarRef ref;
+        std::memcpy(&ref, f_ + 40, sizeof ref);
+        if (!::lrpc::codec::get(r_, ref, out_.labelled_)) return false;
+      }
+      break;
+    default: return false;  // a member this schema does not have
+  }
+  r_.leave();
+  return true;
+}
+
+::coded::Node::View lrpcViewOf(const ::coded::Node& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Node::View out_;
+  out_.name = ::lrpc::codec::viewOf(v_.name, a_);
+  out_.children = ::lrpc::codec::viewOf(v_.children, a_);
+  out_.weights = ::lrpc::codec::viewOf(v_.weights, a_);
+  out_.where = ::lrpc::codec::viewOf(v_.where, a_);
+  out_.meta = ::lrpc::codec::viewOf(v_.meta, a_);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: out_.labelled_ = ::lrpc::codec::viewOf(v_.labelled_, a_); break;
+    default: break;
+  }
+  return out_;
+}
+
+::coded::Node lrpcOwnedOf(const ::coded::Node::View& v_) {
+  ::coded::Node out_;
+  out_.name = ::lrpc::codec::ownedOf(v_.name);
+  out_.children = ::lrpc::codec::ownedOf(v_.children);
+  out_.weights = ::lrpc::codec::ownedOf(v_.weights);
+  out_.where = ::lrpc::codec::ownedOf(v_.where);
+  out_.meta = ::lrpc::codec::ownedOf(v_.meta);
+  out_.which_ = v_.which_;
+  switch (v_.which_) {
+    case ::coded::Node::Which::kLabelled: out_.labelled_ = ::lrpc::codec::ownedOf(v_.labelled_); break;
+    default: break;
+  }
+  return out_;
+}
+
+uint64_t lrpcSize(const ::coded::Link& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.next, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.other, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.next, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.other, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.next)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.other)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::coded::Link::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.next, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.other, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Link::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.next, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.other, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Link::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.next)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.other)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+::coded::Link::View lrpcViewOf(const ::coded::Link& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Link::View out_;
+  out_.next = ::lrpc::codec::viewOf(v_.next, a_);
+  out_.other = ::lrpc::codec::viewOf(v_.other, a_);
+  return out_;
+}
+
+::coded::Link lrpcOwnedOf(const ::coded::Link::View& v_) {
+  ::coded::Link out_;
+  out_.next = ::lrpc::codec::ownedOf(v_.next);
+  out_.other = ::lrpc::codec::ownedOf(v_.other);
+  return out_;
+}
+
+uint64_t lrpcSize(const ::coded::Other& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.back, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.back, caps_);
+  std::memcpy(f_ + 8, &v_.n, sizeof v_.n);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.back)) return false;
+  }
+  if (n_ >= 9) {
+    std::memcpy(&out_.n, f_ + 8, sizeof out_.n);
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::coded::Other::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.back, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Other::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.back, caps_);
+  std::memcpy(f_ + 8, &v_.n, sizeof v_.n);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Other::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.back)) return false;
+  }
+  if (n_ >= 9) {
+    std::memcpy(&out_.n, f_ + 8, sizeof out_.n);
+  }
+  r_.leave();
+  return true;
+}
+
+::coded::Other::View lrpcViewOf(const ::coded::Other& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Other::View out_;
+  out_.back = ::lrpc::codec::viewOf(v_.back, a_);
+  out_.n = ::lrpc::codec::viewOf(v_.n, a_);
+  return out_;
+}
+
+::coded::Other lrpcOwnedOf(const ::coded::Other::View& v_) {
+  ::coded::Other out_;
+  out_.back = ::lrpc::codec::ownedOf(v_.back);
+  out_.n = ::lrpc::codec::ownedOf(v_.n);
+  return out_;
+}
+
+uint64_t lrpcSize(const ::coded::Tagged<std::string>& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.value, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tags, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.value, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.tags, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tagged<std::string>& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.value)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.tags)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::coded::Tagged<std::string>::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 16;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.value, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.tags, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::coded::Tagged<std::string>::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 16);  // gaps and fields not set
+  uint64_t end_ = at_ + 16;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.value, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.tags, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::coded::Tagged<std::string>::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[16] = {};
+  const uint32_t n_ = ref_.length < 16 ? ref_.length : 16;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.value)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.tags)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+::coded::Tagged<std::string>::View lrpcViewOf(const ::coded::Tagged<std::string>& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::coded::Tagged<std::string>::View out_;
+  out_.value = ::lrpc::codec::viewOf(v_.value, a_);
+  out_.tags = ::lrpc::codec::viewOf(v_.tags, a_);
+  return out_;
+}
+
+::coded::Tagged<std::string> lrpcOwnedOf(const ::coded::Tagged<std::string>::View& v_) {
+  ::coded::Tagged<std::string> out_;
+  out_.value = ::lrpc::codec::ownedOf(v_.value);
+  out_.tags = ::lrpc::codec::ownedOf(v_.tags);
+  return out_;
+}
+
+::lrpc::Result<uint32_t> Trees::Client::put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kPut, options_);
+    return putVia(call_, root, label);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kPut, options_);
+  return putVia(call_, root, label);
+}
+
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::all() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kAll, options_);
+    return allVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kAll, options_);
+  return allVia(call_);
+}
+
+::lrpc::Status Trees::Client::all(::lrpc::Into<::coded::Trees::AllResults> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kAll, options_);
+    return allTo_(call_, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kAll, options_);
+  return allTo_(call_, into_.target());
+}
+
+::lrpc::Result<::coded::Link> Trees::Client::link(const ::coded::Link& l) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kLink, options_);
+    return linkVia(call_, l);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLink, options_);
+  return linkVia(call_, l);
+}
+
+::lrpc::Status Trees::Client::link(const ::coded::Link& l, ::lrpc::Into<::coded::Link> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kLink, options_);
+    return linkTo_(call_, l, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLink, options_);
+  return linkTo_(call_, l, into_.target());
+}
+
+::lrpc::Result<uint32_t> Trees::Client::putView(const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kPutView, options_);
+    return putViewVia(call_, root, label, names);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kPutView, options_);
+  return putViewVia(call_, root, label, names);
+}
+
+::lrpc::Status Trees::Client::linkView(const ::coded::Link::View& l) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::coded::Trees::kLinkView, options_);
+    return linkViewVia(call_, l);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::coded::Trees::kLinkView, options_);
+  return linkViewVia(call_, l);
+}
+
+::lrpc::Pending<::lrpc::Result<uint32_t>> Trees::Client::Async::put(const ::coded::Node& root, const ::coded::Tagged<std::string>& label) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+      binding_, ::coded::Trees::kPut, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putIn_(call_, caps_, root, label); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::coded::Trees::AllResults>> Trees::Client::Async::all() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::coded::Trees::AllResults>>(
+      binding_, ::coded::Trees::kAll, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allIn_(call_, caps_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return allOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::coded::Link>> Trees::Client::Async::link(const ::coded::Link& l) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::coded::Link>>(
+      binding_, ::coded::Trees::kLink, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkIn_(call_, caps_, l); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Result<uint32_t>> Trees::Client::Async::putView(const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+      binding_, ::coded::Trees::kPutView, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putViewIn_(call_, caps_, root, label, names); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return putViewOut_(call_, caps_); });
+}
+
+::lrpc::Pending<::lrpc::Status> Trees::Client::Async::linkView(const ::coded::Link::View& l) const {
+  return ::lrpc::detail::startAsync<::lrpc::Status>(
+      binding_, ::coded::Trees::kLinkView, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkViewIn_(call_, caps_, l); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return linkViewOut_(call_, caps_); });
+}
 
 const ::lrpc::InterfaceDescriptor Trees::kDescriptor = {
     "coded.capnp:Trees",

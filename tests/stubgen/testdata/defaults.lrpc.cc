@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/stub_support.h"
+
 namespace {
 
 ::lrpc::Status dispatchSettingsApply(::defaults::Settings::Server& server_, ::lrpc::ServerCall& call_) {
@@ -141,6 +143,539 @@ std::shared_ptr<void> Forwarder_defaults_SettingsMake(std::shared_ptr<::lrpc::Bi
 }  // namespace
 
 namespace defaults {
+
+// ---- The client's copy code, compiled into each method, so that a call compiles to stores at
+// constant offsets.
+
+template <class Call>
+::lrpc::Status Settings::Client::applyIn_(Call& call_, const ::defaults::Config& config, bool dryRun) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &config, sizeof config);
+  std::memset(fixed_ + 0 + 4, 0, 4);
+  std::memset(fixed_ + 0 + 23, 0, 1);
+  std::memset(fixed_ + 0 + 41, 0, 3);
+  const uint8_t dryRunByte_ = dryRun ? 1 : 0;
+  std::memcpy(fixed_ + 56, &dryRunByte_, 1);
+  std::memset(fixed_ + 57, 0, 7);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::applyRead_(Call& call_, uint32_t& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::defaults::Settings::ApplyResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.applied;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Settings::Client::applyOut_(Call& call_) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = applyRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::applyTo_(Call& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = applyIn_(call_, config, dryRun); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return applyRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint32_t> Settings::Client::applyVia(Call& call_, const ::defaults::Config& config, bool dryRun) {
+  uint32_t value_{};
+  if (::lrpc::Status s_ = applyTo_(call_, config, dryRun, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::greetIn_(Call& call_, std::string_view name, uint16_t times) {
+  const uint64_t nameBytes_ = name.size();
+  const uint64_t nameAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = nameAt_ + nameBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Settings.greet: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef nameRef_{static_cast<uint32_t>(nameAt_), static_cast<uint32_t>(nameBytes_)};
+  std::memcpy(fixed_ + 0, &nameRef_, sizeof nameRef_);
+  std::memcpy(fixed_ + 8, &times, sizeof times);
+  std::memset(fixed_ + 10, 0, 2);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (nameBytes_ != 0) call_.copyTail(t_ + nameAt_, name.data(), nameBytes_);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::greetRead_(Call& call_, std::string& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::defaults::Settings::GreetResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  if (!::lrpc::detail::varRefOk(frame_.greeting, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Settings.greet: result greeting lies outside the tail, is misaligned or is over its size limit");
+  }
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.greeting.offset), frame_.greeting.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Settings::Client::greetOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = greetRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::greetTo_(Call& call_, std::string_view name, uint16_t times, std::string& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = greetIn_(call_, name, times); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return greetRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Settings::Client::greetVia(Call& call_, std::string_view name, uint16_t times) {
+  std::string value_{};
+  if (::lrpc::Status s_ = greetTo_(call_, name, times, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::tickIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::tickOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::tickVia(Call& call_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = tickIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return tickOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::mixIn_(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &a, sizeof a);
+  std::memcpy(fixed_ + 4, &b, sizeof b);
+  std::memcpy(fixed_ + 8, &c, sizeof c);
+  std::memset(fixed_ + 10, 0, 2);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::mixRead_(Call& call_, int32_t& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::defaults::Settings::MixResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.sum;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::mixOut_(Call& call_) {
+  int32_t value_{};
+  if (::lrpc::Status s_ = mixRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::mixTo_(Call& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = mixIn_(call_, a, b, c); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return mixRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+  int32_t value_{};
+  if (::lrpc::Status s_ = mixTo_(call_, a, b, c, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::withResultDefaultIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::withResultDefaultRead_(Call& call_, int32_t& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::defaults::Settings::WithResultDefaultResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.n;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultOut_(Call& call_) {
+  int32_t value_{};
+  if (::lrpc::Status s_ = withResultDefaultRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Settings::Client::withResultDefaultTo_(Call& call_, int32_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = withResultDefaultIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return withResultDefaultRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(Call& call_) {
+  int32_t value_{};
+  if (::lrpc::Status s_ = withResultDefaultTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+auto ::defaults::Profile::View::lrpcDefault_key() -> std::span<const uint8_t> {
+  static const ::lrpc::codec::Frozen<std::vector<uint8_t>> d_{std::vector<uint8_t>{0u, 255u, 16u}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_primes() -> std::span<const uint16_t> {
+  static const ::lrpc::codec::Frozen<std::vector<uint16_t>> d_{std::vector<uint16_t>{2u, 3u, 5u, 7u}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_names() -> std::span<const std::string_view> {
+  static const ::lrpc::codec::Frozen<std::vector<std::string>> d_{std::vector<std::string>{"a", "b \"c\""}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_levels() -> std::span<const ::defaults::Level> {
+  static const ::lrpc::codec::Frozen<std::vector<::defaults::Level>> d_{std::vector<::defaults::Level>{::defaults::Level::kHigh, ::defaults::Level::kLow}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_grid() -> std::span<const std::span<const int8_t>> {
+  static const ::lrpc::codec::Frozen<std::vector<std::vector<int8_t>>> d_{std::vector<std::vector<int8_t>>{std::vector<int8_t>{1, -2}, std::vector<int8_t>{}}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_blobs() -> std::span<const std::span<const uint8_t>> {
+  static const ::lrpc::codec::Frozen<std::vector<std::vector<uint8_t>>> d_{std::vector<std::vector<uint8_t>>{std::vector<uint8_t>{1u}, std::vector<uint8_t>{2u, 3u}}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_ratios() -> std::span<const float> {
+  static const ::lrpc::codec::Frozen<std::vector<float>> d_{std::vector<float>{0x1p-1f, -0x1p+0f}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_flags() -> std::span<const bool> {
+  static const ::lrpc::codec::Frozen<std::vector<bool>> d_{std::vector<bool>{true, false}};
+  return d_.view();
+}
+
+auto ::defaults::Profile::View::lrpcDefault_big() -> std::span<const int64_t> {
+  static const ::lrpc::codec::Frozen<std::vector<int64_t>> d_{std::vector<int64_t>{(-9223372036854775807LL - 1), 7LL}};
+  return d_.view();
+}
+
+uint64_t lrpcSize(const ::defaults::Profile& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 72;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.key, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.primes, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.names, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.levels, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.grid, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.blobs, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.ratios, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.flags, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.big, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 72);  // gaps and fields not set
+  uint64_t end_ = at_ + 72;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.key, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.primes, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.names, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 24, v_.levels, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 32, v_.grid, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.blobs, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 48, v_.ratios, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 56, v_.flags, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 64, v_.big, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[72] = {};
+  const uint32_t n_ = ref_.length < 72 ? ref_.length : 72;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.key)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.primes)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.names)) return false;
+  }
+  if (n_ >= 32) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 24, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.levels)) return false;
+  }
+  if (n_ >= 40) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 32, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.grid)) return false;
+  }
+  if (n_ >= 48) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 40, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.blobs)) return false;
+  }
+  if (n_ >= 56) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 48, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.ratios)) return false;
+  }
+  if (n_ >= 64) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 56, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.flags)) return false;
+  }
+  if (n_ >= 72) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 64, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.big)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::defaults::Profile::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 72;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.key, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.primes, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.names, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.levels, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.grid, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.blobs, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.ratios, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.flags, depth_));
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.big, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::defaults::Profile::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 72);  // gaps and fields not set
+  uint64_t end_ = at_ + 72;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.key, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 8, v_.primes, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.names, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 24, v_.levels, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 32, v_.grid, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 40, v_.blobs, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 48, v_.ratios, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 56, v_.flags, caps_);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 64, v_.big, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[72] = {};
+  const uint32_t n_ = ref_.length < 72 ? ref_.length : 72;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.key)) return false;
+  }
+  if (n_ >= 16) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 8, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.primes)) return false;
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.names)) return false;
+  }
+  if (n_ >= 32) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 24, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.levels)) return false;
+  }
+  if (n_ >= 40) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 32, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.grid)) return false;
+  }
+  if (n_ >= 48) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 40, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.blobs)) return false;
+  }
+  if (n_ >= 56) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 48, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.ratios)) return false;
+  }
+  if (n_ >= 64) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 56, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.flags)) return false;
+  }
+  if (n_ >= 72) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 64, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.big)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+::defaults::Profile::View lrpcViewOf(const ::defaults::Profile& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::defaults::Profile::View out_;
+  out_.key = ::lrpc::codec::viewOf(v_.key, a_);
+  out_.primes = ::lrpc::codec::viewOf(v_.primes, a_);
+  out_.names = ::lrpc::codec::viewOf(v_.names, a_);
+  out_.levels = ::lrpc::codec::viewOf(v_.levels, a_);
+  out_.grid = ::lrpc::codec::viewOf(v_.grid, a_);
+  out_.blobs = ::lrpc::codec::viewOf(v_.blobs, a_);
+  out_.ratios = ::lrpc::codec::viewOf(v_.ratios, a_);
+  out_.flags = ::lrpc::codec::viewOf(v_.flags, a_);
+  out_.big = ::lrpc::codec::viewOf(v_.big, a_);
+  return out_;
+}
+
+::defaults::Profile lrpcOwnedOf(const ::defaults::Profile::View& v_) {
+  ::defaults::Profile out_;
+  out_.key = ::lrpc::codec::ownedOf(v_.key);
+  out_.primes = ::lrpc::codec::ownedOf(v_.primes);
+  out_.names = ::lrpc::codec::ownedOf(v_.names);
+  out_.levels = ::lrpc::codec::ownedOf(v_.levels);
+  out_.grid = ::lrpc::codec::ownedOf(v_.grid);
+  out_.blobs = ::lrpc::codec::ownedOf(v_.blobs);
+  out_.ratios = ::lrpc::codec::ownedOf(v_.ratios);
+  out_.flags = ::lrpc::codec::ownedOf(v_.flags);
+  out_.big = ::lrpc::codec::ownedOf(v_.big);
+  return out_;
+}
+
+::lrpc::Result<uint32_t> Settings::Client::apply(const ::defaults::Config& config, bool dryRun) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kApply, options_);
+    return applyVia(call_, config, dryRun);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kApply, options_);
+  return applyVia(call_, config, dryRun);
+}
+
+::lrpc::Result<std::string> Settings::Client::greet(std::string_view name, uint16_t times) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kGreet, options_);
+    return greetVia(call_, name, times);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kGreet, options_);
+  return greetVia(call_, name, times);
+}
+
+::lrpc::Status Settings::Client::greet(std::string_view name, uint16_t times, ::lrpc::Into<std::string> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kGreet, options_);
+    return greetTo_(call_, name, times, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kGreet, options_);
+  return greetTo_(call_, name, times, into_.target());
+}
+
+::lrpc::Status Settings::Client::tick() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kTick, options_);
+    return tickVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kTick, options_);
+  return tickVia(call_);
+}
+
+::lrpc::Result<int32_t> Settings::Client::mix(int32_t a, int32_t b, ::defaults::Level c) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kMix, options_);
+    return mixVia(call_, a, b, c);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kMix, options_);
+  return mixVia(call_, a, b, c);
+}
+
+::lrpc::Result<int32_t> Settings::Client::withResultDefault() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kWithResultDefault, options_);
+    return withResultDefaultVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kWithResultDefault, options_);
+  return withResultDefaultVia(call_);
+}
+
+::lrpc::Pending<::lrpc::Result<uint32_t>> Settings::Client::Async::apply(const ::defaults::Config& config, bool dryRun) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint32_t>>(
+      binding_, ::defaults::Settings::kApply, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return applyIn_(call_, config, dryRun); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return applyOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Result<std::string>> Settings::Client::Async::greet(std::string_view name, uint16_t times) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+      binding_, ::defaults::Settings::kGreet, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return greetIn_(call_, name, times); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return greetOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Status> Settings::Client::Async::tick() const {
+  return ::lrpc::detail::startAsync<::lrpc::Status>(
+      binding_, ::defaults::Settings::kTick, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return tickIn_(call_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return tickOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Result<int32_t>> Settings::Client::Async::mix(int32_t a, int32_t b, ::defaults::Level c) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<int32_t>>(
+      binding_, ::defaults::Settings::kMix, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return mixIn_(call_, a, b, c); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return mixOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Result<int32_t>> Settings::Client::Async::withResultDefault() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<int32_t>>(
+      binding_, ::defaults::Settings::kWithResultDefault, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return withResultDefaultIn_(call_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return withResultDefaultOut_(call_); });
+}
 
 const ::lrpc::InterfaceDescriptor Settings::kDescriptor = {
     "defaults.capnp:Settings",

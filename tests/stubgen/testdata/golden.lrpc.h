@@ -14,7 +14,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/stub_support.h"
+#include "runtime/contract.h"
+#include "runtime/reply.h"
 #include "golden_base.lrpc.h"
 
 #if LRPC_STUB_ABI_VERSION != 1
@@ -183,7 +184,7 @@ static_assert(sizeof(::golden::v1::Sensor::NextResultsFrame) == 32 && alignof(::
 static_assert(offsetof(::golden::v1::Sensor::NextResultsFrame, reading) == 0);
 static_assert(offsetof(::golden::v1::Sensor::NextResultsFrame, tag) == 24);
 
-// How these structs travel inside a frame's tail (runtime/codec.h).
+// How these structs travel inside a frame's tail (runtime/codec.h; defined in the source file).
 inline void lrpcScrub(::golden::v1::Reading& v_) noexcept {
   std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
   std::memset(p_ + 14, 0, 2);
@@ -220,171 +221,47 @@ class Sensor::Client {
   operator ::Named::Client() const { return ::Named::Client(binding_, options_); }  // NOLINT: implicit
   operator ::lrpc::Cap<::Named>() const { return ::lrpc::Cap<::Named>(binding_); }  // NOLINT: implicit
 
-  ::lrpc::Result<std::string> name() const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
-      return nameVia(call_);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
-    return nameVia(call_);
-  }
+  ::lrpc::Result<std::string> name() const;
   // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
-  ::lrpc::Status name(::lrpc::Into<std::string> into_) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
-      return nameTo_(call_, into_.target());
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
-    return nameTo_(call_, into_.target());
-  }
+  ::lrpc::Status name(::lrpc::Into<std::string> into_) const;
 
   // The latest reading.
-  ::lrpc::Result<::golden::v1::Reading> read() const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kRead, options_);
-      return readVia(call_);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kRead, options_);
-    return readVia(call_);
-  }
+  ::lrpc::Result<::golden::v1::Reading> read() const;
 
-  ::lrpc::Result<::golden::v1::Sensor::HistoryResults> history(uint16_t count) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
-      return historyVia(call_, count);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
-    return historyVia(call_, count);
-  }
+  ::lrpc::Result<::golden::v1::Sensor::HistoryResults> history(uint16_t count) const;
   // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
-  ::lrpc::Status history(uint16_t count, ::lrpc::Into<::golden::v1::Sensor::HistoryResults> into_) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
-      return historyTo_(call_, count, into_.target());
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kHistory, options_);
-    return historyTo_(call_, count, into_.target());
-  }
+  ::lrpc::Status history(uint16_t count, ::lrpc::Into<::golden::v1::Sensor::HistoryResults> into_) const;
 
-  ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kLabel, options_);
-      return labelVia(call_, text, tags);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kLabel, options_);
-    return labelVia(call_, text, tags);
-  }
+  ::lrpc::Status label(std::string_view text, std::span<const std::string_view> tags) const;
 
-  ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kUpload, options_);
-      return uploadVia(call_, blob, delete_);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kUpload, options_);
-    return uploadVia(call_, blob, delete_);
-  }
+  ::lrpc::Result<::golden::v1::Sensor::UploadResults> upload(std::span<const uint8_t> blob, bool delete_) const;
 
   // chunk is read where the client wrote it (no copy "E").
-  ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kAppend, options_);
-      return appendVia(call_, chunk);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kAppend, options_);
-    return appendVia(call_, chunk);
-  }
+  ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) const;
 
   // The only variable-size result is Data: its tail may arrive apart (resultTailApart).
-  ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
-      return dumpVia(call_, from);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
-    return dumpVia(call_, from);
-  }
+  ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) const;
   // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
-  ::lrpc::Status dump(uint32_t from, ::lrpc::Into<::golden::v1::Sensor::DumpResults> into_) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
-      return dumpTo_(call_, from, into_.target());
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kDump, options_);
-    return dumpTo_(call_, from, into_.target());
-  }
+  ::lrpc::Status dump(uint32_t from, ::lrpc::Into<::golden::v1::Sensor::DumpResults> into_) const;
 
   // The first reading after `after`, answered when it comes (through an lrpc::Reply).
-  ::lrpc::Result<::golden::v1::Sensor::NextResults> next(uint64_t after) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
-      return nextVia(call_, after);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
-    return nextVia(call_, after);
-  }
+  ::lrpc::Result<::golden::v1::Sensor::NextResults> next(uint64_t after) const;
   // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
-  ::lrpc::Status next(uint64_t after, ::lrpc::Into<::golden::v1::Sensor::NextResults> into_) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
-      return nextTo_(call_, after, into_.target());
-    }
-    ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kNext, options_);
-    return nextTo_(call_, after, into_.target());
-  }
+  ::lrpc::Status next(uint64_t after, ::lrpc::Into<::golden::v1::Sensor::NextResults> into_) const;
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
   class Async {
    public:
-    ::lrpc::Pending<::lrpc::Result<std::string>> name() const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
-          binding_, ::golden::v1::Sensor::kName, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameIn_(call_); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<::golden::v1::Reading>> read() const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Reading>>(
-          binding_, ::golden::v1::Sensor::kRead, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return readIn_(call_); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return readOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::HistoryResults>> history(uint16_t count) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::HistoryResults>>(
-          binding_, ::golden::v1::Sensor::kHistory, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return historyIn_(call_, count); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return historyOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Status> label(std::string_view text, std::span<const std::string_view> tags) const {
-      return ::lrpc::detail::startAsync<::lrpc::Status>(
-          binding_, ::golden::v1::Sensor::kLabel, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return labelIn_(call_, text, tags); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return labelOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::UploadResults>> upload(std::span<const uint8_t> blob, bool delete_) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::UploadResults>>(
-          binding_, ::golden::v1::Sensor::kUpload, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return uploadIn_(call_, blob, delete_); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return uploadOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<uint64_t>> append(std::span<const uint8_t> chunk) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
-          binding_, ::golden::v1::Sensor::kAppend, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return appendIn_(call_, chunk); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return appendOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::DumpResults>> dump(uint32_t from) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::DumpResults>>(
-          binding_, ::golden::v1::Sensor::kDump, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return dumpIn_(call_, from); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return dumpOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::NextResults>> next(uint64_t after) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::golden::v1::Sensor::NextResults>>(
-          binding_, ::golden::v1::Sensor::kNext, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextIn_(call_, after); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextOut_(call_); });
-    }
+    ::lrpc::Pending<::lrpc::Result<std::string>> name() const;
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Reading>> read() const;
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::HistoryResults>> history(uint16_t count) const;
+    ::lrpc::Pending<::lrpc::Status> label(std::string_view text, std::span<const std::string_view> tags) const;
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::UploadResults>> upload(std::span<const uint8_t> blob, bool delete_) const;
+    ::lrpc::Pending<::lrpc::Result<uint64_t>> append(std::span<const uint8_t> chunk) const;
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::DumpResults>> dump(uint32_t from) const;
+    ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::NextResults>> next(uint64_t after) const;
 
    private:
     friend class Client;
@@ -513,385 +390,5 @@ class Sensor::Server {
   // write it), runs the handler on `self` (a Sensor::Server*), writes the results.
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
-
-// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
-
-template <class Call>
-::lrpc::Status Sensor::Client::nameIn_(Call& call_) {
-  (void)call_;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::nameRead_(Call& call_, std::string& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::Named::NameResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
-  if (!::lrpc::detail::varRefOk(frame_.name, tail_.size(), 1)) {
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Named.name: result name lies outside the tail, is misaligned or is over its size limit");
-  }
-  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameOut_(Call& call_) {
-  std::string value_{};
-  if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::nameTo_(Call& call_, std::string& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nameRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameVia(Call& call_) {
-  std::string value_{};
-  if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::readIn_(Call& call_) {
-  (void)call_;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::readRead_(Call& call_, ::golden::v1::Reading& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::golden::v1::Sensor::ReadResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  for (uint32_t o_ : std::initializer_list<uint32_t>{16u}) {
-    unsigned char* b_ = reinterpret_cast<unsigned char*>(&frame_) + o_;
-    *b_ = *b_ != 0 ? 1 : 0;
-  }
-  out_ = frame_.reading;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readOut_(Call& call_) {
-  ::golden::v1::Reading value_{};
-  if (::lrpc::Status s_ = readRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::readTo_(Call& call_, ::golden::v1::Reading& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = readIn_(call_); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return readRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(Call& call_) {
-  ::golden::v1::Reading value_{};
-  if (::lrpc::Status s_ = readTo_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::historyIn_(Call& call_, uint16_t count) {
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &count, sizeof count);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::historyRead_(Call& call_, ::golden::v1::Sensor::HistoryResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::golden::v1::Sensor::HistoryResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
-  if (!::lrpc::detail::varRefOk(frame_.readings, tail_.size(), sizeof(::golden::v1::Reading))) {
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.history: result readings lies outside the tail, is misaligned or is over its size limit");
-  }
-  out_.readings.resize(frame_.readings.length / sizeof(::golden::v1::Reading));
-  if (frame_.readings.length != 0) std::memcpy(out_.readings.data(), tail_.data() + frame_.readings.offset, frame_.readings.length);
-  for (auto& v_ : out_.readings) {
-    for (uint32_t o_ : std::initializer_list<uint32_t>{16u}) {
-      unsigned char* b_ = reinterpret_cast<unsigned char*>(&v_) + o_;
-      *b_ = *b_ != 0 ? 1 : 0;
-    }
-  }
-  out_.more = frame_.more != 0;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyOut_(Call& call_) {
-  ::golden::v1::Sensor::HistoryResults value_{};
-  if (::lrpc::Status s_ = historyRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::historyTo_(Call& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = historyIn_(call_, count); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return historyRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyVia(Call& call_, uint16_t count) {
-  ::golden::v1::Sensor::HistoryResults value_{};
-  if (::lrpc::Status s_ = historyTo_(call_, count, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::labelIn_(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
-  const uint64_t textBytes_ = text.size();
-  if (textBytes_ > 64) {
-    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.label: argument text is " + std::to_string(textBytes_) + " bytes, over its $Lrpc.maxBytes(64)");
-  }
-  const uint64_t textAt_ = ::lrpc::detail::alignTail(0);
-  const uint64_t tagsLen_ = uint64_t{sizeof(::lrpc::VarRef)} * tags.size();
-  uint64_t tagsBytes_ = tagsLen_;
-  for (const auto& e_ : tags) tagsBytes_ += e_.size();
-  const uint64_t tagsAt_ = ::lrpc::detail::alignTail(textAt_ + textBytes_);
-  const uint64_t tailBytes_ = tagsAt_ + tagsBytes_;
-  if (tailBytes_ > UINT32_MAX) {
-    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.label: arguments total more than 4 GiB");
-  }
-  std::byte* fixed_ = call_.args();
-  const ::lrpc::VarRef textRef_{static_cast<uint32_t>(textAt_), static_cast<uint32_t>(textBytes_)};
-  std::memcpy(fixed_ + 0, &textRef_, sizeof textRef_);
-  const ::lrpc::VarRef tagsRef_{static_cast<uint32_t>(tagsAt_), static_cast<uint32_t>(tagsLen_)};
-  std::memcpy(fixed_ + 8, &tagsRef_, sizeof tagsRef_);
-  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
-  if (!reserved_.isOk()) return reserved_.status();
-  std::byte* t_ = reserved_->data();
-  if (textBytes_ != 0) call_.copyTail(t_ + textAt_, text.data(), textBytes_);
-  if (tagsAt_ != textAt_ + textBytes_) std::memset(t_ + textAt_ + textBytes_, 0, tagsAt_ - (textAt_ + textBytes_));
-  {
-    uint64_t at_ = tagsAt_ + uint64_t{sizeof(::lrpc::VarRef)} * tags.size();
-    for (size_t i_ = 0; i_ < tags.size(); ++i_) {
-      const auto& e_ = tags[i_];
-      const ::lrpc::VarRef ref_{static_cast<uint32_t>(at_), static_cast<uint32_t>(e_.size())};
-      std::memcpy(t_ + tagsAt_ + i_ * sizeof ref_, &ref_, sizeof ref_);
-      if (!e_.empty()) std::memcpy(t_ + at_, e_.data(), e_.size());
-      at_ += e_.size();
-    }
-  }
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::labelOut_(Call& call_) {
-  (void)call_;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = labelIn_(call_, text, tags); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return labelOut_(call_);
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::uploadIn_(Call& call_, std::span<const uint8_t> blob, bool delete_) {
-  const uint64_t blobBytes_ = blob.size();
-  const uint64_t blobAt_ = ::lrpc::detail::alignTail(0);
-  const uint64_t tailBytes_ = blobAt_ + blobBytes_;
-  if (tailBytes_ > UINT32_MAX) {
-    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.upload: arguments total more than 4 GiB");
-  }
-  std::byte* fixed_ = call_.args();
-  const ::lrpc::VarRef blobRef_{static_cast<uint32_t>(blobAt_), static_cast<uint32_t>(blobBytes_)};
-  std::memcpy(fixed_ + 0, &blobRef_, sizeof blobRef_);
-  const uint8_t delete_Byte_ = delete_ ? 1 : 0;
-  std::memcpy(fixed_ + 8, &delete_Byte_, 1);
-  std::memset(fixed_ + 9, 0, 3);
-  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
-  if (!reserved_.isOk()) return reserved_.status();
-  std::byte* t_ = reserved_->data();
-  if (blobBytes_ != 0) call_.copyTail(t_ + blobAt_, blob.data(), blobBytes_);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::uploadRead_(Call& call_, ::golden::v1::Sensor::UploadResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::golden::v1::Sensor::UploadResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  out_.stored = frame_.stored;
-  out_.ok = frame_.ok != 0;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadOut_(Call& call_) {
-  ::golden::v1::Sensor::UploadResults value_{};
-  if (::lrpc::Status s_ = uploadRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::uploadTo_(Call& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = uploadIn_(call_, blob, delete_); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return uploadRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_) {
-  ::golden::v1::Sensor::UploadResults value_{};
-  if (::lrpc::Status s_ = uploadTo_(call_, blob, delete_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::appendIn_(Call& call_, std::span<const uint8_t> chunk) {
-  const uint64_t chunkBytes_ = chunk.size();
-  const uint64_t chunkAt_ = ::lrpc::detail::alignTail(0);
-  const uint64_t tailBytes_ = chunkAt_ + chunkBytes_;
-  if (tailBytes_ > UINT32_MAX) {
-    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.append: arguments total more than 4 GiB");
-  }
-  std::byte* fixed_ = call_.args();
-  const ::lrpc::VarRef chunkRef_{static_cast<uint32_t>(chunkAt_), static_cast<uint32_t>(chunkBytes_)};
-  std::memcpy(fixed_ + 0, &chunkRef_, sizeof chunkRef_);
-  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
-  if (!reserved_.isOk()) return reserved_.status();
-  std::byte* t_ = reserved_->data();
-  if (chunkBytes_ != 0) call_.copyTail(t_ + chunkAt_, chunk.data(), chunkBytes_);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::appendRead_(Call& call_, uint64_t& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::golden::v1::Sensor::AppendResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  out_ = frame_.size;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendOut_(Call& call_) {
-  uint64_t value_{};
-  if (::lrpc::Status s_ = appendRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::appendTo_(Call& call_, std::span<const uint8_t> chunk, uint64_t& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = appendIn_(call_, chunk); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return appendRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
-  uint64_t value_{};
-  if (::lrpc::Status s_ = appendTo_(call_, chunk, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::dumpIn_(Call& call_, uint32_t from) {
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &from, sizeof from);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::dumpRead_(Call& call_, ::golden::v1::Sensor::DumpResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::golden::v1::Sensor::DumpResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
-  out_.at = frame_.at;
-  if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.dump: result blob lies outside the tail, is misaligned or is over its size limit");
-  }
-  call_.takeResultBytes(tail_, frame_.blob, out_.blob);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpOut_(Call& call_) {
-  ::golden::v1::Sensor::DumpResults value_{};
-  if (::lrpc::Status s_ = dumpRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::dumpTo_(Call& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
-  // The tail is that one Data value: it may arrive apart, straight into the value.
-  call_.resultTailApart(out_.blob);
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return dumpRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(Call& call_, uint32_t from) {
-  ::golden::v1::Sensor::DumpResults value_{};
-  if (::lrpc::Status s_ = dumpTo_(call_, from, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::nextIn_(Call& call_, uint64_t after) {
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &after, sizeof after);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::nextRead_(Call& call_, ::golden::v1::Sensor::NextResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::golden::v1::Sensor::NextResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  for (uint32_t o_ : std::initializer_list<uint32_t>{16u}) {
-    unsigned char* b_ = reinterpret_cast<unsigned char*>(&frame_) + o_;
-    *b_ = *b_ != 0 ? 1 : 0;
-  }
-  const std::span<const std::byte> tail_ = call_.resultTail();
-  out_.reading = frame_.reading;
-  if (!::lrpc::detail::varRefOk(frame_.tag, tail_.size(), 1)) {
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.next: result tag lies outside the tail, is misaligned or is over its size limit");
-  }
-  out_.tag.assign(reinterpret_cast<const char*>(tail_.data() + frame_.tag.offset), frame_.tag.length);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextOut_(Call& call_) {
-  ::golden::v1::Sensor::NextResults value_{};
-  if (::lrpc::Status s_ = nextRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Sensor::Client::nextTo_(Call& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = nextIn_(call_, after); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nextRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextVia(Call& call_, uint64_t after) {
-  ::golden::v1::Sensor::NextResults value_{};
-  if (::lrpc::Status s_ = nextTo_(call_, after, value_); !s_.isOk()) return s_;
-  return value_;
-}
 
 }  // namespace golden::v1

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/stub_support.h"
+
 namespace {
 
 ::lrpc::Status dispatchNamedName(::Named::Server& server_, ::lrpc::ServerCall& call_) {
@@ -50,6 +52,75 @@ std::shared_ptr<void> Forwarder_NamedMake(std::shared_ptr<::lrpc::Binding> targe
 }
 
 }  // namespace
+
+// ---- The client's copy code, compiled into each method, so that a call compiles to stores at
+// constant offsets.
+
+template <class Call>
+::lrpc::Status Named::Client::nameIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Named::Client::nameRead_(Call& call_, std::string& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::Named::NameResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  if (!::lrpc::detail::varRefOk(frame_.name, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Named.name: result name lies outside the tail, is misaligned or is over its size limit");
+  }
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Named::Client::nameOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Named::Client::nameTo_(Call& call_, std::string& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nameRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+::lrpc::Result<std::string> Named::Client::name() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::Named::kName, options_);
+    return nameVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::Named::kName, options_);
+  return nameVia(call_);
+}
+
+::lrpc::Status Named::Client::name(::lrpc::Into<std::string> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::Named::kName, options_);
+    return nameTo_(call_, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::Named::kName, options_);
+  return nameTo_(call_, into_.target());
+}
+
+::lrpc::Pending<::lrpc::Result<std::string>> Named::Client::Async::name() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+      binding_, ::Named::kName, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameIn_(call_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameOut_(call_); });
+}
 
 const ::lrpc::InterfaceDescriptor Named::kDescriptor = {
     "golden_base.capnp:Named",

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/stub_support.h"
+#include "runtime/contract.h"
 
 #if LRPC_STUB_ABI_VERSION != 1
 #error "golden_base.lrpc.h was generated for lrpc stub ABI 1: regenerate it with this tree's capnpc-lrpc"
@@ -61,7 +61,7 @@ static_assert(std::is_trivially_copyable_v<::Named::NameResultsFrame>);
 static_assert(sizeof(::Named::NameResultsFrame) == 8 && alignof(::Named::NameResultsFrame) == 4);
 static_assert(offsetof(::Named::NameResultsFrame, name) == 0);
 
-// How these structs travel inside a frame's tail (runtime/codec.h).
+// How these structs travel inside a frame's tail (runtime/codec.h; defined in the source file).
 inline void lrpcScrub(::Span& v_) noexcept {
   std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
   std::memset(p_ + 6, 0, 2);
@@ -87,35 +87,16 @@ class Named::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<std::string> name() const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::Named::kName, options_);
-      return nameVia(call_);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::Named::kName, options_);
-    return nameVia(call_);
-  }
+  ::lrpc::Result<std::string> name() const;
   // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
-  ::lrpc::Status name(::lrpc::Into<std::string> into_) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::Named::kName, options_);
-      return nameTo_(call_, into_.target());
-    }
-    ::lrpc::LocalCall call_(*binding_, ::Named::kName, options_);
-    return nameTo_(call_, into_.target());
-  }
+  ::lrpc::Status name(::lrpc::Into<std::string> into_) const;
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
   class Async {
    public:
-    ::lrpc::Pending<::lrpc::Result<std::string>> name() const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
-          binding_, ::Named::kName, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameIn_(call_); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nameOut_(call_); });
-    }
+    ::lrpc::Pending<::lrpc::Result<std::string>> name() const;
 
    private:
     friend class Client;
@@ -160,47 +141,4 @@ class Named::Server {
   // write it), runs the handler on `self` (a Named::Server*), writes the results.
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
-
-// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
-
-template <class Call>
-::lrpc::Status Named::Client::nameIn_(Call& call_) {
-  (void)call_;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Named::Client::nameRead_(Call& call_, std::string& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::Named::NameResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  const std::span<const std::byte> tail_ = call_.resultTail();
-  if (!::lrpc::detail::varRefOk(frame_.name, tail_.size(), 1)) {
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Named.name: result name lies outside the tail, is misaligned or is over its size limit");
-  }
-  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.name.offset), frame_.name.length);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<std::string> Named::Client::nameOut_(Call& call_) {
-  std::string value_{};
-  if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Named::Client::nameTo_(Call& call_, std::string& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return nameRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
-  std::string value_{};
-  if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/stub_support.h"
+
 namespace {
 
 ::lrpc::Status dispatchCatalogBrowserList(::nested::Catalog::Browser::Server& server_, ::lrpc::ServerCall& call_) {
@@ -364,6 +366,699 @@ std::shared_ptr<void> Forwarder_nested_TaggerMake(std::shared_ptr<::lrpc::Bindin
 }  // namespace
 
 namespace nested {
+
+// ---- The client's copy code, compiled into each method, so that a call compiles to stores at
+// constant offsets.
+
+template <class Call>
+::lrpc::Status Catalog::Browser::Client::listIn_(Call& call_, std::string_view prefix) {
+  const uint64_t prefixBytes_ = prefix.size();
+  const uint64_t prefixAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = prefixAt_ + prefixBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Catalog.Browser.list: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef prefixRef_{static_cast<uint32_t>(prefixAt_), static_cast<uint32_t>(prefixBytes_)};
+  std::memcpy(fixed_ + 0, &prefixRef_, sizeof prefixRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (prefixBytes_ != 0) call_.copyTail(t_ + prefixAt_, prefix.data(), prefixBytes_);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Catalog::Browser::Client::listRead_(Call& call_, ::nested::Catalog::Browser::ListResults& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Catalog::Browser::ListResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  if (!::lrpc::detail::varRefOk(frame_.names, tail_.size(), sizeof(::lrpc::VarRef))) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: result names lies outside the tail, is misaligned or is over its size limit");
+  }
+  {
+    const size_t n_ = frame_.names.length / sizeof(::lrpc::VarRef);
+    // Elements may not name more bytes than the tail holds, so a small frame cannot
+    // make the reader allocate much more than it received.
+    uint64_t total_ = frame_.names.length;
+    out_.names.clear();
+    out_.names.reserve(n_);
+    for (size_t i_ = 0; i_ < n_; ++i_) {
+      ::lrpc::VarRef e_;
+      std::memcpy(&e_, tail_.data() + frame_.names.offset + i_ * sizeof e_, sizeof e_);
+      total_ += e_.length;
+      if (!::lrpc::detail::varRefOk(e_, tail_.size(), 1) || total_ > tail_.size()) {
+        return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Catalog.Browser.list: result names lies outside the tail, is misaligned or is over its size limit");
+      }
+      out_.names.emplace_back(reinterpret_cast<const char*>(tail_.data() + e_.offset), e_.length);
+    }
+  }
+  out_.first = frame_.first;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listOut_(Call& call_) {
+  ::nested::Catalog::Browser::ListResults value_{};
+  if (::lrpc::Status s_ = listRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Catalog::Browser::Client::listTo_(Call& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = listIn_(call_, prefix); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return listRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(Call& call_, std::string_view prefix) {
+  ::nested::Catalog::Browser::ListResults value_{};
+  if (::lrpc::Status s_ = listTo_(call_, prefix, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Cursor::Client::nextIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Cursor::Client::nextRead_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Store::Reader::Cursor::NextResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_.key = frame_.key;
+  out_.more = frame_.more != 0;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextOut_(Call& call_) {
+  ::nested::Store::Reader::Cursor::NextResults value_{};
+  if (::lrpc::Status s_ = nextRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Cursor::Client::nextTo_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = nextIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return nextRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
+  ::nested::Store::Reader::Cursor::NextResults value_{};
+  if (::lrpc::Status s_ = nextTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Client::getIn_(Call& call_, const ::nested::Store::Key& key) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &key, sizeof key);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Client::getRead_(Call& call_, std::string& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Store::Reader::GetResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  if (!::lrpc::detail::varRefOk(frame_.value, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Store.Reader.get: result value lies outside the tail, is misaligned or is over its size limit");
+  }
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Reader::Client::getOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Reader::Client::getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return getRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Reader::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getTo_(call_, key, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::getIn_(Call& call_, const ::nested::Store::Key& key) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &key, sizeof key);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::getRead_(Call& call_, std::string& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Store::Reader::GetResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.resultTail();
+  if (!::lrpc::detail::varRefOk(frame_.value, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Store.Reader.get: result value lies outside the tail, is misaligned or is over its size limit");
+  }
+  out_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Writer::Client::getOut_(Call& call_) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return getRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<std::string> Store::Writer::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+  std::string value_{};
+  if (::lrpc::Status s_ = getTo_(call_, key, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::putIn_(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
+  const uint64_t valueBytes_ = value.size();
+  const uint64_t valueAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = valueAt_ + valueBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Store.Writer.put: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &key, sizeof key);
+  const ::lrpc::VarRef valueRef_{static_cast<uint32_t>(valueAt_), static_cast<uint32_t>(valueBytes_)};
+  std::memcpy(fixed_ + 8, &valueRef_, sizeof valueRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (valueBytes_ != 0) call_.copyTail(t_ + valueAt_, value.data(), valueBytes_);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::putOut_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Writer::Client::putVia(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = putIn_(call_, key, value); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return putOut_(call_);
+}
+
+template <class Call>
+::lrpc::Status Store::Client::sizeIn_(Call& call_) {
+  (void)call_;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Store::Client::sizeRead_(Call& call_, uint64_t& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Store::SizeResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.n;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Store::Client::sizeOut_(Call& call_) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = sizeRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Store::Client::sizeTo_(Call& call_, uint64_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = sizeIn_(call_); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return sizeRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = sizeTo_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Audit::Client::checkIn_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &pos, sizeof pos);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Audit::Client::checkRead_(Call& call_, bool& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Audit::CheckResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.ok != 0;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<bool> Audit::Client::checkOut_(Call& call_) {
+  bool value_{};
+  if (::lrpc::Status s_ = checkRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Audit::Client::checkTo_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = checkIn_(call_, pos); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return checkRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+  bool value_{};
+  if (::lrpc::Status s_ = checkTo_(call_, pos, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Tagger::Client::tagIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s) {
+  const uint64_t mBytes_ = ::lrpc::codec::size(m, ::lrpc::codec::kMaxDepth);
+  if (mBytes_ == ::lrpc::codec::kTooDeep) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: argument m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
+  }
+  const uint64_t mAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = mAt_ + mBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef mRef_{static_cast<uint32_t>(mAt_), static_cast<uint32_t>(::lrpc::codec::head(m))};
+  std::memcpy(fixed_ + 0, &mRef_, sizeof mRef_);
+  std::memcpy(fixed_ + 8, &s, sizeof s);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  ::lrpc::codec::put(t_, mAt_, m, &caps_);
+  if (!caps_.error.isOk()) return caps_.error;  // a capability inside it
+  (void)caps_;  // used by the parameters or only by the results
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Tagger::Client::tagRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_) {
+  (void)caps_;  // used by the results or only by the parameters
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::nested::Tagger::TagResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  ::lrpc::codec::TailCopy tailCopy_;  // small tails are decoded from one bulk copy
+  const std::span<const std::byte> tail_ = tailCopy_.of(call_.resultTail());
+  ::lrpc::codec::Reader rd_(tail_, ::lrpc::codec::kMaxDepth, &caps_);
+  if (!::lrpc::codec::get(rd_, frame_.m, out_.m)) {
+    if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Tagger.tag: result m is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
+  }
+  out_.s = frame_.s;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+  ::nested::Tagger::TagResults value_{};
+  if (::lrpc::Status s_ = tagRead_(call_, caps_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Tagger::Client::tagTo_(Call& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
+  if (::lrpc::Status s_ = tagIn_(call_, caps_, m, s); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return tagRead_(call_, caps_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+  ::nested::Tagger::TagResults value_{};
+  if (::lrpc::Status s_ = tagTo_(call_, m, s, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+uint64_t lrpcSize(const ::nested::Catalog& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 8;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::nested::Catalog::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 8;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.name, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Catalog::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 8);  // gaps and fields not set
+  uint64_t end_ = at_ + 8;
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 0, v_.name, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Catalog::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[8] = {};
+  const uint32_t n_ = ref_.length < 8 ? ref_.length : 8;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 8) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 0, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.name)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+::nested::Catalog::View lrpcViewOf(const ::nested::Catalog& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::nested::Catalog::View out_;
+  out_.name = ::lrpc::codec::viewOf(v_.name, a_);
+  return out_;
+}
+
+::nested::Catalog lrpcOwnedOf(const ::nested::Catalog::View& v_) {
+  ::nested::Catalog out_;
+  out_.name = ::lrpc::codec::ownedOf(v_.name);
+  return out_;
+}
+
+uint64_t lrpcSize(const ::nested::Marker& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.label, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  std::memcpy(f_ + 0, &v_.pos, sizeof v_.pos);
+  std::memcpy(f_ + 8, &v_.key, sizeof v_.key);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.label, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 4) {
+    std::memcpy(&out_.pos, f_ + 0, sizeof out_.pos);
+  }
+  if (n_ >= 16) {
+    std::memcpy(&out_.key, f_ + 8, sizeof out_.key);
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.label)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+uint64_t lrpcSize(const ::nested::Marker::View& v_, uint32_t depth_) noexcept {
+  uint64_t n_ = 24;
+  n_ = ::lrpc::codec::addChild(n_, ::lrpc::codec::size(v_.label, depth_));
+  return n_;
+}
+
+uint64_t lrpcPut(std::byte* t_, uint64_t at_, const ::nested::Marker::View& v_, ::lrpc::codec::CapCodec* caps_) noexcept {
+  std::byte* f_ = t_ + at_;
+  std::memset(f_, 0, 24);  // gaps and fields not set
+  uint64_t end_ = at_ + 24;
+  std::memcpy(f_ + 0, &v_.pos, sizeof v_.pos);
+  std::memcpy(f_ + 8, &v_.key, sizeof v_.key);
+  end_ = ::lrpc::codec::putRef(t_, end_, f_ + 16, v_.label, caps_);
+  return end_;
+}
+
+bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker::View& out_) {
+  if (!r_.enter(ref_, 1)) return false;
+  // The fixed part, copied once (the tail may be shared memory a peer still writes).
+  alignas(8) std::byte f_[24] = {};
+  const uint32_t n_ = ref_.length < 24 ? ref_.length : 24;
+  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)
+  if (n_ >= 4) {
+    std::memcpy(&out_.pos, f_ + 0, sizeof out_.pos);
+  }
+  if (n_ >= 16) {
+    std::memcpy(&out_.key, f_ + 8, sizeof out_.key);
+  }
+  if (n_ >= 24) {
+    ::lrpc::VarRef ref;
+    std::memcpy(&ref, f_ + 16, sizeof ref);
+    if (!::lrpc::codec::get(r_, ref, out_.label)) return false;
+  }
+  r_.leave();
+  return true;
+}
+
+::nested::Marker::View lrpcViewOf(const ::nested::Marker& v_, ::lrpc::ViewArena& a_) {
+  static_cast<void>(a_);  // (a struct of numbers needs none)
+  ::nested::Marker::View out_;
+  out_.pos = ::lrpc::codec::viewOf(v_.pos, a_);
+  out_.key = ::lrpc::codec::viewOf(v_.key, a_);
+  out_.label = ::lrpc::codec::viewOf(v_.label, a_);
+  return out_;
+}
+
+::nested::Marker lrpcOwnedOf(const ::nested::Marker::View& v_) {
+  ::nested::Marker out_;
+  out_.pos = ::lrpc::codec::ownedOf(v_.pos);
+  out_.key = ::lrpc::codec::ownedOf(v_.key);
+  out_.label = ::lrpc::codec::ownedOf(v_.label);
+  return out_;
+}
+
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::list(std::string_view prefix) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+    return listVia(call_, prefix);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+  return listVia(call_, prefix);
+}
+
+::lrpc::Status Catalog::Browser::Client::list(std::string_view prefix, ::lrpc::Into<::nested::Catalog::Browser::ListResults> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+    return listTo_(call_, prefix, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Catalog::Browser::kList, options_);
+  return listTo_(call_, prefix, into_.target());
+}
+
+::lrpc::Pending<::lrpc::Result<::nested::Catalog::Browser::ListResults>> Catalog::Browser::Client::Async::list(std::string_view prefix) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::nested::Catalog::Browser::ListResults>>(
+      binding_, ::nested::Catalog::Browser::kList, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return listIn_(call_, prefix); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return listOut_(call_); });
+}
+
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::next() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::Cursor::kNext, options_);
+    return nextVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::Cursor::kNext, options_);
+  return nextVia(call_);
+}
+
+::lrpc::Pending<::lrpc::Result<::nested::Store::Reader::Cursor::NextResults>> Store::Reader::Cursor::Client::Async::next() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::nested::Store::Reader::Cursor::NextResults>>(
+      binding_, ::nested::Store::Reader::Cursor::kNext, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextIn_(call_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextOut_(call_); });
+}
+
+::lrpc::Result<std::string> Store::Reader::Client::get(const ::nested::Store::Key& key) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+    return getVia(call_, key);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+  return getVia(call_, key);
+}
+
+::lrpc::Status Store::Reader::Client::get(const ::nested::Store::Key& key, ::lrpc::Into<std::string> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+    return getTo_(call_, key, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::kGet, options_);
+  return getTo_(call_, key, into_.target());
+}
+
+::lrpc::Pending<::lrpc::Result<std::string>> Store::Reader::Client::Async::get(const ::nested::Store::Key& key) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+      binding_, ::nested::Store::Reader::kGet, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getIn_(call_, key); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getOut_(call_); });
+}
+
+::lrpc::Result<std::string> Store::Writer::Client::get(const ::nested::Store::Key& key) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
+    return getVia(call_, key);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
+  return getVia(call_, key);
+}
+
+::lrpc::Status Store::Writer::Client::get(const ::nested::Store::Key& key, ::lrpc::Into<std::string> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
+    return getTo_(call_, key, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::Writer::kGet, options_);
+  return getTo_(call_, key, into_.target());
+}
+
+::lrpc::Status Store::Writer::Client::put(const ::nested::Store::Key& key, std::string_view value) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Writer::kPut, options_);
+    return putVia(call_, key, value);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::Writer::kPut, options_);
+  return putVia(call_, key, value);
+}
+
+::lrpc::Pending<::lrpc::Result<std::string>> Store::Writer::Client::Async::get(const ::nested::Store::Key& key) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
+      binding_, ::nested::Store::Writer::kGet, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getIn_(call_, key); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return getOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Status> Store::Writer::Client::Async::put(const ::nested::Store::Key& key, std::string_view value) const {
+  return ::lrpc::detail::startAsync<::lrpc::Status>(
+      binding_, ::nested::Store::Writer::kPut, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return putIn_(call_, key, value); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return putOut_(call_); });
+}
+
+::lrpc::Result<uint64_t> Store::Client::size() const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Store::kSize, options_);
+    return sizeVia(call_);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Store::kSize, options_);
+  return sizeVia(call_);
+}
+
+::lrpc::Pending<::lrpc::Result<uint64_t>> Store::Client::Async::size() const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
+      binding_, ::nested::Store::kSize, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return sizeIn_(call_); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return sizeOut_(call_); });
+}
+
+::lrpc::Result<bool> Audit::Client::check(const ::nested::Store::Reader::Cursor::Pos& pos) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Audit::kCheck, options_);
+    return checkVia(call_, pos);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Audit::kCheck, options_);
+  return checkVia(call_, pos);
+}
+
+::lrpc::Pending<::lrpc::Result<bool>> Audit::Client::Async::check(const ::nested::Store::Reader::Cursor::Pos& pos) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<bool>>(
+      binding_, ::nested::Audit::kCheck, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return checkIn_(call_, pos); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return checkOut_(call_); });
+}
+
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tag(const ::nested::Marker& m, const ::nested::Span& s) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Tagger::kTag, options_);
+    return tagVia(call_, m, s);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Tagger::kTag, options_);
+  return tagVia(call_, m, s);
+}
+
+::lrpc::Status Tagger::Client::tag(const ::nested::Marker& m, const ::nested::Span& s, ::lrpc::Into<::nested::Tagger::TagResults> into_) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::nested::Tagger::kTag, options_);
+    return tagTo_(call_, m, s, into_.target());
+  }
+  ::lrpc::LocalCall call_(*binding_, ::nested::Tagger::kTag, options_);
+  return tagTo_(call_, m, s, into_.target());
+}
+
+::lrpc::Pending<::lrpc::Result<::nested::Tagger::TagResults>> Tagger::Client::Async::tag(const ::nested::Marker& m, const ::nested::Span& s) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::nested::Tagger::TagResults>>(
+      binding_, ::nested::Tagger::kTag, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return tagIn_(call_, caps_, m, s); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { return tagOut_(call_, caps_); });
+}
 
 const ::lrpc::InterfaceDescriptor Catalog::Browser::kDescriptor = {
     "nested_iface.capnp:Catalog.Browser",

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/stub_support.h"
+
 namespace {
 
 ::lrpc::Status dispatchBasePair(::Base::Server& server_, ::lrpc::ServerCall& call_) {
@@ -129,6 +131,179 @@ std::shared_ptr<void> Forwarder_EmptyMake(std::shared_ptr<::lrpc::Binding> targe
 }
 
 }  // namespace
+
+// ---- The client's copy code, compiled into each method, so that a call compiles to stores at
+// constant offsets.
+
+template <class Call>
+::lrpc::Status Base::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &p, sizeof p);
+  std::memset(fixed_ + 0 + 1, 0, 7);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Base::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::Base::PairResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_.q = frame_.q;
+  out_.r = frame_.r;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(Call& call_) {
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Base::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return pairRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Base::Client::pairVia(Call& call_, const ::Base::Pair& p) {
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &p, sizeof p);
+  std::memset(fixed_ + 0 + 1, 0, 7);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::Base::PairResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_.q = frame_.q;
+  out_.r = frame_.r;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(Call& call_) {
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return pairRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::Base::PairResults> Derived::Client::pairVia(Call& call_, const ::Base::Pair& p) {
+  ::Base::PairResults value_{};
+  if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::ownIn_(Call& call_, ::Base::Kind k, const ::Later& p) {
+  std::byte* fixed_ = call_.args();
+  std::memcpy(fixed_ + 0, &k, sizeof k);
+  std::memcpy(fixed_ + 4, &p, sizeof p);
+  std::memset(fixed_ + 4 + 5, 0, 3);
+  std::memset(fixed_ + 2, 0, 2);
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::ownRead_(Call& call_, ::Derived::OwnResults& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::Derived::OwnResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_.p = frame_.p;
+  out_.k = frame_.k;
+  return ::lrpc::Status::ok();
+}
+
+template <class Call>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(Call& call_) {
+  ::Derived::OwnResults value_{};
+  if (::lrpc::Status s_ = ownRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <class Call>
+::lrpc::Status Derived::Client::ownTo_(Call& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = ownIn_(call_, k, p); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return ownRead_(call_, out_);
+}
+
+template <class Call>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(Call& call_, ::Base::Kind k, const ::Later& p) {
+  ::Derived::OwnResults value_{};
+  if (::lrpc::Status s_ = ownTo_(call_, k, p, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+::lrpc::Result<::Base::PairResults> Base::Client::pair(const ::Base::Pair& p) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::Base::kPair, options_);
+    return pairVia(call_, p);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::Base::kPair, options_);
+  return pairVia(call_, p);
+}
+
+::lrpc::Pending<::lrpc::Result<::Base::PairResults>> Base::Client::Async::pair(const ::Base::Pair& p) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::Base::PairResults>>(
+      binding_, ::Base::kPair, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairIn_(call_, p); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairOut_(call_); });
+}
+
+::lrpc::Result<::Base::PairResults> Derived::Client::pair(const ::Base::Pair& p) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::Derived::kPair, options_);
+    return pairVia(call_, p);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::Derived::kPair, options_);
+  return pairVia(call_, p);
+}
+
+::lrpc::Result<::Derived::OwnResults> Derived::Client::own(::Base::Kind k, const ::Later& p) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::Derived::kOwn, options_);
+    return ownVia(call_, k, p);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::Derived::kOwn, options_);
+  return ownVia(call_, k, p);
+}
+
+::lrpc::Pending<::lrpc::Result<::Base::PairResults>> Derived::Client::Async::pair(const ::Base::Pair& p) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::Base::PairResults>>(
+      binding_, ::Derived::kPair, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairIn_(call_, p); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairOut_(call_); });
+}
+
+::lrpc::Pending<::lrpc::Result<::Derived::OwnResults>> Derived::Client::Async::own(::Base::Kind k, const ::Later& p) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<::Derived::OwnResults>>(
+      binding_, ::Derived::kOwn, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return ownIn_(call_, k, p); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return ownOut_(call_); });
+}
 
 const ::lrpc::InterfaceDescriptor Base::kDescriptor = {
     "ordering.capnp:Base",

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/stub_support.h"
+#include "runtime/contract.h"
 
 #if LRPC_STUB_ABI_VERSION != 1
 #error "ordering.lrpc.h was generated for lrpc stub ABI 1: regenerate it with this tree's capnpc-lrpc"
@@ -148,7 +148,7 @@ struct Empty {
   class Server;
 };
 
-// How these structs travel inside a frame's tail (runtime/codec.h).
+// How these structs travel inside a frame's tail (runtime/codec.h; defined in the source file).
 inline void lrpcScrub(::Later& v_) noexcept {
   std::byte* p_ = reinterpret_cast<std::byte*>(&v_);
   std::memset(p_ + 5, 0, 3);
@@ -178,26 +178,14 @@ class Base::Client {
   // The binding calls use (a rejecting stand-in when the client is unbound).
   const std::shared_ptr<::lrpc::Binding>& binding() const noexcept { return binding_; }
 
-  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::Base::kPair, options_);
-      return pairVia(call_, p);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::Base::kPair, options_);
-    return pairVia(call_, p);
-  }
+  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const;
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
   class Async {
    public:
-    ::lrpc::Pending<::lrpc::Result<::Base::PairResults>> pair(const ::Base::Pair& p) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::Base::PairResults>>(
-          binding_, ::Base::kPair, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairIn_(call_, p); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairOut_(call_); });
-    }
+    ::lrpc::Pending<::lrpc::Result<::Base::PairResults>> pair(const ::Base::Pair& p) const;
 
    private:
     friend class Client;
@@ -267,41 +255,17 @@ class Derived::Client {
   operator ::Base::Client() const { return ::Base::Client(binding_, options_); }  // NOLINT: implicit
   operator ::lrpc::Cap<::Base>() const { return ::lrpc::Cap<::Base>(binding_); }  // NOLINT: implicit
 
-  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::Derived::kPair, options_);
-      return pairVia(call_, p);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::Derived::kPair, options_);
-    return pairVia(call_, p);
-  }
+  ::lrpc::Result<::Base::PairResults> pair(const ::Base::Pair& p) const;
 
-  ::lrpc::Result<::Derived::OwnResults> own(::Base::Kind k, const ::Later& p) const {
-    if (binding_->remote) [[unlikely]] {
-      ::lrpc::RemoteCall call_(*binding_, ::Derived::kOwn, options_);
-      return ownVia(call_, k, p);
-    }
-    ::lrpc::LocalCall call_(*binding_, ::Derived::kOwn, options_);
-    return ownVia(call_, k, p);
-  }
+  ::lrpc::Result<::Derived::OwnResults> own(::Base::Kind k, const ::Later& p) const;
 
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
   class Async {
    public:
-    ::lrpc::Pending<::lrpc::Result<::Base::PairResults>> pair(const ::Base::Pair& p) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::Base::PairResults>>(
-          binding_, ::Derived::kPair, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairIn_(call_, p); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return pairOut_(call_); });
-    }
-    ::lrpc::Pending<::lrpc::Result<::Derived::OwnResults>> own(::Base::Kind k, const ::Later& p) const {
-      return ::lrpc::detail::startAsync<::lrpc::Result<::Derived::OwnResults>>(
-          binding_, ::Derived::kOwn, options_, queue_,
-          [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return ownIn_(call_, k, p); },
-          [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return ownOut_(call_); });
-    }
+    ::lrpc::Pending<::lrpc::Result<::Base::PairResults>> pair(const ::Base::Pair& p) const;
+    ::lrpc::Pending<::lrpc::Result<::Derived::OwnResults>> own(::Base::Kind k, const ::Later& p) const;
 
    private:
     friend class Client;
@@ -416,128 +380,4 @@ class Empty::Server {
   // write it), runs the handler on `self` (a Empty::Server*), writes the results.
   static ::lrpc::Status dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept;
 };
-
-// ---- The client's copy code. Inline, so that a call compiles to stores at constant offsets.
-
-template <class Call>
-::lrpc::Status Base::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &p, sizeof p);
-  std::memset(fixed_ + 0 + 1, 0, 7);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Base::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::Base::PairResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  out_.q = frame_.q;
-  out_.r = frame_.r;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(Call& call_) {
-  ::Base::PairResults value_{};
-  if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Base::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return pairRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::Base::PairResults> Base::Client::pairVia(Call& call_, const ::Base::Pair& p) {
-  ::Base::PairResults value_{};
-  if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Derived::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &p, sizeof p);
-  std::memset(fixed_ + 0 + 1, 0, 7);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Derived::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::Base::PairResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  out_.q = frame_.q;
-  out_.r = frame_.r;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(Call& call_) {
-  ::Base::PairResults value_{};
-  if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Derived::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return pairRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::Base::PairResults> Derived::Client::pairVia(Call& call_, const ::Base::Pair& p) {
-  ::Base::PairResults value_{};
-  if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Derived::Client::ownIn_(Call& call_, ::Base::Kind k, const ::Later& p) {
-  std::byte* fixed_ = call_.args();
-  std::memcpy(fixed_ + 0, &k, sizeof k);
-  std::memcpy(fixed_ + 4, &p, sizeof p);
-  std::memset(fixed_ + 4 + 5, 0, 3);
-  std::memset(fixed_ + 2, 0, 2);
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Status Derived::Client::ownRead_(Call& call_, ::Derived::OwnResults& out_) {
-  // The server is not trusted with our memory either: copy the results out, then check them.
-  ::Derived::OwnResultsFrame frame_;
-  std::memcpy(&frame_, call_.results(), sizeof frame_);
-  out_.p = frame_.p;
-  out_.k = frame_.k;
-  return ::lrpc::Status::ok();
-}
-
-template <class Call>
-::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(Call& call_) {
-  ::Derived::OwnResults value_{};
-  if (::lrpc::Status s_ = ownRead_(call_, value_); !s_.isOk()) return s_;
-  return value_;
-}
-
-template <class Call>
-::lrpc::Status Derived::Client::ownTo_(Call& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_) {
-  if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = ownIn_(call_, k, p); !s_.isOk()) return s_;
-  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
-  return ownRead_(call_, out_);
-}
-
-template <class Call>
-::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(Call& call_, ::Base::Kind k, const ::Later& p) {
-  ::Derived::OwnResults value_{};
-  if (::lrpc::Status s_ = ownTo_(call_, k, p, value_); !s_.isOk()) return s_;
-  return value_;
-}
 
