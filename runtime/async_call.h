@@ -12,7 +12,7 @@
 #include "runtime/capability.h"
 #include "runtime/local_call.h"
 #include "runtime/pending.h"
-#include "runtime/stub_support.h"
+#include "runtime/remote_call.h"
 
 namespace lrpc::detail {
 

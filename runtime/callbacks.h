@@ -25,7 +25,7 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/status.h"
-#include "runtime/stub_support.h"
+#include "runtime/capability.h"
 
 namespace lrpc {
 

@@ -25,7 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/stub_support.h"
+#include "runtime/codec.h"
+#include "runtime/remote_call.h"
+#include "runtime/server_call.h"
 
 namespace lrpc {
 

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/stub_support.h"
+#include "runtime/contract.h"
 
 namespace lrpc {
 

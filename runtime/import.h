@@ -18,7 +18,7 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/status.h"
-#include "runtime/stub_support.h"
+#include "runtime/contract.h"
 #include "runtime/transfer.h"
 
 namespace lrpc {

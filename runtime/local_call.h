@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "runtime/stub_support.h"
+#include "runtime/call.h"
 #include "runtime/local_binding.h"
 
 namespace lrpc {

@@ -48,9 +48,8 @@
 #include <memory>
 #include <span>
 
-#include "runtime/local_call.h"
 #include "runtime/base/status.h"
-#include "runtime/stub_support.h"
+#include "runtime/local_call.h"
 
 namespace lrpc {
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/server_call.h"
+
 namespace lrpc::net {
 
 void BufferShelf::lend(MessageBuffer& buffer, size_t bytes) noexcept {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/base/mutex.h"
-#include "runtime/stub_support.h"
+#include "runtime/remote_call.h"
 
 namespace lrpc::net {
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "runtime/base/mutex.h"
+#include "runtime/remote_call.h"
 #include "runtime/send_batch.h"
-#include "runtime/stub_support.h"
 #include "transport/buffer_shelf.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"

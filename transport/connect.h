@@ -11,9 +11,9 @@
 #include <memory>
 #include <string_view>
 
+#include "runtime/contract.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
-#include "runtime/stub_support.h"
 #include "transport/client.h"
 #include "transport/server.h"
 

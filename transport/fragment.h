@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/stub_support.h"
+#include "runtime/remote_call.h"
 #include "transport/wire.h"
 
 namespace lrpc::net {

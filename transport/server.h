@@ -23,7 +23,9 @@
 
 #include "runtime/base/mutex.h"
 #include "runtime/cap_table.h"
-#include "runtime/stub_support.h"
+#include "runtime/capability.h"
+#include "runtime/remote_call.h"
+#include "runtime/server_call.h"
 #include "transport/buffer_shelf.h"
 #include "transport/endpoint.h"
 #include "transport/fragment.h"

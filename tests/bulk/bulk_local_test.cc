@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "every_type.lrpc.h"
+#include "runtime/codec.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
 #include "runtime/shared_buffer.h"

@@ -11,6 +11,7 @@
 #include "contacts.lrpc.h"
 #include "generic.lrpc.h"
 #include "json_value.lrpc.h"
+#include "runtime/codec_view.h"  // lrpc::viewOf, lrpc::ownedOf, lrpc::ViewArena
 
 namespace lrpc::testing {
 
