@@ -344,8 +344,8 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   // whose calls all use one A-stack (one synchronous caller) has nobody to help: a look at a
   // counter instead of every A-stack, so that a frequent look costs such a binding nothing.
   if (self->stop.load(std::memory_order_relaxed) || threadsStarted.load(std::memory_order_relaxed) < 2) return false;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    ServerSlot* other = slots[i].get();
+  for (size_t i = 0; i < made().size(); ++i) {
+    ServerSlot* other = made()[i].get();
     if (other == self) continue;
     // A call seen for the first time is left to its own thread, which may be about to take it:
     // taking it would move its A-stack's lines to this core for nothing.
@@ -393,7 +393,7 @@ void Connection::leaveGuest() noexcept {
 }
 
 bool Connection::serveGuest(uint16_t origin) noexcept {
-  for (const auto& owned : slots) {
+  for (const auto& owned : made()) {
     ServerSlot* slot = owned.get();
     const std::optional<uint32_t> seq = waitingCall(
         *slot, [origin](uint32_t, const AStackControl& ctl) { return detail::loadOnce(ctl.origin) == origin; });
@@ -414,8 +414,8 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
     Connection* conn;
     ServerSlot* slot;  // the A-stack this thread serves now
     std::vector<uint32_t> seen;
-  } helper{this, slot, std::vector<uint32_t>(slots.size(), 0)};
-  const detail::Help help = slots.size() > 1 ? detail::Help{[](void* h) {
+  } helper{this, slot, std::vector<uint32_t>(made().size(), 0)};
+  const detail::Help help = made().size() > 1 ? detail::Help{[](void* h) {
     auto* self = static_cast<Helper*>(h);
     return self->conn->help(&self->slot, self->seen);
   }, &helper} : detail::Help{};

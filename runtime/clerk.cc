@@ -27,13 +27,13 @@ using namespace exporter;  // NOLINT: this file implements the exporter's parts
 void Connection::stopThreads() {
   // Every A-stack first, then the joins: after hand-overs (Connection::help) a thread may
   // serve another A-stack than the one it was started for.
-  for (auto& slot : slots) {
+  for (auto& slot : made()) {
     if (!slot->thread.joinable()) continue;
     // Release: pairs with the acquire of `stop` in waitForCall after it sees the word change.
     slot->stop.store(true, std::memory_order_release);
     detail::stopWaiter(control(slot->index)->callWord);
   }
-  for (auto& slot : slots) {
+  for (auto& slot : made()) {
     if (!slot->thread.joinable()) continue;
     slot->thread.join();
     MutexLock lock(threadsMu);
@@ -161,8 +161,8 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
   if (m.type == MsgType::kCallbacks && m.astack == detail::kBindingWide && fd.valid()) {
     return importCallbacks(std::move(fd));
   }
-  if (fd.valid() || m.astack >= slots.size()) return false;
-  ServerSlot* slot = slots[m.astack].get();
+  if (fd.valid() || m.astack >= made().size()) return false;
+  ServerSlot* slot = made()[m.astack].get();
   Message reply{};
   reply.astack = m.astack;
   OwnedFd ignored;
@@ -230,7 +230,7 @@ void Connection::run() {
     exp->owner->bindingsLive.fetch_add(1);
     exp->bindingsLive.fetch_add(1);
     detail::logf(LogTopic::kBinding, "\"%s\": bound a client (%s mode, %zu A-stacks)", exp->name.c_str(),
-                 std::string(transferModeName(mode)).c_str(), slots.size());
+                 std::string(transferModeName(mode)).c_str(), made().size());
     for (;;) {
       pollfd p[2] = {{sock.get(), POLLIN | POLLRDHUP, 0}, {exp->stopFd.get(), POLLIN, 0}};
       int r = ::poll(p, 2, -1);

@@ -124,9 +124,15 @@ struct Connection {
   // objects it passed reach it. Set by the clerk, read by the server threads.
   mutable Mutex callbacksMu;
   std::shared_ptr<Binding> callbacks LRPC_GUARDED_BY(callbacksMu);
-  std::vector<std::unique_ptr<ServerSlot>> slots;  // one per A-stack, made at handshake
+  // Orders the changes below, and starting or joining a slot's thread, against stats() and
+  // runsOn().
+  mutable Mutex threadsMu;
+  // One per A-stack: made at the handshake and cleared at teardown, by the clerk under
+  // threadsMu. In between the vector does not change, so the server threads and the clerk
+  // read it through made() without the lock.
+  std::vector<std::unique_ptr<ServerSlot>> slots LRPC_GUARDED_BY(threadsMu);
+  const std::vector<std::unique_ptr<ServerSlot>>& made() const LRPC_NO_THREAD_SAFETY_ANALYSIS { return slots; }
   std::shared_ptr<Liveness> live = std::make_shared<Liveness>();  // held by deferred replies
-  mutable Mutex threadsMu;                         // orders starting threads against stats()
   // Server threads started for this binding's A-stacks: with one, nobody needs help.
   std::atomic<uint32_t> threadsStarted{0};
   std::atomic<bool> finished{false};

@@ -97,7 +97,7 @@ class SecureClientEndpoint::OpenSink final : public DatagramSink {
       ++e_.dropped_;  // a late handshake reply, clear text, or not from the server
       return;
     }
-    auto n = e_.channel_.open(bytes, e_.opened_);
+    auto n = e_.opening().open(bytes, e_.opened_);
     if (!n) {
       ++e_.dropped_;  // forged, replayed or stale: silently, as a lost datagram
       return;

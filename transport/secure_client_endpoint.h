@@ -68,10 +68,12 @@ class SecureClientEndpoint final : public Endpoint {
   Mutex helloMu_;  // initiator_ (written to by send, read by receive)
   secure::Initiator initiator_ LRPC_GUARDED_BY(helloMu_);
   bool helloOut_ LRPC_GUARDED_BY(helloMu_) = false;  // a new hello awaits its reply
-  secure::DataChannel channel_;   // seal under sendMu_; open on the (one) receiving thread;
-                                  // replaced by the receiving thread with sendMu_ held
-  secure::DataOptions data_;
   Mutex sendMu_;
+  // Sealed with sendMu_ held. Opened by the one receiving thread, which alone replaces it (with
+  // sendMu_ held): that thread reads it through opening() without the lock.
+  secure::DataChannel channel_ LRPC_GUARDED_BY(sendMu_);
+  secure::DataChannel& opening() LRPC_NO_THREAD_SAFETY_ANALYSIS { return channel_; }
+  secure::DataOptions data_;
   // Set at a send with nothing authentic heard since the last; cleared by an authentic datagram.
   std::atomic<bool> waiting_{false};
   std::chrono::steady_clock::time_point waitingSince_ LRPC_GUARDED_BY(sendMu_){};

@@ -49,8 +49,11 @@ Result<std::unique_ptr<SecureServerEndpoint>> SecureServerEndpoint::create(std::
   std::unique_ptr<SecureServerEndpoint> e(
       new SecureServerEndpoint(std::move(inner), *keys.self, keys.clearText, security));
   SecureServerEndpoint* raw = e.get();
-  // Called by readHello() on the receiving thread, the only writer of byIndex_.
-  keys.responder.indexInUse = [raw](uint32_t index) { return raw->byIndex_.count(index) != 0; };
+  // Called by readHello() on the receiving thread, which holds receiveMu_ (the analysis does
+  // not follow a lock into a lambda).
+  keys.responder.indexInUse = [raw](uint32_t index) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+    return raw->sessionAt(index) != nullptr;
+  };
   auto responder = sec::Responder::create(e->self_, std::move(keys.responder));
   if (!responder) return responder.status();
   MutexLock lock(e->receiveMu_);  // nobody else has it yet; the analysis asks for it
@@ -169,13 +172,12 @@ void SecureServerEndpoint::onHello(const Datagram& d) noexcept {
 void SecureServerEndpoint::onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept {
   auto b = asBytes(d.bytes);
   auto index = sec::DataChannel::receiverOf(b);
-  // Read without mu_: every writer of the tables holds receiveMu_ too.
-  auto it = index ? byIndex_.find(*index) : byIndex_.end();
-  if (it == byIndex_.end() || !(it->second->peer == d.from) || b.size() > opened_.size()) {
+  Session* found = index ? sessionAt(*index) : nullptr;
+  if (found == nullptr || !(found->peer == d.from) || b.size() > opened_.size()) {
     droppedData_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Session& s = *it->second;
+  Session& s = *found;
   auto n = s.channel.open(b, opened_);
   if (!n) {
     droppedData_.fetch_add(1, std::memory_order_relaxed);  // silently: no reply, no state change
@@ -184,7 +186,7 @@ void SecureServerEndpoint::onData(const Datagram& d, DatagramSink& next, size_t&
   s.lastActive = ++tick_;
   if (!s.confirmed) {
     MutexLock lock(mu_);
-    confirm(it->second);
+    confirm(byIndex_.find(*index)->second);  // still there: only this thread erases
   }
   ++delivered;
   next.onDatagram({d.from, std::as_bytes(std::span(opened_.data(), *n))});

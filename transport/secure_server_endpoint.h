@@ -74,8 +74,15 @@ class SecureServerEndpoint final : public Endpoint {
   void onDatagram(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept LRPC_REQUIRES(receiveMu_);
   void onHello(const Datagram& d) noexcept LRPC_REQUIRES(receiveMu_);
   void onData(const Datagram& d, DatagramSink& next, size_t& delivered) noexcept LRPC_REQUIRES(receiveMu_);
-  void confirm(const std::shared_ptr<Session>& s) noexcept LRPC_REQUIRES(mu_);
-  void erase(uint32_t index) noexcept LRPC_REQUIRES(mu_);
+  // The tables change only under both locks: the receiving thread may then read them with
+  // receiveMu_ alone (sessionAt).
+  void confirm(const std::shared_ptr<Session>& s) noexcept LRPC_REQUIRES(receiveMu_, mu_);
+  void erase(uint32_t index) noexcept LRPC_REQUIRES(receiveMu_, mu_);
+  // The session a data datagram names, or null; read by the receiving thread without mu_.
+  Session* sessionAt(uint32_t index) const noexcept LRPC_REQUIRES(receiveMu_) LRPC_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = byIndex_.find(index);
+    return it == byIndex_.end() ? nullptr : it->second.get();
+  }
 
   std::unique_ptr<Endpoint> inner_;
   secure::KeyPair self_;
@@ -89,9 +96,10 @@ class SecureServerEndpoint final : public Endpoint {
   secure::DataOptions data_;
 
   mutable Mutex mu_;  // the tables; written only under receiveMu_ too
-  std::unordered_map<uint32_t, std::shared_ptr<Session>> byIndex_;  // pending and confirmed
-  std::unordered_map<uint64_t, std::shared_ptr<Session>> byPeer_;   // confirmed, by address
-  std::deque<uint32_t> pendingOrder_;  // oldest first (entries of confirmed or erased ones are skipped)
+  std::unordered_map<uint32_t, std::shared_ptr<Session>> byIndex_ LRPC_GUARDED_BY(mu_);  // pending and confirmed
+  std::unordered_map<uint64_t, std::shared_ptr<Session>> byPeer_ LRPC_GUARDED_BY(mu_);   // confirmed, by address
+  // Oldest first (entries of confirmed or erased ones are skipped).
+  std::deque<uint32_t> pendingOrder_ LRPC_GUARDED_BY(mu_);
   size_t pending_ LRPC_GUARDED_BY(mu_) = 0;
   uint64_t tick_ LRPC_GUARDED_BY(receiveMu_) = 0;
   std::vector<uint8_t> opened_ LRPC_GUARDED_BY(receiveMu_);  // one clear datagram
