@@ -134,8 +134,9 @@ Status UdpServer::start() {
   if (!threads_.empty()) return Status(Errc::kInvalidArgument, "already started");
   stop_.store(false);
   try {
-    threads_.reserve(options_.workers);
-    for (uint32_t i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { worker(); });
+    // One more than the handlers that may run at once: that one is always free to poll.
+    threads_.reserve(options_.workers + 1);
+    for (uint32_t i = 0; i <= options_.workers; ++i) threads_.emplace_back([this] { worker(); });
   } catch (const std::exception& e) {
     stop();
     return Status(Errc::kResourceExhausted, std::string("server thread: ") + e.what());
@@ -248,8 +249,10 @@ void UdpServer::poll(MessageBuffer& fixed, Sink& sink) noexcept {
       bool deferred = false;
       Status result = execute(job, fixed, &deferred);
       if (!pollMu_.tryLock()) {
-        // Another thread polls now; this one finishes its job and idles.
+        // Another thread polls now; this one finishes its job, runs the jobs that waited for a
+        // free handler slot meanwhile, and idles.
         afterHandler(job, std::move(result), deferred);
+        runJobs(fixed);
         return;
       }
       inHandler_.store(pollMu_, false, std::memory_order_relaxed);
@@ -370,16 +373,17 @@ void UdpServer::runJobs(MessageBuffer& fixed) noexcept {
 
 bool UdpServer::takeJob(Job& job) noexcept {
   MutexLock lock(mu_);
-  if (jobs_.empty()) return false;
+  if (jobs_.empty() || handlersRunning_ >= options_.workers) return false;
   job = std::move(jobs_.front());
   jobs_.pop_front();
+  ++handlersRunning_;
   return true;
 }
 
 void UdpServer::afterHandler(const Job& job, Status result, bool deferred) noexcept {
-  if (deferred) return;
   MutexLock lock(mu_);
-  finishJob(job, std::move(result));
+  --handlersRunning_;
+  if (!deferred) finishJob(job, std::move(result));
 }
 
 }  // namespace lrpc::net

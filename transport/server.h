@@ -57,9 +57,11 @@ struct ServerOptions {
   // of the session send keepalives at a third of it (the welcome tells them); one that holds
   // none opens a new session by itself when it calls again. 0: sessions never time out.
   std::chrono::milliseconds sessionTimeout{60'000};
-  // Threads that poll and run handlers (1..256). While a handler runs longer than
-  // `takeoverAfter`, another of them takes over polling; with all of them inside handlers,
-  // datagrams wait in the socket.
+  // Handlers that may run at once (1..256), each on a thread of the server's pool. The thread
+  // that polls runs a due handler itself; while a handler runs longer than `takeoverAfter`,
+  // an idle thread takes over polling. The pool has one thread more than this, so that with
+  // every handler slot taken one thread still reads the socket: handshakes, acks, releases
+  // and the "still running" answers to retransmissions go on, and new calls wait their turn.
   uint32_t workers = 4;
   std::chrono::milliseconds takeoverAfter{5};
   uint32_t receiveBuffers = 512;
@@ -231,10 +233,14 @@ class UdpServer {
   // while this one runs a handler: pollMu_ is let go either way.
   void poll(MessageBuffer& fixed, Sink& sink) noexcept LRPC_RELEASE(pollMu_);
   void idle() noexcept;  // until this thread may poll again (or stop)
-  // Runs the due handlers in a thread that does not poll (pollOnce, runArrived).
+  // Runs the due handlers in a thread that does not poll (pollOnce, runArrived, or a pool
+  // thread that another one took polling over from).
   void runJobs(MessageBuffer& fixed) noexcept;
-  bool takeJob(Job& job) noexcept LRPC_EXCLUDES(mu_);  // the next due one, if any
-  // After its handler has run (no lock held): finishes the job, unless its answer is to come.
+  // The next due job, if any and if fewer than options_.workers handlers run: its handler
+  // slot is taken, and afterHandler gives it back.
+  bool takeJob(Job& job) noexcept LRPC_EXCLUDES(mu_);
+  // After its handler has run (no lock held): gives its handler slot back and finishes the
+  // job, unless its answer is to come.
   void afterHandler(const Job& job, Status result, bool deferred) noexcept LRPC_EXCLUDES(mu_);
   void onDatagram(const Datagram& d) noexcept LRPC_REQUIRES(mu_);
   void onHello(const Datagram& d, const Packet& p) noexcept LRPC_REQUIRES(mu_);
@@ -300,6 +306,7 @@ class UdpServer {
   std::deque<uint32_t> halfOpenOrder_ LRPC_GUARDED_BY(mu_);  // oldest first (lazily pruned)
   size_t halfOpen_ LRPC_GUARDED_BY(mu_) = 0;
   std::deque<Job> jobs_ LRPC_GUARDED_BY(mu_);
+  uint32_t handlersRunning_ LRPC_GUARDED_BY(mu_) = 0;  // jobs taken and not yet after their handler
   uint32_t nextSession_ LRPC_GUARDED_BY(mu_) = 1;
   uint64_t tick_ LRPC_GUARDED_BY(mu_) = 0;
   std::vector<uint32_t> scratch_ LRPC_GUARDED_BY(mu_);
