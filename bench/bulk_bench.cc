@@ -204,10 +204,10 @@ Curve tcpStream(const Config& cfg, const NetnsPair& ns) {
   Curve c{"tcp_stream", {}, {}};
   ServerSpec spec;
   spec.kind = "tcp_sink";
-  spec.netns = ns.serverNs();
+  spec.netns = ns.nsPath(true);
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return {c.name, server.status().toString(), {}};
-  Result<OwnedFd> connected = ns.connectToServer(SOCK_STREAM, kTcpPort);
+  Result<OwnedFd> connected = connectToServer(ns, SOCK_STREAM, kTcpPort);
   if (!connected) return {c.name, connected.status().toString(), {}};
   OwnedFd s = std::move(*connected);
   std::vector<char> msg(cfg.maxBytes, 0x5a);
@@ -297,10 +297,10 @@ class StreamEnd {
   static Result<std::unique_ptr<StreamEnd>> open(const NetnsPair& ns) {
     ServerSpec spec;
     spec.kind = "udp_gso_sink";
-    spec.netns = ns.serverNs();
+    spec.netns = ns.nsPath(true);
     Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
     if (!server) return server.status();
-    Result<OwnedFd> connected = ns.connectToServer(SOCK_DGRAM, kUdpPort);
+    Result<OwnedFd> connected = connectToServer(ns, SOCK_DGRAM, kUdpPort);
     if (!connected) return connected.status();
     OwnedFd s = std::move(*connected);
     int snd = 32 << 20;
@@ -732,8 +732,8 @@ struct NetSide {
 Result<NetSide> startNetSide(const Config& cfg, const NetnsPair& ns, bool secure) {
   ServerSpec spec;
   spec.kind = "bulk_net";
-  spec.args = {std::string(NetnsPair::kServerAddr) + ":0", cfg.netMode, secure ? "secure" : "clear"};
-  spec.netns = ns.serverNs();
+  spec.args = {ns.ipA() + ":0", cfg.netMode, secure ? "secure" : "clear"};
+  spec.netns = ns.nsPath(true);
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
   Result<net::ReceiveMode> mode = net::parseReceiveMode(cfg.netMode);
@@ -742,13 +742,13 @@ Result<NetSide> startNetSide(const Config& cfg, const NetnsPair& ns, bool secure
   options.mode = *mode;
   const std::string& ready = (*server)->readyInfo();
   const size_t space = ready.find(' ');
-  const std::string host = std::string(NetnsPair::kServerAddr) + ":" + ready.substr(0, space);
+  const std::string host = ns.ipA() + ":" + ready.substr(0, space);
   const std::string uri = secure && space != std::string::npos
                               ? "udp://" + host + "/bulk?key=" + ready.substr(space + 1)
                               : "udp+clear://" + host + "/bulk";
   Result<Curves::Client> client = Status(Errc::kInvalidArgument);
   {
-    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(ns.clientNs());
+    Result<NetnsScope> in = NetnsScope::enter(ns.nsPath(false));
     if (!in) return in.status();
     client = net::connect<Curves>(uri, options);
   }
@@ -901,16 +901,16 @@ int clientMain(const Config& cfg) {
   }
   if (cfg.wants("tcp") || cfg.wants("gso") || cfg.wants("udp") || cfg.wants("headers") || cfg.wants("net") ||
       cfg.wants("secure")) {
-    Result<std::unique_ptr<NetnsPair>> ns = NetnsPair::create();
-    if (!ns) {
-      curves.push_back({"network", ns.status().toString(), {}});
+    NetnsPair ns;
+    if (Status made = ns.create(); !made) {
+      curves.push_back({"network", made.toString(), {}});
     } else {
-      if (cfg.wants("tcp")) curves.push_back(tcpStream(cfg, **ns));
-      if (cfg.wants("gso")) curves.push_back(udpStream(cfg, **ns, Stream::kGso));
-      if (cfg.wants("udp")) curves.push_back(udpStream(cfg, **ns, Stream::kPlain));
-      if (cfg.wants("headers")) curves.push_back(udpStream(cfg, **ns, Stream::kGsoHeaders));
+      if (cfg.wants("tcp")) curves.push_back(tcpStream(cfg, ns));
+      if (cfg.wants("gso")) curves.push_back(udpStream(cfg, ns, Stream::kGso));
+      if (cfg.wants("udp")) curves.push_back(udpStream(cfg, ns, Stream::kPlain));
+      if (cfg.wants("headers")) curves.push_back(udpStream(cfg, ns, Stream::kGsoHeaders));
       if (cfg.wants("net") || cfg.wants("secure")) {
-        for (Curve& c : netCurves(cfg, **ns, &paired)) curves.push_back(std::move(c));
+        for (Curve& c : netCurves(cfg, ns, &paired)) curves.push_back(std::move(c));
       }
     }
   }

@@ -267,12 +267,12 @@ Status setNonBlocking(int fd) {
 Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair& pair) {
   ServerSpec spec;
   spec.kind = "floor_udp";
-  spec.args = {NetnsPair::kServerAddr, std::to_string(kUdpFloorPort), mode == WaitMode::kSpin ? "busy" : "block"};
-  spec.netns = pair.serverNs();
+  spec.args = {pair.ipA(), std::to_string(kUdpFloorPort), mode == WaitMode::kSpin ? "busy" : "block"};
+  spec.netns = pair.nsPath(true);
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
 
-  Result<OwnedFd> connected = pair.connectToServer(SOCK_DGRAM, kUdpFloorPort);
+  Result<OwnedFd> connected = connectToServer(pair, SOCK_DGRAM, kUdpFloorPort);
   if (!connected) return connected.status();
   OwnedFd sock = std::move(*connected);
   if (mode == WaitMode::kSpin) {
@@ -287,11 +287,11 @@ Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair
 Result<std::unique_ptr<UdpFloor>> UdpFloor::startPipelined(const NetnsPair& pair) {
   ServerSpec spec;
   spec.kind = "floor_udp";
-  spec.args = {NetnsPair::kServerAddr, std::to_string(kUdpFloorPort), "pipelined"};
-  spec.netns = pair.serverNs();
+  spec.args = {pair.ipA(), std::to_string(kUdpFloorPort), "pipelined"};
+  spec.netns = pair.nsPath(true);
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
-  Result<OwnedFd> connected = pair.connectToServer(SOCK_DGRAM, kUdpFloorPort);
+  Result<OwnedFd> connected = connectToServer(pair, SOCK_DGRAM, kUdpFloorPort);
   if (!connected) return connected.status();
   OwnedFd sock = std::move(*connected);
   if (Status s = setNonBlocking(sock.get()); !s) return s;

@@ -1,6 +1,5 @@
 #include "bench/harness.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,9 +14,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <thread>
 
 namespace lrpc::bench {
@@ -78,7 +74,6 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& sp
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
-  std::string nsPath = spec.netns.empty() ? std::string() : "/var/run/netns/" + spec.netns;
   cpu_set_t cpus = cpuSet(spec.cpu);
   pid_t parent = getpid();
 
@@ -88,8 +83,10 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& sp
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
     if (getppid() != parent) _exit(121);
     if (sched_setaffinity(0, sizeof(cpus), &cpus) != 0) _exit(122);
-    if (!nsPath.empty()) {
-      int ns = open(nsPath.c_str(), O_RDONLY | O_CLOEXEC);
+    // Not enterNetns (tests/testing/netns.h): its error path allocates, and between fork and
+    // exec only async-signal-safe calls are allowed.
+    if (!spec.netns.empty()) {
+      int ns = open(spec.netns.c_str(), O_RDONLY | O_CLOEXEC);
       if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(123);
     }
     fcntl(ready[1], F_SETFD, 0);
@@ -150,72 +147,17 @@ void signalReady(int readyFd, const std::string& info) {
   close(readyFd);
 }
 
-namespace {
-
-// Runs a command line (the ip tool), quietly; returns whether it succeeded.
-bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
-
-}  // namespace
-
-Result<std::unique_ptr<NetnsPair>> NetnsPair::create() {
-  std::string id = std::to_string(getpid());
-  std::string client = "lrpcbench-" + id + "-c";
-  std::string server = "lrpcbench-" + id + "-s";
-  std::string vc = "lbc" + id;  // interface names: 15 characters at most
-  std::string vs = "lbs" + id;
-  if (!sh("ip netns add " + client)) return Status(Errc::kIoError, "ip netns add failed (not root?)");
-  std::unique_ptr<NetnsPair> pair(new NetnsPair(client, server));  // deletes what exists from here on
-  if (!sh("ip netns add " + server)) return Status(Errc::kIoError, "ip netns add failed");
-  bool ok = sh("ip link add " + vc + " netns " + client + " type veth peer name " + vs + " netns " + server) &&
-            sh("ip -n " + client + " addr add " + std::string(kClientAddr) + "/24 dev " + vc) &&
-            sh("ip -n " + server + " addr add " + std::string(kServerAddr) + "/24 dev " + vs) &&
-            sh("ip -n " + client + " link set " + vc + " up") &&
-            sh("ip -n " + server + " link set " + vs + " up") &&
-            sh("ip -n " + client + " link set lo up") && sh("ip -n " + server + " link set lo up");
-  if (!ok) return Status(Errc::kIoError, "veth setup between the namespaces failed");
-  return pair;
-}
-
-NetnsPair::~NetnsPair() {
-  sh("ip netns del " + client_);
-  sh("ip netns del " + server_);
-}
-
-Result<std::unique_ptr<NetnsScope>> NetnsScope::enter(const std::string& name) {
-  OwnedFd original(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!original.valid()) return Status::fromErrno(errno, "open own netns");
-  OwnedFd target(open(("/var/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!target.valid()) return Status::fromErrno(errno, "open netns " + name);
-  if (setns(target.get(), CLONE_NEWNET) != 0) return Status::fromErrno(errno, "setns " + name);
-  return std::unique_ptr<NetnsScope>(new NetnsScope(std::move(original)));
-}
-
-sockaddr_in inetAddr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-Result<OwnedFd> NetnsPair::connectToServer(int type, uint16_t port) const {
+Result<OwnedFd> connectToServer(const NetnsPair& pair, int type, uint16_t port) {
   OwnedFd s;
   {
-    Result<std::unique_ptr<NetnsScope>> in = NetnsScope::enter(client_);
+    Result<NetnsScope> in = NetnsScope::enter(pair.nsPath(false));
     if (!in) return in.status();
     s = OwnedFd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
   }
   if (!s.valid()) return Status::fromErrno(errno, "socket");
-  sockaddr_in to = inetAddr(kServerAddr, port);
+  sockaddr_in to = inetAddr(pair.ipA(), port);
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return Status::fromErrno(errno, "connect");
   return s;
-}
-
-NetnsScope::~NetnsScope() {
-  if (setns(original_.get(), CLONE_NEWNET) != 0) {
-    std::fprintf(stderr, "lrpc_bench: cannot return to the original network namespace\n");
-    std::abort();
-  }
 }
 
 std::string socketPath(const std::string& tag) {

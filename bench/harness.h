@@ -8,7 +8,6 @@
 // process even when the parent already runs library threads (gRPC starts some on first use),
 // so "fork before any threads" holds for every server, whatever ran before it.
 
-#include <netinet/in.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -20,6 +19,8 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/status.h"
+#include "tests/testing/netns.h"
+#include "tests/testing/socket_address.h"
 
 namespace lrpc::bench {
 
@@ -58,7 +59,8 @@ class SharedRegion {
 };
 
 // What to start: the server kind (a name serverMain knows), its arguments, the fds it
-// inherits, its CPU (kAnyCpu: all of them), and optionally a network namespace (a name under /var/run/netns).
+// inherits, its CPU (kAnyCpu: all of them), and optionally a network namespace (its path, as
+// NetnsPair::nsPath gives it).
 struct ServerSpec {
   std::string kind;
   std::vector<std::string> args;
@@ -93,47 +95,15 @@ class ServerProcess {
 // anything the client needs to know (at most 200 bytes, e.g. the port it bound).
 void signalReady(int readyFd, const std::string& info = {});
 
-// Two network namespaces, "client" and "server", joined by a veth pair whose addresses live
-// only inside them. Removed by the destructor (deleting a namespace deletes its veth end).
-class NetnsPair {
- public:
-  static Result<std::unique_ptr<NetnsPair>> create();
-  ~NetnsPair();
-  NetnsPair(const NetnsPair&) = delete;
-  NetnsPair& operator=(const NetnsPair&) = delete;
+// The network columns' two namespaces are the tests' fixture (tests/testing/netns.h): the server
+// runs in A (nsPath(true), address ipA()), the client in B.
+using testing::inetAddr;
+using testing::NetnsPair;
+using testing::NetnsScope;
 
-  const std::string& clientNs() const noexcept { return client_; }
-  const std::string& serverNs() const noexcept { return server_; }
-  static constexpr const char* kClientAddr = "10.99.0.1";
-  static constexpr const char* kServerAddr = "10.99.0.2";
-
-  // A socket of `type` (SOCK_DGRAM, SOCK_STREAM) made in the client's namespace and connected
-  // to the server's address at `port`: the client end of a raw floor.
-  Result<OwnedFd> connectToServer(int type, uint16_t port) const;
-
- private:
-  NetnsPair(std::string client, std::string server) noexcept
-      : client_(std::move(client)), server_(std::move(server)) {}
-  std::string client_;
-  std::string server_;
-};
-
-// An IPv4 socket address ("0.0.0.0": any).
-sockaddr_in inetAddr(const char* ip, uint16_t port);
-
-// Moves the calling thread into a named network namespace for its lifetime, then back.
-// Sockets created meanwhile stay in that namespace.
-class NetnsScope {
- public:
-  static Result<std::unique_ptr<NetnsScope>> enter(const std::string& name);
-  ~NetnsScope();
-  NetnsScope(const NetnsScope&) = delete;
-  NetnsScope& operator=(const NetnsScope&) = delete;
-
- private:
-  explicit NetnsScope(OwnedFd original) noexcept : original_(std::move(original)) {}
-  OwnedFd original_;
-};
+// A socket of `type` (SOCK_DGRAM, SOCK_STREAM) made in `pair`'s client namespace and connected
+// to its server's address at `port`: the client end of a raw floor.
+Result<OwnedFd> connectToServer(const NetnsPair& pair, int type, uint16_t port);
 
 // A unique path for a Unix socket of this benchmark process.
 std::string socketPath(const std::string& tag);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "bench/harness.h"
@@ -111,10 +112,10 @@ template <class Iface>
 Status startNet(ServerSpec spec, const std::string& name, net::ReceiveMode mode, const NetnsPair* netns,
                 std::unique_ptr<ServerProcess>& server, typename Iface::Client& client, bool secure = false,
                 std::string* uri = nullptr) {
-  const std::string host = netns ? NetnsPair::kServerAddr : "127.0.0.1";
+  const std::string host = netns ? netns->ipA() : "127.0.0.1";
   // The server reports the port it got (and, secure, its public key).
   spec.args = {host + ":0", receiveModeArg(mode), name, secure ? "secure" : "clear"};
-  if (netns) spec.netns = netns->serverNs();
+  if (netns) spec.netns = netns->nsPath(true);
   Result<std::unique_ptr<ServerProcess>> started = ServerProcess::start(spec);
   if (!started) return started.status();
   server = std::move(started.value());
@@ -126,11 +127,11 @@ Status startNet(ServerSpec spec, const std::string& name, net::ReceiveMode mode,
   if (uri) *uri = target;
   net::ClientOptions options;
   options.mode = mode;
-  std::unique_ptr<NetnsScope> scope;
+  std::optional<NetnsScope> scope;
   if (netns) {
-    Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns->clientNs());
+    Result<NetnsScope> entered = NetnsScope::enter(netns->nsPath(false));
     if (!entered) return entered.status();
-    scope = std::move(entered.value());
+    scope.emplace(std::move(*entered));
   }
   Result<typename Iface::Client> connected = net::connect<Iface>(target, options);
   scope.reset();

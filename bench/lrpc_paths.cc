@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -177,11 +178,11 @@ class LrpcNet final : public PaperClientSession {
   // A new channel to the same server, from the client namespace: connect (the handshakes)
   // and one Null call. For FirstCall/<path>.
   bool connectAndCallOnce() {
-    std::unique_ptr<NetnsScope> scope;
+    std::optional<NetnsScope> scope;
     if (netns_) {
-      Result<std::unique_ptr<NetnsScope>> entered = NetnsScope::enter(netns_->clientNs());
+      Result<NetnsScope> entered = NetnsScope::enter(netns_->nsPath(false));
       if (!entered) return false;
-      scope = std::move(entered.value());
+      scope.emplace(std::move(*entered));
     }
     net::ClientOptions options;
     options.mode = mode_;

@@ -21,11 +21,11 @@ class BenchContext {
   Result<const NetnsPair*> netns() {
     if (!triedNetns_) {
       triedNetns_ = true;
-      Result<std::unique_ptr<NetnsPair>> made = NetnsPair::create();
-      if (made) {
-        netns_ = std::move(made.value());
+      auto made = std::make_unique<NetnsPair>();
+      if (Status s = made->create(); s) {
+        netns_ = std::move(made);
       } else {
-        netnsError_ = made.status();
+        netnsError_ = s;
       }
     }
     if (!netns_) return netnsError_;

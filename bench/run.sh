@@ -47,9 +47,10 @@ fi
 # lrpc_bench removes its network namespaces, sockets and name directories itself; this
 # catches those of a run killed by a signal.
 cleanup() {
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^lrpcbench-' || true); do
-    pid=${ns#lrpcbench-}
-    pid=${pid%%-*}
+  # Namespaces are named lrpcA<pid>_<n> and lrpcB<pid>_<n> (tests/testing/netns.cc).
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^lrpc[AB][0-9]+_' || true); do
+    pid=${ns#lrpc?}
+    pid=${pid%%_*}
     kill -0 "$pid" 2>/dev/null || ip netns del "$ns" 2>/dev/null || true
   done
   for f in /tmp/lrpc-bench-[0-9]*; do

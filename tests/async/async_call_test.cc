@@ -92,7 +92,7 @@ class Server {
 
   void kill() { process_.kill(); }
   Work::Client& client() { return client_; }
-  net::testing::NetnsPair* pair() { return process_.pair(); }
+  testing::NetnsPair* pair() { return process_.pair(); }
 
  private:
   testing::ServiceProcess process_;

@@ -27,6 +27,8 @@ namespace {
 
 using lrpc::testing::Everything;
 using lrpc::testing::EveryTypeImpl;
+using lrpc::testing::NetnsPair;
+using lrpc::testing::runIn;
 
 constexpr size_t kBig = size_t{64} << 20;
 
@@ -65,7 +67,7 @@ class BulkNet : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BulkNet, SixtyFourMiBEchoContentChecked) {
   const Case& c = GetParam();
-  testing::NetnsPair pair;
+  NetnsPair pair;
   if (Status s = pair.create(); !s.isOk()) {
     if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
     FAIL() << s.toString();
@@ -79,7 +81,7 @@ TEST_P(BulkNet, SixtyFourMiBEchoContentChecked) {
   ASSERT_NE(server.port(), 0);
   std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/every";
   std::vector<uint8_t> big = pattern(kBig, 21);
-  testing::runIn(pair.nsPath(false), [&] {
+  runIn(pair.nsPath(false), [&] {
     ConnectOptions co;
     // Under 20% loss each way a round of the window loses fragments every time: the budget
     // of retries without progress must outlast the slowest stretch, never the whole call.
@@ -120,13 +122,13 @@ class BulkNetBuffers : public ::testing::Test {
                                  [name](const std::string& b) { return serveEvery<Iface, Impl>(b, false, name); });
     ASSERT_NE(server.port(), 0);
     std::string target = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port()) + "/" + name;
-    testing::runIn(pair.nsPath(false), [&] {
+    runIn(pair.nsPath(false), [&] {
       Result<typename Iface::Client> client = lrpc::connect<Iface>(target, co);
       ASSERT_TRUE(client.isOk()) << client.status().toString();
       body(*client);
     });
   }
-  testing::NetnsPair pair;
+  NetnsPair pair;
 };
 
 // The client keeps the buffers of finished large calls for the next ones (ClientOptions::

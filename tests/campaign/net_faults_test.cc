@@ -47,7 +47,7 @@ class NetFault : public ::testing::TestWithParam<Case> {};
 
 TEST_P(NetFault, EveryCallExactlyOnceOrAClearError) {
   const Case& c = GetParam();
-  net::testing::NetnsPair pair;
+  testing::NetnsPair pair;
   if (Status s = pair.create(); !s.isOk()) {
     if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
     FAIL() << s.toString();
@@ -65,7 +65,7 @@ TEST_P(NetFault, EveryCallExactlyOnceOrAClearError) {
   constexpr uint64_t kCalls = 150;
   int ok = 0, failed = 0;
   uint64_t injected = 0, reordered = 0;
-  net::testing::runIn(pair.nsPath(false), [&] {
+  testing::runIn(pair.nsPath(false), [&] {
     FaultProxy proxy(pair.ipA(), server.port(), c.proxy);
     std::string via = "udp+clear://127.0.0.1:" + std::to_string(proxy.port()) + "/svc";
     auto b = net::connect(via, Svc::kDescriptor, patient());

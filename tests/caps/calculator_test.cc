@@ -21,8 +21,6 @@ namespace lrpc::testing {
 namespace {
 
 using net::testing::ForkedServer;
-using net::testing::NetnsPair;
-using net::testing::runIn;
 
 // Every step passes, the client's own function (a callback) included.
 void expectAllSteps(calc::Calculator::Client& calculator) {

@@ -35,8 +35,6 @@ namespace lrpc::testing {
 namespace {
 
 using net::testing::ForkedServer;
-using net::testing::NetnsPair;
-using net::testing::runIn;
 
 // Exports a fresh Factory as "factory", with a Keeper and a Publisher, in `dir`.
 ServerOptions capabilityLimit(uint32_t maxCapabilities) {
@@ -854,7 +852,7 @@ TEST(TwoNamespaces, CallbacksFailCleanly) {
   // thread of this test starts (ThreadSanitizer does not follow a multi-threaded fork).
   Pipe held;
   Child client([&] {
-    if (!net::testing::enterNetns(pair.nsPath(false))) return 3;
+    if (!enterNetns(pair.nsPath(false))) return 3;
     auto publisher = net::connect<caps::Publisher>(uri);
     if (!publisher.isOk()) return 1;
     auto live = std::make_shared<std::atomic<uint32_t>>(0);

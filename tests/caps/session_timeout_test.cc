@@ -24,8 +24,6 @@ namespace lrpc::testing {
 namespace {
 
 using net::testing::ForkedServer;
-using net::testing::NetnsPair;
-using net::testing::runIn;
 
 constexpr std::chrono::milliseconds kTimeout{300};
 
@@ -76,7 +74,7 @@ TEST_P(SessionTimeout, ObjectsOfAKilledClientGoWhenItsSessionTimesOut) {
   // Killed with its counters held: no bye, no release ever leaves it. Forked while this
   // process has one thread (ThreadSanitizer refuses a fork with more).
   Child client([&] {
-    if (!net::testing::enterNetns(pair_.nsPath(false))) return 3;
+    if (!enterNetns(pair_.nsPath(false))) return 3;
     return holdCountersUntilKilled(net::connect<caps::Factory>(uri_), [&] { held.putByte('k'); });
   });
   char c = 0;

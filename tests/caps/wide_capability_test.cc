@@ -28,8 +28,6 @@ namespace lrpc::testing {
 namespace {
 
 using net::testing::ForkedServer;
-using net::testing::NetnsPair;
-using net::testing::runIn;
 
 constexpr size_t kValues = 256;
 using Values = std::array<int64_t, kValues>;

@@ -45,13 +45,13 @@ class ServiceProcess {
   template <class Iface>
   Result<typename Iface::Client> startNet(const std::function<uint16_t(const std::string&)>& serve, const std::string& name,
                                           const net::ClientOptions& options) {
-    pair_ = std::make_unique<net::testing::NetnsPair>();
+    pair_ = std::make_unique<NetnsPair>();
     if (Status s = pair_->create(); !s.isOk()) return s;
     net_ = std::make_unique<net::testing::ForkedServer>(pair_->nsPath(true), pair_->ipA() + ":0", serve);
     if (net_->port() == 0) return Status(Errc::kIoError, "network server did not start");
     const std::string uri = "udp+clear://" + pair_->ipA() + ":" + std::to_string(net_->port()) + "/" + name;
     Result<typename Iface::Client> client = Status(Errc::kIoError, "not connected");
-    net::testing::runIn(pair_->nsPath(false), [&] { client = net::connect<Iface>(uri, options); });
+    runIn(pair_->nsPath(false), [&] { client = net::connect<Iface>(uri, options); });
     return client;
   }
 
@@ -62,13 +62,13 @@ class ServiceProcess {
     }
     if (net_) net_->kill();
   }
-  net::testing::NetnsPair* pair() { return pair_.get(); }
+  NetnsPair* pair() { return pair_.get(); }
 
  private:
   TempDir dir_;
   Pipe ready_;
   std::unique_ptr<Child> child_;
-  std::unique_ptr<net::testing::NetnsPair> pair_;
+  std::unique_ptr<NetnsPair> pair_;
   std::unique_ptr<net::testing::ForkedServer> net_;
 };
 

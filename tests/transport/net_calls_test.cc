@@ -22,6 +22,8 @@ namespace {
 using lrpc::testing::Everything;
 using lrpc::testing::EveryTypeImpl;
 using lrpc::testing::fnv1a;
+using lrpc::testing::NetnsPair;
+using lrpc::testing::runIn;
 using testing::Svc;
 
 class PaperImpl final : public paper::Paper::Server {
@@ -205,7 +207,7 @@ class NetCalls : public ::testing::TestWithParam<Where> {
  protected:
   void SetUp() override {
     if (GetParam().netns) {
-      pair_ = std::make_unique<testing::NetnsPair>();
+      pair_ = std::make_unique<NetnsPair>();
       if (Status s = pair_->create(); !s.isOk()) {
         if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
         FAIL() << s.toString();
@@ -224,9 +226,9 @@ class NetCalls : public ::testing::TestWithParam<Where> {
     pair_.reset();
   }
   // Runs `fn` where the client lives: namespace B, or here.
-  void client(const std::function<void()>& fn) { testing::runIn(GetParam().netns ? pair_->nsPath(false) : "", fn); }
+  void client(const std::function<void()>& fn) { runIn(GetParam().netns ? pair_->nsPath(false) : "", fn); }
 
-  std::unique_ptr<testing::NetnsPair> pair_;
+  std::unique_ptr<NetnsPair> pair_;
   std::unique_ptr<testing::ForkedServer> server_;
   std::string base_;
 };
@@ -281,7 +283,7 @@ struct Fault {
 class NetFaults : public ::testing::TestWithParam<Fault> {};
 
 TEST_P(NetFaults, EveryCallCompletesExactlyOnce) {
-  testing::NetnsPair pair;
+  NetnsPair pair;
   if (Status s = pair.create(); !s.isOk()) {
     if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
     FAIL() << s.toString();
@@ -295,7 +297,7 @@ TEST_P(NetFaults, EveryCallCompletesExactlyOnce) {
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [](const std::string& b) { return serveAll(b, false); });
   ASSERT_NE(server.port(), 0);
   std::string base = "udp+clear://" + pair.ipA() + ":" + std::to_string(server.port());
-  testing::runIn(pair.nsPath(false), [&] {
+  runIn(pair.nsPath(false), [&] {
     checkExactlyOnce(base, false, 100);
     checkPaper(base, false);
   });
@@ -308,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(Nft, NetFaults,
 
 // Reordering (with some loss) through a user-level relay in the client's namespace.
 TEST(NetReorder, EveryCallCompletesExactlyOnce) {
-  testing::NetnsPair pair;
+  NetnsPair pair;
   if (Status s = pair.create(); !s.isOk()) {
     if (s.code() == Errc::kPermissionDenied) GTEST_SKIP() << "network namespaces refused: " << s.detail();
     FAIL() << s.toString();
@@ -316,7 +318,7 @@ TEST(NetReorder, EveryCallCompletesExactlyOnce) {
   ASSERT_TRUE(pair.addLoss(2)) << "nft loss rule refused";
   testing::ForkedServer server(pair.nsPath(true), pair.ipA() + ":0", [](const std::string& b) { return serveAll(b, false); });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair.nsPath(false), [&] {
+  runIn(pair.nsPath(false), [&] {
     testing::ReorderRelay relay(pair.ipB(), pair.ipA(), server.port(), 25);
     std::string base = "udp+clear://" + pair.ipB() + ":" + std::to_string(relay.port());
     checkExactlyOnce(base, false, 100);

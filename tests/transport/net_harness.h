@@ -1,150 +1,27 @@
-// "Two hosts" for tests: two network namespaces joined by a veth pair, made and removed
-// by the test itself (names carry the pid, so parallel runs never collide), a server
-// forked into one namespace, and a helper that runs client code inside the other.
+// The network tests' processes and relays, on top of the "two hosts" of tests/testing/netns.h:
+// a server forked into a namespace, and a relay that reorders datagrams.
 #pragma once
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
-#include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <deque>
+#include <cerrno>
+#include <chrono>
 #include <functional>
 #include <random>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
-#include "runtime/base/status.h"
+#include "tests/testing/netns.h"
+#include "tests/testing/socket_address.h"
 
 namespace lrpc::net::testing {
-
-// Runs a shell command quietly; true on exit status 0.
-inline bool sh(const std::string& cmd) {
-  std::string quiet = cmd + " >/dev/null 2>&1";
-  return std::system(quiet.c_str()) == 0;
-}
-
-class NetnsPair {
- public:
-  NetnsPair() {
-    static std::atomic<int> counter{0};  // several pairs in one test process
-    int n = counter.fetch_add(1);
-    std::string id = std::to_string(::getpid()) + "_" + std::to_string(n);
-    a_ = "lrpcA" + id;
-    b_ = "lrpcB" + id;
-    vethA_ = "la" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n % 100);
-    vethB_ = "lb" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n % 100);
-    int net = 1 + (::getpid() * 7 + n) % 250;
-    ipA_ = "10.213." + std::to_string(net) + ".1";
-    ipB_ = "10.213." + std::to_string(net) + ".2";
-  }
-  NetnsPair(const NetnsPair&) = delete;
-  NetnsPair& operator=(const NetnsPair&) = delete;
-  ~NetnsPair() {
-    // Deleting a namespace deletes the veth end inside it, and with it the pair.
-    if (madeA_) sh("ip netns del " + a_);
-    if (madeB_) sh("ip netns del " + b_);
-  }
-
-  // Ok, or kPermissionDenied/kUnsupported with the reason when namespaces are refused.
-  Status create() {
-    if (!sh("ip netns add " + a_)) return Status(Errc::kPermissionDenied, "'ip netns add' refused (not root, or no CAP_SYS_ADMIN)");
-    madeA_ = true;
-    if (!sh("ip netns add " + b_)) return Status(Errc::kPermissionDenied, "'ip netns add' refused");
-    madeB_ = true;
-    const char* steps[] = {"ip link add {va} type veth peer name {vb}",
-                           "ip link set {va} netns {a}",
-                           "ip link set {vb} netns {b}",
-                           "ip -n {a} addr add {ipa}/24 dev {va}",
-                           "ip -n {b} addr add {ipb}/24 dev {vb}",
-                           "ip -n {a} link set {va} up",
-                           "ip -n {b} link set {vb} up",
-                           "ip -n {a} link set lo up",
-                           "ip -n {b} link set lo up"};
-    for (const char* step : steps) {
-      std::string cmd = expand(step);
-      if (!sh(cmd)) return Status(Errc::kUnsupported, "failed: " + cmd);
-    }
-    return {};
-  }
-
-  // Runs nft inside namespace A (the server's side).
-  bool nftA(const std::string& args) { return sh("ip netns exec " + a_ + " nft " + args); }
-
-  // Loss on every UDP datagram into and out of A, `percent` in 100.
-  bool addLoss(int percent) {
-    std::string p = std::to_string(percent);
-    return nftA("add table inet lrpcloss") &&
-           nftA("add chain inet lrpcloss in '{ type filter hook input priority 0; }'") &&
-           nftA("add chain inet lrpcloss out '{ type filter hook output priority 0; }'") &&
-           nftA("add rule inet lrpcloss in meta l4proto udp numgen random mod 100 '<' " + p + " drop") &&
-           nftA("add rule inet lrpcloss out meta l4proto udp numgen random mod 100 '<' " + p + " drop");
-  }
-  bool nftB(const std::string& args) { return sh("ip netns exec " + b_ + " nft " + args); }
-  // Duplicates `percent` of the UDP datagrams each side sends (requests and replies).
-  bool addDuplication(int percent) {
-    std::string p = std::to_string(percent);
-    return nftA("add table ip lrpcdup") &&
-           nftA("add chain ip lrpcdup out '{ type filter hook output priority 0; }'") &&
-           nftA("add rule ip lrpcdup out meta l4proto udp numgen random mod 100 '<' " + p + " dup to " + ipB_ +
-                " device " + vethA_) &&
-           nftB("add table ip lrpcdup") &&
-           nftB("add chain ip lrpcdup out '{ type filter hook output priority 0; }'") &&
-           nftB("add rule ip lrpcdup out meta l4proto udp numgen random mod 100 '<' " + p + " dup to " + ipA_ +
-                " device " + vethB_);
-  }
-
-  std::string nsPath(bool a) const { return "/var/run/netns/" + (a ? a_ : b_); }
-  const std::string& ipA() const { return ipA_; }
-  const std::string& ipB() const { return ipB_; }
-
- private:
-  std::string expand(std::string s) const {
-    auto rep = [&](const std::string& key, const std::string& v) {
-      for (size_t pos; (pos = s.find(key)) != std::string::npos;) s.replace(pos, key.size(), v);
-    };
-    rep("{va}", vethA_);
-    rep("{vb}", vethB_);
-    rep("{ipa}", ipA_);
-    rep("{ipb}", ipB_);
-    rep("{a}", a_);
-    rep("{b}", b_);
-    return s;
-  }
-
-  std::string a_, b_, vethA_, vethB_, ipA_, ipB_;
-  bool madeA_ = false, madeB_ = false;
-};
-
-// Enters the network namespace at `path` on the calling thread (setns is per thread).
-inline bool enterNetns(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::setns(fd, CLONE_NEWNET) == 0;
-  ::close(fd);
-  return ok;
-}
-
-// Runs `fn` on a thread inside the namespace at `path` (empty: the current one).
-inline void runIn(const std::string& path, const std::function<void()>& fn) {
-  std::thread t([&] {
-    if (!path.empty() && !enterNetns(path)) {
-      std::fprintf(stderr, "setns %s failed\n", path.c_str());
-      std::abort();
-    }
-    fn();
-  });
-  t.join();
-}
 
 // A child process serving until killed or until the parent goes away (its pipe closes),
 // with a hard limit so that nothing outlives a crashed test by long.
@@ -160,7 +37,7 @@ class ForkedServer {
       ::close(up[0]);
       ::close(down[1]);
       uint16_t port = 0;
-      if (nsPath.empty() || enterNetns(nsPath)) port = serve(bindAddress);
+      if (nsPath.empty() || lrpc::testing::enterNetns(nsPath)) port = serve(bindAddress);
       if (::write(up[1], &port, sizeof port) != sizeof port) ::_exit(1);
       // Wait for the parent to close its end (or die), at most two minutes.
       std::thread watchdog([] {
@@ -212,16 +89,11 @@ inline uint16_t openRelaySockets(const std::string& listenIp, const std::string&
                                  int* front, int* back) {
   *front = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   *back = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  ::inet_pton(AF_INET, listenIp.c_str(), &a.sin_addr);
+  sockaddr_in a = lrpc::testing::inetAddr(listenIp, 0);
   ::bind(*front, reinterpret_cast<sockaddr*>(&a), sizeof a);
   socklen_t len = sizeof a;
   ::getsockname(*front, reinterpret_cast<sockaddr*>(&a), &len);
-  sockaddr_in s{};
-  s.sin_family = AF_INET;
-  s.sin_port = htons(serverPort);
-  ::inet_pton(AF_INET, serverIp.c_str(), &s.sin_addr);
+  sockaddr_in s = lrpc::testing::inetAddr(serverIp, serverPort);
   ::connect(*back, reinterpret_cast<sockaddr*>(&s), sizeof s);
   return ntohs(a.sin_port);
 }

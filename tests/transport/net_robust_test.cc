@@ -17,6 +17,8 @@ namespace lrpc::net {
 namespace {
 
 using testing::Svc;
+using lrpc::testing::NetnsPair;
+using lrpc::testing::runIn;
 using Clock = std::chrono::steady_clock;
 
 uint16_t serveSvc(const std::string& bind) {
@@ -56,14 +58,14 @@ class NetRobust : public ::testing::Test {
       FAIL() << s.toString();
     }
   }
-  testing::NetnsPair pair_;
+  NetnsPair pair_;
 };
 
 TEST_F(NetRobust, SlowHandlerStallsNeitherOtherClientsNorItsOwnSession) {
   testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", serveSvc);
   ASSERT_NE(server.port(), 0);
   const std::string hostPort = pair_.ipA() + ":" + std::to_string(server.port());
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     auto slowClient = open(hostPort);
     auto other = open(hostPort);
     ASSERT_TRUE(slowClient.isOk()) << slowClient.status().toString();
@@ -112,7 +114,7 @@ TEST_F(NetRobust, HandlerSlowerThanTheGiveUpTimeReturnsItsResult) {
   testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", serveSvc);
   ASSERT_NE(server.port(), 0);
   const std::string hostPort = pair_.ipA() + ":" + std::to_string(server.port());
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     // Silence for 10 + 20 + 40 + 40 + 40 ms would end a call as kPeerDied; the handler takes
     // ten times that.
     ClientOptions co;
@@ -138,7 +140,7 @@ TEST_F(NetRobust, ServerDeadBehindADropFailsLaterCallsAtOnce) {
   testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", serveSvc);
   ASSERT_NE(server.port(), 0);
   const std::string hostPort = pair_.ipA() + ":" + std::to_string(server.port());
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     ClientOptions co;
     co.initialRto = std::chrono::milliseconds(10);
     co.maxRto = std::chrono::milliseconds(40);
@@ -174,7 +176,7 @@ TEST_F(NetRobust, RestartedServerGetsANewSessionForNewCalls) {
   const uint16_t port = first->port();
   ASSERT_NE(port, 0);
   const std::string hostPort = pair_.ipA() + ":" + std::to_string(port);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     auto c = open(hostPort);
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     ASSERT_TRUE(testing::callToken(*c->binding, 1).isOk());

@@ -24,6 +24,8 @@ namespace lrpc::net {
 namespace {
 
 using testing::Svc;
+using lrpc::testing::NetnsPair;
+using lrpc::testing::runIn;
 
 secure::KeyPair newKey() {
   auto k = secure::KeyPair::generate();
@@ -64,7 +66,7 @@ class SecureNet : public ::testing::Test {
   std::string uri(uint16_t port, const secure::PublicKey& key, const std::string& ip = "") const {
     return "udp://" + (ip.empty() ? pair_.ipA() : ip) + ":" + std::to_string(port) + "/svc?key=" + key.toText();
   }
-  testing::NetnsPair pair_;
+  NetnsPair pair_;
   secure::KeyPair serverKey_ = newKey();
   secure::KeyPair clientKey_ = newKey();
 };
@@ -92,7 +94,7 @@ TEST_P(SecureNetEndpoints, CallsSucceedEndToEnd) {
     return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}, emulated));
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, secureClient(clientKey_, emulated));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     callEverything(**b);
@@ -118,7 +120,7 @@ TEST_F(SecureNet, KeyFilesAndAPresharedKey) {
     return serveSvc(bind, so);
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     ClientOptions co;
     co.security.keyFile = d + "/client.key";
     co.security.pskFile = d + "/psk";
@@ -142,7 +144,7 @@ TEST_F(SecureNet, WrongPinnedServerKeyFailsWithAClearError) {
     return serveSvc(bind, so);
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     ClientOptions co = secureClient(clientKey_);
     co.connectTimeout = std::chrono::milliseconds(500);
     auto impostorKey = newKey();
@@ -166,7 +168,7 @@ TEST_F(SecureNet, UnknownClientKeyIsRefused) {
     return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     ClientOptions stranger = secureClient(newKey());
     stranger.connectTimeout = std::chrono::milliseconds(500);
     auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, stranger);
@@ -277,7 +279,7 @@ TEST_F(SecureNet, ReplayedAndTamperedDatagramsRunNoCallAgain) {
     return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server.port(), "udp://",
                                 "?key=" + serverKey_.publicKey().toText(), secureClient(clientKey_));
     EXPECT_EQ(ran, 4u);  // nothing ran again, and the session still answers
@@ -293,7 +295,7 @@ TEST_F(SecureNet, TheSameAttackOnClearTextRunsCallsAgain) {
     return serveSvc(bind, so);
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server.port(), "udp+clear://", "", ClientOptions{});
     EXPECT_GT(ran, 4u);
   });
@@ -309,7 +311,7 @@ TEST_F(SecureNet, LossAndDuplicationKeepEveryCallExactlyOnce) {
     return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     ClientOptions co = secureClient(clientKey_);
     co.maxRetries = 30;
     auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, co);
@@ -334,7 +336,7 @@ TEST_F(SecureNet, ReorderingAndLossKeepEveryCallExactlyOnce) {
     return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     testing::ReorderRelay relay(pair_.ipB(), pair_.ipA(), server.port(), 25);
     ClientOptions co = secureClient(clientKey_);
     co.maxRetries = 30;
@@ -361,7 +363,7 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
     return serveSvc(bind, so);
   });
   ASSERT_NE(server.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
@@ -399,7 +401,7 @@ TEST_F(SecureNet, RestartedServerGetsANewHandshakeAndSession) {
   auto first = std::make_unique<testing::ForkedServer>(pair_.nsPath(true), pair_.ipA() + ":0", serve);
   const uint16_t port = first->port();
   ASSERT_NE(port, 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     ClientOptions co = secureClient(clientKey_);
     co.security.rehandshakeAfter = std::chrono::milliseconds(300);
     auto b = connect(uri(port, serverKey_.publicKey()), Svc::kDescriptor, co);
@@ -437,7 +439,7 @@ TEST_F(SecureNet, ClearTextIsAnExplicitOptIn) {
   });
   ASSERT_NE(both.port(), 0);
   ASSERT_NE(secureOnly.port(), 0);
-  testing::runIn(pair_.nsPath(false), [&] {
+  runIn(pair_.nsPath(false), [&] {
     const std::string clear = "udp+clear://" + pair_.ipA() + ":";
     auto c = connect(clear + std::to_string(both.port()) + "/svc", Svc::kDescriptor, ClientOptions{});
     ASSERT_TRUE(c.isOk()) << c.status().toString();

@@ -22,8 +22,6 @@ namespace lrpc::testing {
 namespace {
 
 using net::testing::ForkedServer;
-using net::testing::NetnsPair;
-using net::testing::runIn;
 
 class SameHost : public ::testing::TestWithParam<TransferMode> {};
 
