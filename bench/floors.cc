@@ -69,22 +69,22 @@ struct ShmPingPong {
   alignas(64) unsigned char replyBytes[ShmFloor::kMaxBytes];
 };
 
-ShmFloor::ShmFloor(WaitMode mode, std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> server)
+ShmFloor::ShmFloor(WaitMode mode, SharedMemory region, std::unique_ptr<ServerProcess> server)
     : mode_(mode),
       region_(std::move(region)),
       server_(std::move(server)),
-      shm_(static_cast<ShmPingPong*>(region_->data())) {}
+      shm_(reinterpret_cast<ShmPingPong*>(region_.data())) {}
 
 ShmFloor::~ShmFloor() { server_.reset(); }
 
 Result<std::unique_ptr<ShmFloor>> ShmFloor::start(WaitMode mode, int serverCpu) {
-  Result<std::unique_ptr<SharedRegion>> region = SharedRegion::create(sizeof(ShmPingPong));
+  Result<SharedMemory> region = createShared(sizeof(ShmPingPong));
   if (!region) return region.status();
-  new (region.value()->data()) ShmPingPong{};
+  new (region->data()) ShmPingPong{};
   ServerSpec spec;
   spec.kind = "floor_shm";
-  spec.args = {std::to_string(region.value()->fd()), mode == WaitMode::kSpin ? "spin" : "block"};
-  spec.passFds = {region.value()->fd()};
+  spec.args = {std::to_string(region->fd()), mode == WaitMode::kSpin ? "spin" : "block"};
+  spec.passFds = {region->fd()};
   spec.cpu = serverCpu;
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
@@ -162,9 +162,9 @@ bool ShmFloor::sink(std::span<const uint8_t> in) {
 int serveShmFloor(int readyFd, int argc, char** argv) {
   if (argc < 2) return 2;
   bool spin = std::string(argv[1]) == "spin";
-  Result<std::unique_ptr<SharedRegion>> region = SharedRegion::mapShared(std::atoi(argv[0]), sizeof(ShmPingPong));
+  Result<SharedMemory> region = adoptShared(std::atoi(argv[0]), sizeof(ShmPingPong));
   if (!region) return 3;
-  auto* shm = static_cast<ShmPingPong*>(region.value()->data());
+  auto* shm = reinterpret_cast<ShmPingPong*>(region->data());
   ShmSlot& req = shm->request;
   ShmSlot& rep = shm->reply;
   signalReady(readyFd);

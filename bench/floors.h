@@ -46,11 +46,11 @@ class ShmFloor final : public Session {
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
-  ShmFloor(WaitMode mode, std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> server);
+  ShmFloor(WaitMode mode, SharedMemory region, std::unique_ptr<ServerProcess> server);
   bool roundTrip(uint32_t op);
 
   WaitMode mode_;
-  std::unique_ptr<SharedRegion> region_;
+  SharedMemory region_;
   std::unique_ptr<ServerProcess> server_;
   ShmPingPong* shm_;
   uint32_t seq_ = 0;

@@ -27,22 +27,22 @@ constexpr size_t kBytesOffset = 4096;  // the message starts on its own page
 constexpr size_t kPiece = 64 * 1024;   // LocalCall::kStreamChunk
 }  // namespace
 
-HandoffFloor::HandoffFloor(std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> reader,
+HandoffFloor::HandoffFloor(SharedMemory region, std::unique_ptr<ServerProcess> reader,
                            size_t maxBytes) noexcept
     : region_(std::move(region)),
       reader_(std::move(reader)),
-      block_(static_cast<HandoffBlock*>(region_->data())),
-      bytes_(static_cast<std::byte*>(region_->data()) + kBytesOffset),
+      block_(reinterpret_cast<HandoffBlock*>(region_.data())),
+      bytes_(region_.data() + kBytesOffset),
       maxBytes_(maxBytes) {}
 
 Result<std::unique_ptr<HandoffFloor>> HandoffFloor::start(size_t maxBytes) {
-  Result<std::unique_ptr<SharedRegion>> region = SharedRegion::create(kBytesOffset + maxBytes);
+  Result<SharedMemory> region = createShared(kBytesOffset + maxBytes);
   if (!region) return region.status();
-  new (region.value()->data()) HandoffBlock{};
+  new (region->data()) HandoffBlock{};
   ServerSpec spec;
   spec.kind = "handoff_floor";
-  spec.args = {std::to_string(region.value()->fd()), std::to_string(maxBytes)};
-  spec.passFds = {region.value()->fd()};
+  spec.args = {std::to_string(region->fd()), std::to_string(maxBytes)};
+  spec.passFds = {region->fd()};
   Result<std::unique_ptr<ServerProcess>> reader = ServerProcess::start(spec);
   if (!reader) return reader.status();
   return std::unique_ptr<HandoffFloor>(new HandoffFloor(std::move(*region), std::move(*reader), maxBytes));
@@ -70,10 +70,10 @@ bool HandoffFloor::handOff(size_t size, uint8_t fill) {
 int serveHandoffFloor(int readyFd, int argc, char** argv) {
   if (argc < 2) return 2;
   const size_t maxBytes = std::strtoull(argv[1], nullptr, 10);
-  Result<std::unique_ptr<SharedRegion>> region = SharedRegion::mapShared(std::atoi(argv[0]), kBytesOffset + maxBytes);
+  Result<SharedMemory> region = adoptShared(std::atoi(argv[0]), kBytesOffset + maxBytes);
   if (!region) return 3;
-  auto* block = static_cast<HandoffBlock*>(region.value()->data());
-  const auto* bytes = static_cast<const std::byte*>(region.value()->data()) + kBytesOffset;
+  auto* block = reinterpret_cast<HandoffBlock*>(region->data());
+  const std::byte* bytes = region->data() + kBytesOffset;
   signalReady(readyFd);
   // Adaptive, as lrpc's server threads wait: the idle reader sleeps, so that it leaves this
   // CPU to the lrpc server it is paired with. SIGTERM ends it (the default action).

@@ -25,8 +25,8 @@ class HandoffFloor {
   bool handOff(size_t size, uint8_t fill);
 
  private:
-  HandoffFloor(std::unique_ptr<SharedRegion> region, std::unique_ptr<ServerProcess> reader, size_t maxBytes) noexcept;
-  std::unique_ptr<SharedRegion> region_;
+  HandoffFloor(SharedMemory region, std::unique_ptr<ServerProcess> reader, size_t maxBytes) noexcept;
+  SharedMemory region_;
   std::unique_ptr<ServerProcess> reader_;
   HandoffBlock* block_;
   std::byte* bytes_;

@@ -45,21 +45,20 @@ uint64_t processCpuNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-Result<std::unique_ptr<SharedRegion>> SharedRegion::create(size_t size) {
-  OwnedFd fd(memfd_create("lrpc-bench", MFD_CLOEXEC));
-  if (!fd.valid()) return Status::fromErrno(errno, "memfd_create");
-  if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) return Status::fromErrno(errno, "ftruncate");
-  return mapShared(fd.release(), size);
+namespace {
+
+// Faults in every page of `m` without touching its bytes (the peer may have written them).
+// Best effort: where the kernel lacks MADV_POPULATE_WRITE, the warm-up faults them in instead.
+Result<SharedMemory> prefaulted(Result<SharedMemory> m) {
+  if (m) (void)madvise(m->data(), m->size(), MADV_POPULATE_WRITE);
+  return m;
 }
 
-Result<std::unique_ptr<SharedRegion>> SharedRegion::mapShared(int rawFd, size_t size) {
-  OwnedFd fd(rawFd);
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
-  if (p == MAP_FAILED) return Status::fromErrno(errno, "mmap");
-  return std::unique_ptr<SharedRegion>(new SharedRegion(std::move(fd), p, size));
-}
+}  // namespace
 
-SharedRegion::~SharedRegion() { munmap(data_, size_); }
+Result<SharedMemory> createShared(size_t size) { return prefaulted(SharedMemory::create("lrpc-bench", size)); }
+
+Result<SharedMemory> adoptShared(int fd, size_t size) { return prefaulted(SharedMemory::adopt(OwnedFd(fd), size)); }
 
 Result<std::unique_ptr<ServerProcess>> ServerProcess::start(const ServerSpec& spec) {
   int ready[2];

@@ -19,6 +19,7 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/status.h"
+#include "runtime/shm.h"
 #include "tests/testing/netns.h"
 #include "tests/testing/socket_address.h"
 
@@ -37,26 +38,12 @@ Status pinToCpu(int cpu);
 // Nanoseconds of CPU time this whole process (all threads) has used.
 uint64_t processCpuNs();
 
-// A memfd mapped read-write; the fd can be handed to a server process, which maps the same
-// pages with mapShared().
-class SharedRegion {
- public:
-  static Result<std::unique_ptr<SharedRegion>> create(size_t size);
-  // Maps an inherited memfd (server side).
-  static Result<std::unique_ptr<SharedRegion>> mapShared(int fd, size_t size);
-  ~SharedRegion();
-  SharedRegion(const SharedRegion&) = delete;
-  SharedRegion& operator=(const SharedRegion&) = delete;
-
-  void* data() const noexcept { return data_; }
-  int fd() const noexcept { return fd_.get(); }
-
- private:
-  SharedRegion(OwnedFd fd, void* data, size_t size) noexcept : fd_(std::move(fd)), data_(data), size_(size) {}
-  OwnedFd fd_;
-  void* data_;
-  size_t size_;
-};
+// A memfd mapped read-write (runtime/shm.h) with its pages faulted in, so that no timed call
+// takes a page's first touch (SharedMemory maps without MAP_POPULATE). The fd can be handed to
+// a server process, which maps the same pages with adoptShared().
+Result<SharedMemory> createShared(size_t size);
+// Maps an inherited memfd of `size` bytes (server side), pages faulted in.
+Result<SharedMemory> adoptShared(int fd, size_t size);
 
 // What to start: the server kind (a name serverMain knows), its arguments, the fds it
 // inherits, its CPU (kAnyCpu: all of them), and optionally a network namespace (its path, as

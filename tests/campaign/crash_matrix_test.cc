@@ -21,7 +21,6 @@
 //                       retransmission, then the server (or the client) is killed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -32,14 +31,17 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "runtime/astack.h"
 #include "runtime/import.h"
 #include "runtime/local_binding.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
+#include "runtime/shm.h"
 #include "tests/campaign/crash_peers.h"
 #include "tests/integration/per_mode.h"
 #include "transport/client.h"
@@ -67,34 +69,28 @@ class RegionWatch {
       std::error_code lec;
       std::string target = std::filesystem::read_symlink(e.path(), lec).string();
       if (lec || target.rfind("/memfd:lrpc-astacks-", 0) != 0) continue;
-      int fd = ::open(e.path().c_str(), O_RDWR | O_CLOEXEC);
-      if (fd < 0) return false;
+      OwnedFd fd(::open(e.path().c_str(), O_RDWR | O_CLOEXEC));
       struct stat st;
-      if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-        size_ = static_cast<size_t>(st.st_size);
-        void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p != MAP_FAILED) base_ = static_cast<std::byte*>(p);
-      }
-      ::close(fd);
-      return base_ != nullptr;
+      if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return false;
+      // The client made it with SharedMemory::create, so it carries the size seals adopt asks for.
+      Result<SharedMemory> region = SharedMemory::adopt(std::move(fd), static_cast<size_t>(st.st_size));
+      if (!region) return false;
+      region_.emplace(std::move(*region));
+      return true;
     }
     return false;
   }
-  ~RegionWatch() {
-    if (base_ != nullptr) ::munmap(base_, size_);
-  }
   AStackControl* control(uint32_t index) const {
-    return reinterpret_cast<AStackControl*>(base_ + layout_.astackOffset(index));
+    return reinterpret_cast<AStackControl*>(region_->data() + layout_.astackOffset(index));
   }
   ReturnControl* returnControl(uint32_t index) const {
-    return reinterpret_cast<ReturnControl*>(base_ + layout_.returnOffset(index));
+    return reinterpret_cast<ReturnControl*>(region_->data() + layout_.returnOffset(index));
   }
   uint32_t first(uint32_t procedure) const { return layout_.procedure(procedure).firstAStack; }
 
  private:
   RegionLayout layout_ = *RegionLayout::compute(TestService::kDescriptor);
-  std::byte* base_ = nullptr;
-  size_t size_ = 0;
+  std::optional<SharedMemory> region_;  // empty until open() found it
 };
 
 // Spins until `pred` holds, at most `ms` milliseconds.
