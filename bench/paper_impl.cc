@@ -12,7 +12,9 @@ namespace lrpc::bench {
 
 namespace {
 
-// Safe to call from several threads at once: it keeps no state.
+// Not examples/paper/paper_impl.h: BigInOut here answers w0 + 1, as every peer of the table does
+// (calls.h, bigInOutReply) and as the loops check, where the example echoes its argument, as
+// the tests check. Safe to call from several threads at once: it keeps no state.
 class PaperImpl final : public paper::Paper::Server {
  public:
   Status null() override { return {}; }

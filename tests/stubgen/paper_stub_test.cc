@@ -11,6 +11,8 @@ namespace {
 using lrpc::paper::Bytes200;
 using lrpc::paper::Paper;
 
+// Not examples/paper/paper_impl.h: it counts Nulls, keeps BigIn's argument and changes both
+// ends of BigInOut's, which the tests below check.
 class PaperImpl final : public Paper::Server {
  public:
   lrpc::Status null() override {

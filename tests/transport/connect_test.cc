@@ -5,23 +5,13 @@
 #include <memory>
 #include <string>
 
-#include "paper.lrpc.h"
+#include "examples/paper/paper_impl.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "transport/connect.h"
 
 namespace lrpc {
 namespace {
-
-class PaperImpl final : public paper::Paper::Server {
- public:
-  Status null() override { return {}; }
-  Result<int32_t> add(int32_t a, int32_t b) override {
-    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));  // wraps: a peer picks a and b
-  }
-  Status bigIn(const paper::Bytes200&) override { return {}; }
-  Result<paper::Bytes200> bigInOut(const paper::Bytes200& d) override { return d; }
-};
 
 // One server process exporting Paper as "paper" both on the same host (in a names directory
 // of its own) and on 127.0.0.1 in clear text; `co` finds the same-host export.
@@ -34,7 +24,7 @@ class Connect : public ::testing::Test {
       o.local.dir = dir;
       o.remote.security.clearText = true;
       auto* exporter = new net::NetExporter(o);  // lives until the child exits
-      auto* impl = new PaperImpl;
+      auto* impl = new paper::PaperImpl;
       if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
       auto port = exporter->start(bind);
       return port.isOk() ? *port : 0;

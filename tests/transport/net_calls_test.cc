@@ -26,6 +26,8 @@ using lrpc::testing::NetnsPair;
 using lrpc::testing::runIn;
 using testing::Svc;
 
+// Not examples/paper/paper_impl.h: BigInOut transforms every word, so that the test below sees
+// each of the 200 bytes cross the wire both ways.
 class PaperImpl final : public paper::Paper::Server {
  public:
   Status null() override { return {}; }
