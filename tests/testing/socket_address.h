@@ -19,4 +19,7 @@ inline sockaddr_in inetAddr(const std::string& ip, uint16_t port) {
   return a;
 }
 
+// 127.0.0.1 at `port`.
+inline sockaddr_in loopbackTo(uint16_t port) { return inetAddr("127.0.0.1", port); }
+
 }  // namespace lrpc::testing

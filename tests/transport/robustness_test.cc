@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "runtime/names.h"
+#include "tests/testing/socket_address.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/loopback.h"
@@ -20,6 +21,7 @@
 namespace lrpc::net {
 namespace {
 
+using lrpc::testing::loopbackTo;
 using testing::Svc;
 
 struct BadServerOption {
@@ -166,14 +168,6 @@ std::vector<std::byte> helloDatagram(uint64_t nonce, std::string_view name) {
   std::memcpy(d.data(), &h, sizeof h);
   std::memcpy(d.data() + sizeof h, payload.data(), payload.size());
   return d;
-}
-
-sockaddr_in loopbackTo(uint16_t port) {
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(port);
-  return to;
 }
 
 class RawSocket {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/base/fd.h"
+#include "tests/testing/socket_address.h"
 #include "tests/transport/test_service.h"
 #include "transport/client.h"
 #include "transport/server.h"
@@ -25,16 +26,8 @@
 namespace lrpc::net {
 namespace {
 
+using lrpc::testing::loopbackTo;
 using testing::Svc;
-
-// 127.0.0.1:port, for a raw socket's sendto.
-sockaddr_in loopbackTo(uint16_t port) {
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(port);
-  return to;
-}
 
 struct Param {
   bool emulated;
@@ -445,9 +438,7 @@ TEST(UdpEndpoint, GatheredDatagramsArriveIntact) {
   lrpc::OwnedFd sock(::socket(AF_INET, SOCK_DGRAM, 0));
   ASSERT_TRUE(sock.valid());
   const int fd = sock.get();
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in at = loopbackTo(0);
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
   socklen_t atLen = sizeof at;
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &atLen), 0);
