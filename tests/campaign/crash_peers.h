@@ -19,6 +19,7 @@
 #include "runtime/exporter.h"
 #include "tests/campaign/campaign.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/servers.h"
 #include "tests/integration/test_service.h"
 #include "tests/transport/test_service.h"
 #include "transport/server.h"
@@ -27,6 +28,7 @@ namespace lrpc::campaign {
 
 using lrpc::testing::Child;
 using lrpc::testing::Pipe;
+using lrpc::testing::serveReports;
 using lrpc::testing::TestService;
 
 // sleepMs(kHoldMs) and echo of exactly kHoldEchoBytes bytes (out of band both ways) stop in the
@@ -96,22 +98,15 @@ class HeldServer {
   HeldServer(const std::string& dir, const std::string& name = "svc") {
     child_ = std::make_unique<Child>([&] {
       HeldService impl(entered_, release_);
-      ServerOptions options;
-      options.dir = dir;
-      Exporter exporter(options);
-      Status s = exporter.add(name, TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
-      ready_.putByte(s.isOk() ? 'k' : 'x');
-      if (!s.isOk()) return 1;
-      for (;;) {
-        if (!commands_.getByte(-1)) return 0;
+      return serveReports(impl, dir, name, ready_, commands_, answers_, [](const Exporter& exporter) {
         ServerReport r;
         r.res = measure();
         ExporterStats st = exporter.stats();
         r.bindingsLive = st.bindingsLive;
         r.serverThreads = st.serverThreads;
         r.callsServed = st.callsServed;
-        answers_.put(&r, sizeof r);
-      }
+        return r;
+      });
     });
     char c = 0;
     ok_ = ready_.get(&c, 1) && c == 'k';

@@ -81,23 +81,33 @@ inline ServerSnapshot snapshotSelf(const Exporter& exporter) {
   return s;
 }
 
+// The body of a server process that reports on itself: exports `impl` as a TestService under
+// `name` in `dir` and says 'k' on `ready` ('x': the export failed, exit code 1), then answers
+// each byte on `commands` with `report(exporter)` (a plain struct) on `answers`, until
+// `commands` closes (exit code 0).
+template <class Report>
+int serveReports(TestService::Server& impl, const std::string& dir, const std::string& name, Pipe& ready,
+                 Pipe& commands, Pipe& answers, Report report) {
+  ServerOptions options;
+  options.dir = dir;
+  Exporter exporter(options);
+  Status s = exporter.add(name, TestService::kDescriptor, &impl);
+  ready.putByte(s.isOk() ? 'k' : 'x');
+  if (!s.isOk()) return 1;
+  for (;;) {
+    if (!commands.getByte(-1)) return 0;
+    auto answer = report(exporter);
+    answers.put(&answer, sizeof answer);
+  }
+}
+
 // A TestService server process that answers snapshot requests over a pipe.
 class ObservedServer {
  public:
   ObservedServer(const std::string& dir, const std::string& name) {
     child_ = std::make_unique<Child>([&] {
       TestService::Server impl;
-      ServerOptions options;
-      options.dir = dir;
-      Exporter exporter(options);
-      Status s = exporter.add(name, TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
-      ready_.putByte(s.isOk() ? 'k' : 'x');
-      if (!s.isOk()) return 1;
-      for (;;) {
-        if (!commands_.getByte(-1)) return 0;
-        ServerSnapshot snap = snapshotSelf(exporter);
-        answers_.put(&snap, sizeof snap);
-      }
+      return serveReports(impl, dir, name, ready_, commands_, answers_, snapshotSelf);
     });
     char c = 0;
     ok_ = ready_.get(&c, 1) && c == 'k';
