@@ -511,8 +511,8 @@ Curve runSharedCurve(const Config& cfg, Curves::Client& client, uint32_t procedu
 // A same-host ratio at 1 MiB against memcpy, paired: rounds alternate a burst of memcpy with
 // a burst of the lrpc call (the order alternates too), each burst timed on its own, and the
 // ratio is the median over the rounds of bandwidth(lrpc) / bandwidth(memcpy). The curves
-// measure memcpy and each lrpc curve seconds apart, and on this VM a 1 MiB memcpy moves
-// between 11 and 18 GB/s from one minute to the next.
+// measure memcpy and each lrpc curve seconds apart, and on a virtual machine memcpy's
+// bandwidth can change by half from one minute to the next.
 struct PairedRatio {
   std::string name;
   std::string floor;
@@ -854,7 +854,7 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
     std::printf("\n");
   }
   std::printf("\nCells: GB/s (10^9 bytes/s) of payload moved; echo counts both directions.\n");
-  // The targets, at 1 MiB: same host against memcpy, network against the TCP stream.
+  // The targets, at 1 MiB: same host against memcpy, network against the TCP stream.
   auto at = [&](const char* name, size_t bytes) -> double {
     for (const Curve& c : curves) {
       if (c.name != name) continue;

@@ -27,7 +27,8 @@ enum Op : uint32_t { kOpNull = 0, kOpAdd = 1, kOpBigIn = 2, kOpBigInOut = 3, kOp
 
 inline void cpuRelax() { __builtin_ia32_pause(); }
 
-// About 28 us of pauses here (27 ns each), lrpc's adaptive spin budget (kAdaptiveSpins).
+// About lrpc's adaptive spin budget (kAdaptiveSpins), so that an idle floor parks when lrpc's
+// server would.
 constexpr uint32_t kFloorParkSpins = 1024;
 
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected) {

@@ -1,7 +1,7 @@
 #pragma once
-// Idle/<path>: what a path costs once its calls stop, and what one binding holds. The
-// same-host issue asks that an idle server use under 1% of a core one second after the last
-// call, and that the memory of a binding (all its A-stacks) be reported.
+// Idle/<path>: what a path costs once its calls stop, and what one binding holds. The target:
+// an idle server uses under 1% of a core one second after the last call; and the memory of a
+// binding (all its A-stacks) is reported, so that what a client costs a server is known.
 //
 // Each repetition starts a fresh server (pinned to CPU 1 like the table's), makes
 // kIdleCallsEach calls of each of the four kinds, so that every server thread the binding can

@@ -1,7 +1,7 @@
 #pragma once
 // Paired cells: two paths measured in alternating bursts within one repetition, so that both
-// see the same host. On this kind of VM the cost of a cache-line handoff moves between about
-// 90 and 600 ns from one minute to the next (as the hypervisor places the two vCPUs and runs
+// see the same host. On a virtual machine the cost of a cache-line handoff can change several
+// times over from one minute to the next (as the hypervisor places the two vCPUs and runs
 // other guests), and a ratio of two cells taken seconds apart can report that instead of the
 // software.
 //
@@ -69,8 +69,8 @@ class PairSession final : public Session {
 namespace paired {
 
 // Untimed calls at the start of a burst: the first wakes this path's sleeping server, and
-// the other path's server needs its spin budget (about 28 us) to go to sleep (or a stopped
-// server's SIGSTOP to land).
+// the other path's server needs its spin budget (kAdaptiveSpins pauses, far less than this) to
+// go to sleep (or a stopped server's SIGSTOP to land).
 constexpr auto kWarmUp = std::chrono::microseconds(300);
 constexpr int kBurstCalls = 256;
 

@@ -36,8 +36,8 @@ if [ $quick = 1 ]; then
   args=(--benchmark_min_time=0.2 --benchmark_repetitions=1)
   curve_args=(--benchmark_min_time=0.05 --benchmark_repetitions=1)
 else
-  # Interleaved: the host's speed drifts by tens of percent over minutes on this kind of VM
-  # (steal time, the other vCPU's load), and a ratio of two paths measured minutes apart
+  # Interleaved: a virtual machine's speed can drift over minutes (steal time, the other
+  # vCPU's load), and a ratio of two paths measured minutes apart
   # reports the drift. In random order, each path's median is taken over the same stretch.
   args=(--benchmark_min_time=0.2 --benchmark_min_warmup_time=0.05 --benchmark_repetitions=9
         --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true)
@@ -95,7 +95,7 @@ if [ $curves = 1 ]; then
     echo "run.sh: gnuplot missing (cmake/install-deps.sh bench installs it): no plots" >&2
   fi
 fi
-# Bulk (issue 8): 4 KiB to 64 MiB on both paths with their floors (memcpy, TCP, UDP GSO), a
+# Bulk: 4 KiB to 64 MiB on both paths with their floors (memcpy, TCP, UDP GSO), a
 # separate binary because one call there takes up to a second (bench/README.md, "Bulk").
 bulk=$build/bench/lrpc_bulk_bench
 if [ $curves = 1 ] && [ -x "$bulk" ]; then

@@ -2,9 +2,9 @@
 // Tail/<path>: the latency distribution of single Null calls. Each repetition times
 // kTailCalls calls one by one (after kTailWarmUp untimed ones) and reports the counters p50_ns,
 // p99_ns, p999_ns and max_ns; the table gives their medians over the repetitions. Every sample
-// includes one clock reading (steady_clock through the vDSO, a few tens of ns on this kind of
-// VM), so p50 sits slightly above the Null row of the same path. Shared-memory IPC meets its
-// trouble in the tail (a preempted spinner, a wake-up that misses), which a mean hides.
+// includes one clock reading (steady_clock through the vDSO), so p50 sits slightly above the
+// Null row of the same path. Shared-memory IPC meets its trouble in the tail (a preempted
+// spinner, a wake-up that misses), which a mean hides.
 
 #include <algorithm>
 #include <chrono>

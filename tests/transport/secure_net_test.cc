@@ -286,7 +286,7 @@ TEST_F(SecureNet, ReplayedAndTamperedDatagramsRunNoCallAgain) {
   });
 }
 
-// The same attack on clear text does run calls again (the finding): what the test
+// The same attack on clear text does run calls again: what the test
 // above shows the secure transport prevents, and proof that the attack reaches the server.
 TEST_F(SecureNet, TheSameAttackOnClearTextRunsCallsAgain) {
   testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
