@@ -409,8 +409,8 @@ Result<HostedObject> proxyOf(const std::shared_ptr<Binding>& cap) noexcept {
                   "a Capability received untyped cannot be passed on to another peer: castAs its interface first");
   }
   if (cap->iface->forward == nullptr) {
-    return Status(Errc::kUnsupported, std::string("capability of ") + cap->iface->name +
-                                          " cannot be passed on: its stubs were generated without forwarding");
+    return Status(Errc::kUnsupported, {"capability of ", cap->iface->name,
+                                       " cannot be passed on: its stubs were generated without forwarding"});
   }
   try {
     return HostedObject{cap->iface, cap->iface->forward(cap)};
@@ -446,10 +446,10 @@ Result<uint32_t> idInFrame(const Binding& via, const std::shared_ptr<Binding>& c
   if (conn.channel->hostedObject() == nullptr) {
     Result<uint32_t> id = conn.channel->exportCallback(conn, *hosted);
     if (id.isOk() || id.status().code() != Errc::kUnsupported) return id;
-    return Status(Errc::kUnsupported, std::string(proxy ? "passing on a capability of another binding (a proxy, "
-                                                          "which this process would serve as a callback): "
-                                                        : "passing an object this process serves (a callback): ") +
-                                          id.status().detail());
+    return Status(Errc::kUnsupported, {proxy ? "passing on a capability of another binding (a proxy, which this "
+                                               "process would serve as a callback): "
+                                             : "passing an object this process serves (a callback): ",
+                                       id.status().detail()});
   }
   // An in-process object: ClientCaps puts it in that object's table for the call.
   return Status(Errc::kInvalidArgument, "an object for an in-process call goes through ClientCaps");

@@ -270,7 +270,7 @@ Result<int> CompletionQueue::fd() noexcept {
   if (event_.valid()) return event_.get();
   if (stop_) return Status(Errc::kCancelled, "the completion queue is stopped");
   OwnedFd event(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!event.valid()) return Status(Errc::kIoError, std::string("eventfd: ") + std::strerror(errno));
+  if (!event.valid()) return Status::fromErrno(errno, "eventfd");
   event_ = std::move(event);
   try {
     waiter_ = std::thread([this] { waiterLoop(); });

@@ -131,8 +131,8 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, Duration callTimeout, det
     if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
     if (detail::monotonicNs() >= deadline) {
       if (callDeadline) return Status(Errc::kDeadlineExceeded, "deadline passed waiting for a free A-stack");
-      return Status(Errc::kResourceExhausted, std::string("all A-stacks of ") + iface_.name + "." +
-                                                  iface_.procedures[p].name + " stayed in use");
+      return Status(Errc::kResourceExhausted,
+                    {"all A-stacks of ", iface_.name, ".", iface_.procedures[p].name, " stayed in use"});
     }
     // Yield first (an A-stack usually comes back within a call's time), then sleep briefly.
     if (round < 64) {
@@ -418,7 +418,7 @@ Result<uint32_t> LocalBinding::exportCallback(const HostedObject& object, uint32
       try {
         return detail::CallbackHost::start(limit, &peerEnd, detail::GuestSeats{base_, &layout_});
       } catch (const std::exception& e) {  // thread or allocation failure
-        return Status(Errc::kResourceExhausted, std::string("callback host: ") + e.what());
+        return Status(Errc::kResourceExhausted, {"callback host: ", e.what()});
       }
     }();
     if (!host.isOk()) return host.status();

@@ -113,12 +113,8 @@ namespace detail {
 
 void ReplyBase::dropped() noexcept {
   if (!call_) return;
-  // Building the text can run out of memory: the caller still learns that nobody will answer.
-  Status s(Errc::kServerFault);
-  try {
-    s = Status(Errc::kServerFault, std::string(method_) + ": the handler dropped its reply without answering");
-  } catch (...) {
-  }
+  // Without memory for the text the caller still learns, from the code, that nobody will answer.
+  Status s(Errc::kServerFault, {method_, ": the handler dropped its reply without answering"});
   std::unique_ptr<DeferredCall> call = std::move(call_);
   call->finish(std::move(s), nullptr, nullptr);
 }

@@ -410,7 +410,7 @@ void UdpChannel::sendHeldLocked() noexcept {
     if (n == 0) return;
     ++stats_.requestSends;
     Status s = endpoint_->send({out, n});
-    if (s.code() == Errc::kPeerDied) die(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
+    if (s.code() == Errc::kPeerDied) die(Status(Errc::kPeerDied, {"server ", server_.text(), " unreachable"}));
     n = 0;
   };
   for (uint32_t seq : held_) {
@@ -432,7 +432,7 @@ void UdpChannel::sendRequest(Pending& p, bool resend) noexcept {
     std::span<const std::byte> body = p.request.plain();  // it borrows nothing (call())
     OutDatagram d{server_, {{&h, sizeof h}, {const_cast<std::byte*>(body.data()), body.size()}}, 2};
     Status s = endpoint_->send({&d, 1});
-    if (s.code() == Errc::kPeerDied) die(Status(Errc::kPeerDied, "server " + server_.toString() + " unreachable"));
+    if (s.code() == Errc::kPeerDied) die(Status(Errc::kPeerDied, {"server ", server_.text(), " unreachable"}));
     return;
   }
   h.flags |= kFlagFragment;

@@ -39,8 +39,8 @@ void UdpChannel::onTimers(Clock::time_point now) noexcept {
     if (now < p.nextRetransmit) continue;
     if (++p.retries > options_.maxRetries) {
       // A silent server: this channel's other calls and all later ones fail too.
-      die(Status(Errc::kPeerDied, "no answer from " + server_.toString() + " after " +
-                                      std::to_string(options_.maxRetries) + " retransmissions"));
+      die(Status(Errc::kPeerDied, {"no answer from ", server_.text(), " after ",
+                                   lrpc::detail::Decimal(options_.maxRetries), " retransmissions"}));
       return;
     }
     ++stats_.retransmits;
@@ -75,8 +75,8 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     // have run there before: they fail. Calls made from now on go out on a new session.
     if (!lost_) {
       loseSession();
-      failAll(Status(Errc::kPeerDied, "server " + server_.toString() +
-                                          " lost the session (restarted?); the call may have run"));
+      failAll(Status(Errc::kPeerDied,
+                     {"server ", server_.text(), " lost the session (restarted?); the call may have run"}));
     }
     return;
   }

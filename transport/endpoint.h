@@ -26,6 +26,17 @@ struct NetAddress {
   uint16_t port = 0;
   friend bool operator==(const NetAddress&, const NetAddress&) = default;
   std::string toString() const;
+  // "1.2.3.4:80" made without allocating, for a Status's pieces in a noexcept function.
+  class Text {
+   public:
+    operator std::string_view() const noexcept { return {buf_, len_}; }  // NOLINT: implicit
+
+   private:
+    friend struct NetAddress;
+    char buf_[24];  // "255.255.255.255:65535" and its terminator
+    size_t len_ = 0;
+  };
+  Text text() const noexcept;
 };
 // "1.2.3.4:80" or "host:80" (resolved with getaddrinfo, IPv4 only).
 Result<NetAddress> parseAddress(std::string_view hostPort);

@@ -201,7 +201,7 @@ Status UdpServer::attachCallbacks(PeerCallbacks& pc, std::span<const std::byte> 
     pc.port = back.port;
     return {};
   } catch (const std::exception& e) {
-    return Status(Errc::kResourceExhausted, std::string("callback channel: ") + e.what());
+    return Status(Errc::kResourceExhausted, {"callback channel: ", e.what()});
   }
 }
 

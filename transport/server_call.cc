@@ -199,7 +199,7 @@ void UdpServer::finishDeferred(const Job& job, DeferLink& link) noexcept {
 Status UdpServer::execute(const Job& job, MessageBuffer& fixed, bool* deferred) noexcept {
   Slot& slot = *job.slot;
   const InterfaceDescriptor& iface = *job.service->iface;
-  if (slot.procedure >= iface.procedureCount) return Status(Errc::kInvalidArgument, "no procedure " + std::to_string(slot.procedure));
+  if (slot.procedure >= iface.procedureCount) return Status(Errc::kInvalidArgument, {"no procedure ", lrpc::detail::Decimal(slot.procedure)});
   const ProcedureDescriptor& pd = iface.procedures[slot.procedure];
   std::span<const std::byte> frame = std::as_const(*slot.request).span();
   if (frame.size() < pd.argsSize) return Status(Errc::kBadFrame, "request shorter than the argument frame");

@@ -26,12 +26,20 @@ sockaddr_in toSockaddr(const NetAddress& a) noexcept {
 
 NetAddress fromSockaddr(const sockaddr_in& s) noexcept { return NetAddress{s.sin_addr.s_addr, ntohs(s.sin_port)}; }
 
-std::string NetAddress::toString() const {
-  char buf[INET_ADDRSTRLEN] = {};
+std::string NetAddress::toString() const { return std::string(std::string_view(text())); }
+
+NetAddress::Text NetAddress::text() const noexcept {
+  Text t;
   in_addr a{};
   a.s_addr = ip;
-  ::inet_ntop(AF_INET, &a, buf, sizeof buf);
-  return std::string(buf) + ":" + std::to_string(port);
+  if (::inet_ntop(AF_INET, &a, t.buf_, INET_ADDRSTRLEN) == nullptr) t.buf_[0] = '\0';
+  t.len_ = std::strlen(t.buf_);
+  t.buf_[t.len_++] = ':';
+  const lrpc::detail::Decimal decimal(port);  // the view below points into it
+  const std::string_view digits = decimal;
+  std::memcpy(t.buf_ + t.len_, digits.data(), digits.size());
+  t.len_ += digits.size();
+  return t;
 }
 
 Result<NetAddress> parseAddress(std::string_view hostPort) {

@@ -34,6 +34,20 @@ Status::Status(Errc code, std::string_view detail) noexcept : bits_(bare(code)) 
   }
 }
 
+Status::Status(Errc code, std::initializer_list<std::string_view> pieces) noexcept : bits_(bare(code)) {
+  if (code == Errc::kOk) return;
+  try {
+    size_t n = 0;
+    for (std::string_view p : pieces) n += p.size();
+    std::string detail;
+    detail.reserve(n);
+    for (std::string_view p : pieces) detail += p;
+    bits_ = makeRecord(code, std::move(detail));
+  } catch (...) {
+    // No memory for the detail: keep the bare code.
+  }
+}
+
 Errc Status::recordCode() const noexcept { return reinterpret_cast<const Record*>(bits_)->code; }
 
 uintptr_t Status::copyRecord() const noexcept {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <string_view>
@@ -54,6 +55,10 @@ class [[nodiscard]] Status {
   Status(Errc code, std::string&& detail) noexcept;
   Status(Errc code, std::string_view detail) noexcept;
   Status(Errc code, const char* detail) noexcept : Status(code, std::string_view(detail)) {}
+  // The detail joined from `pieces`, without throwing: for a detail that names run-time values
+  // ({"no answer from ", address.text(), " after ", detail::Decimal(n), " tries"}), where a
+  // std::string built at the call site could throw inside a noexcept function.
+  Status(Errc code, std::initializer_list<std::string_view> pieces) noexcept;
   Status(const Status& o) noexcept : bits_(o.isHeap() ? o.copyRecord() : o.bits_) {}
   Status(Status&& o) noexcept : bits_(std::exchange(o.bits_, 0)) {}
   Status& operator=(const Status& o) noexcept {
@@ -103,6 +108,23 @@ class [[nodiscard]] Status {
 static_assert(sizeof(Status) == sizeof(void*));
 
 namespace detail {
+// A number as text, made without allocating, for a Status's pieces. The text lives in the
+// object: a view of a temporary Decimal is good only until the end of its full expression.
+class Decimal {
+ public:
+  explicit Decimal(uint64_t value) noexcept {
+    do {
+      buf_[--start_] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    } while (value != 0);
+  }
+  operator std::string_view() const noexcept { return {buf_ + start_, sizeof buf_ - start_}; }  // NOLINT: implicit
+
+ private:
+  char buf_[20];  // UINT64_MAX has 20 digits
+  uint8_t start_ = sizeof buf_;
+};
+
 [[noreturn]] void checkFailed(const char* file, int line, const char* cond, const char* msg) noexcept;
 [[noreturn]] void valueOfError(const Status& status) noexcept;
 }  // namespace detail

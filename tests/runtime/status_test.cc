@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace lrpc {
 namespace {
@@ -18,6 +20,22 @@ TEST(StatusTest, CarriesCodeAndDetail) {
   EXPECT_FALSE(s.isOk());
   EXPECT_TRUE(s == Errc::kPeerDied);
   EXPECT_EQ(s.toString(), "peer died: server exited");
+}
+
+// The form for noexcept code: the detail is joined inside the Status, numbers become text
+// without allocating.
+TEST(StatusTest, DetailJoinedFromPieces) {
+  Status s(Errc::kPeerDied, {"no answer from ", "10.0.0.1:80", " after ", detail::Decimal(7), " tries"});
+  EXPECT_EQ(s.code(), Errc::kPeerDied);
+  EXPECT_EQ(s.detail(), "no answer from 10.0.0.1:80 after 7 tries");
+  EXPECT_EQ(std::string_view(detail::Decimal(0)), "0");
+  EXPECT_EQ(std::string_view(detail::Decimal(UINT64_MAX)), "18446744073709551615");
+  EXPECT_EQ(std::string_view(detail::Decimal(1000)), "1000");
+  // An ok code stays ok whatever the pieces, and no pieces is a bare error.
+  EXPECT_TRUE(Status(Errc::kOk, {"ignored", "too"}).isOk());
+  Status bare(Errc::kBadFrame, std::initializer_list<std::string_view>{});
+  EXPECT_EQ(bare.code(), Errc::kBadFrame);
+  EXPECT_EQ(bare.detail(), "");
 }
 
 TEST(StatusTest, FromErrnoNamesTheCall) {
