@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/contract.h"
 
 namespace lrpc {
 
@@ -21,7 +22,6 @@ namespace lrpc {
 struct InterfaceDescriptor;
 
 inline constexpr uint32_t kRegionMagic = 0x4350524c;  // "LRPC" in memory order
-inline constexpr uint32_t kRegionVersion = 4;
 inline constexpr uint32_t kCacheLine = 64;
 // Bytes of each of the two control blocks of an A-stack: the call block opens its first cache
 // line (the arguments follow it), the return block opens a later line (the results follow it).

@@ -58,11 +58,11 @@ Status Connection::handshake() {
     return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
   }
   // A callback host (runtime/callbacks.h) has no Exporter to report on.
-  if (hello.magic == detail::kQueryMagic && hello.version == detail::kProtocolVersion && exp->owner->self != nullptr) {
+  if (hello.magic == detail::kQueryMagic && hello.version == kVersion && exp->owner->self != nullptr) {
     query = true;  // run() serves it: no region, no binding
     return {};
   }
-  if (hello.magic != detail::kHelloMagic || hello.version != detail::kProtocolVersion) {
+  if (hello.magic != detail::kHelloMagic || hello.version != kVersion) {
     return Status(Errc::kBindingRejected, "not an lrpc client, or another protocol version");
   }
   const InterfaceDescriptor& iface = *exp->iface;
@@ -85,7 +85,7 @@ Status Connection::handshake() {
   if (::getrandom(&key, sizeof key, 0) != sizeof key) return Status::fromErrno(errno, "getrandom");
   RegionHeader header{};
   header.magic = kRegionMagic;
-  header.version = kRegionVersion;
+  header.version = kVersion;
   header.interfaceId = iface.id;
   header.signatureHash = iface.signatureHash;
   header.astackCount = layout.astackCount();

@@ -33,13 +33,20 @@
 #include "runtime/base/status.h"
 #include "runtime/pending.h"
 
-// Generated headers check this against the value they were generated for.
-#define LRPC_STUB_ABI_VERSION 1
+// The one version of everything lrpc shares across a process boundary or with generated code:
+// the frame layout above, the A-stack region and the same-host socket protocol
+// (runtime/astack_format.md), the UDP wire format (transport/wire_format.md), the secure
+// handshake's messages (transport/secure/README.md) and this contract. A change to any of them
+// moves it on, so a peer, a region or a generated file of another version is refused as such,
+// never half understood. Generated headers check it with #if.
+#define LRPC_VERSION 4
 
 static_assert(std::endian::native == std::endian::little,
               "lrpc frames are little-endian and copied as host bytes; big-endian hosts are unsupported");
 
 namespace lrpc {
+
+inline constexpr uint8_t kVersion = LRPC_VERSION;
 
 class Binding;
 class CallChannel;

@@ -27,7 +27,7 @@ Result<std::shared_ptr<Binding>> importOverSocket(OwnedFd sock, std::string_view
   if (!layout.isOk()) return layout.status();
   detail::Hello hello{};
   hello.magic = detail::kHelloMagic;
-  hello.version = detail::kProtocolVersion;
+  hello.version = kVersion;
   hello.interfaceId = iface.id;
   hello.signatureHash = iface.signatureHash;
   hello.procedureCount = iface.procedureCount;
@@ -59,7 +59,7 @@ Result<std::shared_ptr<Binding>> importOverSocket(OwnedFd sock, std::string_view
   if (!region.isOk()) return region.status();
   RegionHeader header;
   std::memcpy(&header, region->data(), sizeof header);
-  if (header.magic != kRegionMagic || header.version != kRegionVersion || header.interfaceId != iface.id ||
+  if (header.magic != kRegionMagic || header.version != kVersion || header.interfaceId != iface.id ||
       header.signatureHash != iface.signatureHash || header.astackCount != layout->astackCount()) {
     return Status(Errc::kBindingRejected, "A-stack region header does not match the interface");
   }

@@ -45,7 +45,7 @@ Result<OwnedFd> connectQuery(std::string_view name, const QueryOptions& options,
   info->uid = cred.uid;
   detail::Hello hello{};
   hello.magic = detail::kQueryMagic;
-  hello.version = detail::kProtocolVersion;
+  hello.version = kVersion;
   copyText(hello.interfaceName, "lrpc query");
   Status sent = detail::sendMessage(sock.get(), &hello, sizeof hello);
   detail::Welcome welcome{};

@@ -25,11 +25,11 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/status.h"
+#include "runtime/contract.h"
 
 namespace lrpc::detail {
 
 inline constexpr uint32_t kHelloMagic = 0x4c525048;  // "HPRL"
-inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr size_t kDetailBytes = 384;
 
 struct Hello {

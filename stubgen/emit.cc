@@ -6,7 +6,9 @@
 
 #include <functional>
 #include <set>
+#include <string>
 
+#include "runtime/contract.h"  // LRPC_VERSION, which every generated header checks
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_parts.h"
 #include "stubgen/emit_struct.h"
@@ -57,8 +59,10 @@ FileText emitFile(const FileModel& f) {
   }
   if (deferred) h += "#include \"runtime/reply.h\"\n";  // what a deferred handler answers with
   for (const auto& inc : f.includes) h += "#include \"" + inc + "\"\n";
-  h += "\n#if LRPC_STUB_ABI_VERSION != 1\n";
-  h += "#error \"" + f.baseName + ".lrpc.h was generated for lrpc stub ABI 1: regenerate it with this tree's capnpc-lrpc\"\n";
+  const std::string version = std::to_string(LRPC_VERSION);
+  h += "\n#if LRPC_VERSION != " + version + "\n";
+  h += "#error \"" + f.baseName + ".lrpc.h was generated for lrpc version " + version +
+       ": regenerate it with this tree's capnpc-lrpc\"\n";
   h += "#endif\n\n";
   if (!f.doc.empty()) h += docLines(f.doc, 0) + "\n";
   h += nsOpen(f);

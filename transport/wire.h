@@ -12,13 +12,13 @@
 #include <type_traits>
 
 #include "runtime/base/status.h"
+#include "runtime/contract.h"
 
 namespace lrpc::net {
 
 inline constexpr uint16_t kMagic = 0x524c;  // "LR" on the wire
 // 2: acks carry a 2048-fragment bitmap; 3: kRunning, sequence numbers wrap modulo 2^32;
 // 4: a reply may carry releases (kFlagReleases).
-inline constexpr uint8_t kVersion = 4;
 
 // One U-Net cell: header and payload of a single-cell message. 64 bytes is one cache line,
 // so a single-cell message is read and written as one line, and it holds the paper's

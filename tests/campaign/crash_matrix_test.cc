@@ -188,7 +188,7 @@ TEST_F(KillClient, KillClientDuringImportAfterHello) {
       if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 1;
       detail::Hello hello{};
       hello.magic = detail::kHelloMagic;
-      hello.version = detail::kProtocolVersion;
+      hello.version = kVersion;
       hello.interfaceId = TestService::kDescriptor.id;
       hello.signatureHash = TestService::kDescriptor.signatureHash;
       hello.procedureCount = TestService::kDescriptor.procedureCount;

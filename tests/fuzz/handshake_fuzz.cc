@@ -131,7 +131,7 @@ void run(Reader& in) {
     detail::Hello h;
     std::memcpy(&h, hello.data(), sizeof h);
     h.magic = detail::kHelloMagic;
-    h.version = detail::kProtocolVersion;
+    h.version = kVersion;
     h.interfaceId = kFuzzDescriptor.id;
     h.signatureHash = kFuzzDescriptor.signatureHash;
     h.procedureCount = kFuzzDescriptor.procedureCount;

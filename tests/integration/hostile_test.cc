@@ -48,7 +48,7 @@ class RawBinding {
     if (!sock.valid()) return std::nullopt;
     detail::Hello hello{};
     hello.magic = detail::kHelloMagic;
-    hello.version = detail::kProtocolVersion;
+    hello.version = kVersion;
     hello.interfaceId = TestService::kDescriptor.id;
     hello.signatureHash = TestService::kDescriptor.signatureHash;
     hello.procedureCount = TestService::kDescriptor.procedureCount;

@@ -375,7 +375,7 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
     to.sin_port = htons(server.port());
     ::inet_pton(AF_INET, pair_.ipA().c_str(), &to.sin_addr);
     std::vector<uint8_t> forged(secure::hello::kBytes, 0x33);
-    secure::putPrefix(forged.data(), secure::MessageType::kHello, secure::kSecureVersion);
+    secure::putPrefix(forged.data(), secure::MessageType::kHello, kVersion);
     for (int i = 0; i < 5000; ++i) {
       if (i % 10 == 0) {
         auto init = secure::Initiator::create(newKey(), serverKey_.publicKey());

@@ -62,7 +62,7 @@ Result<uint32_t> randomIndex(const std::function<bool(uint32_t)>& inUse) {
 }
 
 bool validPrefix(Bytes m, MessageType type, size_t size) {
-  return m.size() == size && peekType(m.data(), m.size()) == static_cast<uint8_t>(type) && m[3] == kSecureVersion;
+  return m.size() == size && peekType(m.data(), m.size()) == static_cast<uint8_t>(type) && m[3] == kVersion;
 }
 
 }  // namespace
@@ -100,7 +100,7 @@ Result<std::vector<uint8_t>> Initiator::writeHello(Timestamp now, Instant clock)
   }
 
   std::vector<uint8_t> m(hello::kBytes, 0);
-  putPrefix(m.data(), MessageType::kHello, kSecureVersion);
+  putPrefix(m.data(), MessageType::kHello, kVersion);
   putU32(m.data() + hello::kSender, *index);
   SymmetricState s = startHandshake(responder_, Bytes(m.data(), hello::kEphemeral));
 
@@ -253,7 +253,7 @@ Result<HelloOutcome> Responder::cookieReply(Bytes m, Bytes source, Instant now) 
   HelloOutcome out;
   out.reply.assign(cookie_reply::kBytes, 0);
   uint8_t* r = out.reply.data();
-  putPrefix(r, MessageType::kCookieReply, kSecureVersion);
+  putPrefix(r, MessageType::kCookieReply, kVersion);
   std::memcpy(r + cookie_reply::kReceiver, m.data() + hello::kSender, 4);
   std::array<uint8_t, kNonceBytes> nonce{};
   if (Status s = randomBytes(nonce); !s.isOk()) return s;
@@ -327,7 +327,7 @@ Result<HelloOutcome> Responder::readHello(Bytes m, Bytes source, Instant now) {
   HelloOutcome out;
   out.reply.assign(reply::kBytes, 0);
   uint8_t* r = out.reply.data();
-  putPrefix(r, MessageType::kReply, kSecureVersion);
+  putPrefix(r, MessageType::kReply, kVersion);
   std::memcpy(r + reply::kReceiver, m.data() + hello::kSender, 4);
   std::memcpy(r + reply::kEphemeral, eph->publicKey().bytes.data(), kKeyBytes);
   s.mixHash(eph->publicKey().bytes);

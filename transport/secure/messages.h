@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/contract.h"
+
 namespace lrpc::secure {
 
 inline constexpr uint16_t kSecureMagic = 0x534c;  // "LS" on the wire
-inline constexpr uint8_t kSecureVersion = 1;
 
 enum class MessageType : uint8_t {
   kHello = 1,        // initiator -> responder: Noise IK message 1

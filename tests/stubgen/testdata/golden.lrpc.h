@@ -18,8 +18,8 @@
 #include "runtime/reply.h"
 #include "golden_base.lrpc.h"
 
-#if LRPC_STUB_ABI_VERSION != 1
-#error "golden.lrpc.h was generated for lrpc stub ABI 1: regenerate it with this tree's capnpc-lrpc"
+#if LRPC_VERSION != 4
+#error "golden.lrpc.h was generated for lrpc version 4: regenerate it with this tree's capnpc-lrpc"
 #endif
 
 namespace golden::v1 {
