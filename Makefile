@@ -61,6 +61,9 @@ FUZZ_TARGETS = tests/fuzz/dispatch_fuzz:tests/fuzz/corpus/dispatch \
                tests/fuzz/packet_fuzz:tests/fuzz/corpus/packet \
                tests/fuzz/segment_fuzz:tests/fuzz/corpus/segment \
                tests/fuzz/handshake_fuzz:tests/fuzz/corpus/handshake \
+               tests/fuzz/nested_fuzz:tests/fuzz/corpus/nested \
+               tests/fuzz/caps_fuzz:tests/fuzz/corpus/caps \
+               tests/fuzz/secure_endpoint_fuzz:tests/fuzz/corpus/secure_endpoint \
                tests/fuzz/secure_fuzz:
 fuzz: deps
 	@$(call configure,build-fuzz,-DLRPC_BUILD_TESTS=ON -DLRPC_BUILD_FUZZ=ON \

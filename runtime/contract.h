@@ -170,7 +170,7 @@ Into<T> into(T& target) noexcept {
 // lrpc::Box<T>: how a generated struct holds a struct that can contain it again (Foo holds a
 // Bar that holds a Foo). A C++ value cannot contain itself, so such a field is a nullable,
 // owning pointer with value semantics: copies are deep, an empty Box is what Cap'n Proto calls
-// a null struct pointer, and it travels as a struct VarRef of length 0 (see head() below).
+// a null struct pointer, and it travels as a struct VarRef of length 0 (runtime/codec.h).
 template <class T>
 class Box {
  public:
@@ -323,7 +323,7 @@ std::vector<uint8_t> resultBuffer() noexcept;
 
 namespace detail {
 
-// The tunnel procedure's frames (see the top of this file).
+// The tunnel procedure's frames (how the tunnel works: runtime/capability.h).
 struct CapCallArgs {
   VarRef frame;        // the inner argument frame, in the tail
   uint32_t object;     // the capability's id

@@ -7,7 +7,7 @@
 // Thread safety: any number of threads may call through one LocalBinding at once. The call
 // path takes no lock: an A-stack is owned by one call from pop() to push(), and everything
 // per-A-stack (Slot) is touched only by its current owner. The socket (first use of an
-// A-stack, out-of-band segments) is serialized by sockMu_, off the fast path.
+// A-stack, out-of-band segments) is serialized by Slow::sockMu, off the fast path.
 #pragma once
 
 #include <atomic>
