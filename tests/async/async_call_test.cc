@@ -278,9 +278,13 @@ TEST_P(AsyncCalls, CancelAfterCompletionKeepsTheResult) {
   }
   p.cancel();
   EXPECT_EQ(p.wait().value(), 11u);
-  // Completed on the server, but nobody has looked yet: still kept.
+  // Completed on the server, but nobody has looked yet: still kept. The server counts the echo
+  // as it runs it (ran()), which is when it completes; the sleep after that leaves time for its
+  // reply to be sent, so the test no longer guesses how long a loaded machine takes to run it.
+  const uint64_t before = client().ran().value();
   auto q = client().async().echo(12);
-  std::this_thread::sleep_for(50ms);
+  while (client().ran().value() == before && Clock::now() < end) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);
   q.cancel();
   EXPECT_EQ(q.wait().value(), 12u);
 }
