@@ -1,7 +1,8 @@
 // Robustness across "two hosts" (the server forked into namespace A, the client in B): a slow
 // handler stalls no one else, a handler slower than the client's give-up time still returns
 // its result, a channel whose server died behind a packet drop fails later calls at once,
-// and a channel whose server restarted opens a new session for new calls.
+// a channel whose server restarted opens a new session for new calls, and a server whose every
+// handler slot is taken still answers.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,6 +24,15 @@ using Clock = std::chrono::steady_clock;
 
 uint16_t serveSvc(const std::string& bind) {
   return testing::startUdpServer(bind, testing::clearTextServer(), [](UdpServer& server) {
+    return server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
+  });
+}
+
+// The same service with one handler slot: a slow call takes all of it.
+uint16_t serveSvcOneWorker(const std::string& bind) {
+  ServerOptions so = testing::clearTextServer();
+  so.workers = 1;
+  return testing::startUdpServer(bind, so, [](UdpServer& server) {
     return server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
   });
 }
@@ -133,6 +143,49 @@ TEST_F(NetRobust, HandlerSlowerThanTheGiveUpTimeReturnsItsResult) {
     // The caller's own deadline still ends such a call.
     auto d = testing::callSlowToken(*c->binding, 8, 1000, CallOptions{std::chrono::milliseconds(200)});
     EXPECT_EQ(d.status(), Errc::kDeadlineExceeded) << d.status().toString();
+  });
+}
+
+// With every handler slot taken the server still reads its socket: a new client's session
+// opens, a slow call's retransmissions are answered "still running" (so clients that give up
+// after 150 ms of silence keep waiting), and the call that arrived meanwhile runs once the
+// slot is free, exactly once.
+TEST_F(NetRobust, EveryHandlerSlotTakenTheServerStillAnswers) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", serveSvcOneWorker);
+  ASSERT_NE(server.port(), 0);
+  const std::string hostPort = pair_.ipA() + ":" + std::to_string(server.port());
+  runIn(pair_.nsPath(false), [&] {
+    ClientOptions co;
+    co.initialRto = std::chrono::milliseconds(10);
+    co.maxRto = std::chrono::milliseconds(40);
+    co.maxRetries = 4;
+    auto slowClient = open(hostPort, co);
+    ASSERT_TRUE(slowClient.isOk()) << slowClient.status().toString();
+    std::atomic<bool> slowReturned{false};
+    Result<uint64_t> slowResult = Status(Errc::kCancelled, "not run");
+    std::thread slow([&] {
+      slowResult = testing::callSlowToken(*slowClient->binding, 7, 1500);
+      slowReturned.store(true);
+    });
+    // The server has the call (it answered a retransmission "still running"): the slot is taken.
+    const auto end = Clock::now() + std::chrono::seconds(10);
+    while (slowClient->channel->stats().running == 0 && !slowReturned.load() && Clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto other = open(hostPort, co);
+    ASSERT_TRUE(other.isOk()) << other.status().toString();
+    EXPECT_FALSE(slowReturned.load()) << "the new session waited for the slow handler";
+    auto r = testing::callToken(*other->binding, 100);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(*r, 300u);
+    slow.join();
+    ASSERT_TRUE(slowResult.isOk()) << slowResult.status().toString();
+    EXPECT_EQ(*slowResult, 21u);
+    for (uint64_t t : {uint64_t{7}, uint64_t{100}}) {
+      auto q = testing::queryToken(*other->binding, t);
+      ASSERT_TRUE(q.isOk()) << q.status().toString();
+      EXPECT_EQ(*q, 1u) << "token " << t;
+    }
   });
 }
 
