@@ -40,6 +40,13 @@ namespace lrpc {
 
 
 namespace detail {
+// Copies the bytes `ref` names (checked against `tail` already) into `out`: assign, one pass,
+// where resize and memcpy would zero them first.
+inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+  const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
+  out.assign(p, p + ref.length);
+}
+
 // Checks that `ref` (already copied out of the frame) names `elemSize`-aligned bytes
 // inside a tail of `tailSize` bytes. Used by generated code on both sides.
 inline bool varRefOk(VarRef ref, size_t tailSize, size_t elemSize) noexcept {

@@ -23,9 +23,11 @@
 #pragma once
 
 #include <bit>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -257,6 +259,38 @@ struct VarRef {
   uint32_t length;
 };
 static_assert(sizeof(VarRef) == 8 && alignof(VarRef) == 4);
+
+// The contract between generated client code and a path: exactly these members, used in this
+// order, on a RemoteCall (remote_call.h, the message path) or a LocalCall (local_call.h, A-stacks):
+//   status()        why the call could not start (no A-stack, dead peer), else ok
+//   binding()       the binding the call goes through (capabilities in its frames name its tables)
+//   args()          the fixed argument part, argsSize bytes, zeroed
+//   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
+//                   contents are unspecified: generated code writes every byte, gaps included
+//   resultTailApart(value)  (before invoke, only where the sole variable-size result is Data)
+//                   the result tail may arrive apart from the frame, straight into `value`,
+//                   the vector that will hold that result; see takeResultBytes
+//   invoke()        transfer control and wait for the result or an error
+//   results()       the fixed result part, resultsSize bytes (valid after an ok invoke)
+//   resultTail()    the result tail as the server wrote it (bounded, but unchecked content)
+//   takeResultBytes(tail, ref, out)  sets `out` to the Data value `ref` names in `tail`
+//                   (resultTail(), ref checked against it): a copy, or, where the tail arrived
+//                   apart in `out` itself, `out` cut to the value
+// plus copyTail(dst, src, n), which writes one value into the reserved tail.
+template <class C>
+concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const void* src,
+                        std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+  { ccall.status() } -> std::convertible_to<const Status&>;
+  { ccall.binding() } -> std::same_as<const Binding&>;
+  { call.args() } -> std::same_as<std::byte*>;
+  { call.argTail(n) } -> std::same_as<Result<std::span<std::byte>>>;
+  call.copyTail(dst, src, n);
+  call.resultTailApart(out);
+  { call.invoke() } -> std::same_as<Status>;
+  { ccall.results() } -> std::same_as<const std::byte*>;
+  { ccall.resultTail() } -> std::same_as<std::span<const std::byte>>;
+  call.takeResultBytes(tail, ref, out);
+};
 
 // The schema's `Capability`: a capability whose interface the schema does not name
 // (idl/README.md, "Capabilities"). It travels like any other, and castAs<Foo>() makes a

@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "runtime/call.h"
+#include "runtime/codec.h"
 #include "runtime/local_binding.h"
 
 namespace lrpc {

@@ -1,6 +1,7 @@
 // The message path of a call: a RemoteCall builds the frame in a MessageBuffer and hands it to
 // a CallChannel (the UDP transport, or a capability's channel), which carries it and returns
-// the reply. The generated stub's copy code is the same as on the A-stack path (runtime/call.h).
+// the reply. The generated stub's copy code is the same as on the A-stack path: both model the
+// Call concept of runtime/contract.h.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/call.h"
+#include "runtime/codec.h"
 #include "runtime/contract.h"
 #include "runtime/pending.h"
 

@@ -1,6 +1,6 @@
 // What generated source files (foo.lrpc.cc) are compiled against, and nothing else includes
-// for its own sake: both call paths (runtime/remote_call.h, runtime/local_call.h) and the Call
-// concept they model (runtime/call.h), the ServerCall a generated dispatch reads and writes
+// for its own sake: both call paths (runtime/remote_call.h, runtime/local_call.h), which model
+// the Call concept of runtime/contract.h, the ServerCall a generated dispatch reads and writes
 // (runtime/server_call.h), the codec's templates and the capability tables. The types a
 // generated header names are in runtime/contract.h; user code that includes only foo.lrpc.h
 // compiles none of this.
@@ -8,7 +8,6 @@
 
 #include <memory>
 
-#include "runtime/call.h"
 #include "runtime/capability.h"
 #include "runtime/codec.h"
 #include "runtime/codec_view.h"

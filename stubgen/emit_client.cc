@@ -133,21 +133,21 @@ void emitClientClass(const InterfaceDecl& d, std::string& out, std::string& defs
   out += "  // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).\n";
   for (const auto& m : d.methods) {
     std::string ps = paramList(m);
-    out += "  template <class Call>\n";
+    out += "  template <::lrpc::Call C>\n";
     out += "  static ::lrpc::Status " + m.name + "In_(" + halfParams(m, true) + ");\n";
     if (!m.results.empty()) {
-      out += "  template <class Call>\n";
+      out += "  template <::lrpc::Call C>\n";
       out += "  static ::lrpc::Status " + m.name + "Read_(" + halfParams(m, false) + ", " + replyValue(m) + "& out_);\n";
     }
-    out += "  template <class Call>\n";
+    out += "  template <::lrpc::Call C>\n";
     out += "  static " + returnType(m) + " " + m.name + "Out_(" + halfParams(m, false) + ");\n";
     if (!m.results.empty()) {
-      out += "  template <class Call>\n";
-      out += "  static ::lrpc::Status " + m.name + "To_(Call& call_" + (ps.empty() ? "" : ", " + ps) + ", " +
+      out += "  template <::lrpc::Call C>\n";
+      out += "  static ::lrpc::Status " + m.name + "To_(C& call_" + (ps.empty() ? "" : ", " + ps) + ", " +
              replyValue(m) + "& out_);\n";
     }
-    out += "  template <class Call>\n";
-    out += "  static " + returnType(m) + " " + m.name + "Via(Call& call_" + (ps.empty() ? "" : ", " + ps) + ");\n";
+    out += "  template <::lrpc::Call C>\n";
+    out += "  static " + returnType(m) + " " + m.name + "Via(C& call_" + (ps.empty() ? "" : ", " + ps) + ");\n";
   }
   out += "\n  std::shared_ptr<::lrpc::Binding> binding_;  // never null\n";
   out += "  ::lrpc::CallOptions options_;\n";
@@ -174,7 +174,7 @@ bool usesCaps(const Method& m) {
 // The parameter list of a method's copy halves: the call, its capabilities when it carries
 // any, then the method's own parameters (In_ only).
 std::string halfParams(const Method& m, bool in) {
-  std::string s = "Call& call_";
+  std::string s = "C& call_";
   if (usesCaps(m)) s += ", ::lrpc::detail::ClientCaps& caps_";
   std::string ps = paramList(m);
   if (in && !ps.empty()) s += ", " + ps;
@@ -187,7 +187,7 @@ std::string halfParams(const Method& m, bool in) {
 void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   const std::string scope = d.relName + "::Client::";
   const std::string caps = usesCaps(m) ? ", caps_" : "";
-  out += "template <class Call>\n";
+  out += "template <::lrpc::Call C>\n";
   out += "::lrpc::Status " + scope + m.name + "In_(" + halfParams(m, true) + ") {\n";
   WriteSpec spec{m.qualifiedName + ": argument", "::lrpc::Errc::kInvalidArgument", "call_.args()", "call_.argTail", true,
                  "call_.copyTail"};
@@ -199,14 +199,14 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   out += "  return ::lrpc::Status::ok();\n}\n\n";
 
   if (m.results.empty()) {
-    out += "template <class Call>\n";
+    out += "template <::lrpc::Call C>\n";
     out += "::lrpc::Status " + scope + m.name + "Out_(" + halfParams(m, false) + ") {\n";
     if (usesCaps(m)) out += "  (void)caps_;\n";
     out += "  (void)call_;\n";
     out += "  return ::lrpc::Status::ok();\n}\n\n";
   } else {
     const std::string value = replyValue(m);
-    out += "template <class Call>\n";
+    out += "template <::lrpc::Call C>\n";
     out += "::lrpc::Status " + scope + m.name + "Read_(" + halfParams(m, false) + ", " + value + "& out_) {\n";
     if (usesCaps(m)) out += "  (void)caps_;  // used by the results or only by the parameters\n";
     out += "  // The server is not trusted with our memory either: copy the results out, then check them.\n";
@@ -241,7 +241,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     }
     out += "  return ::lrpc::Status::ok();\n}\n\n";
 
-    out += "template <class Call>\n";
+    out += "template <::lrpc::Call C>\n";
     out += returnType(m) + " " + scope + m.name + "Out_(" + halfParams(m, false) + ") {\n";
     out += "  " + value + " value_{};\n";
     out += "  if (::lrpc::Status s_ = " + m.name + "Read_(call_" + caps + ", value_); !s_.isOk()) return s_;\n";
@@ -250,7 +250,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
 
   // The synchronous call: To_ into a target (lrpc::Into, or Via's own value), Via returning it.
   std::string ps = paramList(m);
-  const std::string head = "Call& call_" + (ps.empty() ? "" : ", " + ps);
+  const std::string head = "C& call_" + (ps.empty() ? "" : ", " + ps);
   const std::string body = [&] {
     std::string b = "  if (!call_.status().isOk()) return call_.status();\n";
     if (usesCaps(m)) b += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
@@ -262,7 +262,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     b += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
     return b;
   }();
-  out += "template <class Call>\n";
+  out += "template <::lrpc::Call C>\n";
   if (m.results.empty()) {
     out += "::lrpc::Status " + scope + m.name + "Via(" + head + ") {\n" + body;
     out += "  return " + m.name + "Out_(call_" + caps + ");\n}\n\n";
@@ -270,7 +270,7 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   }
   out += "::lrpc::Status " + scope + m.name + "To_(" + head + ", " + replyValue(m) + "& out_) {\n" + body;
   out += "  return " + m.name + "Read_(call_" + caps + ", out_);\n}\n\n";
-  out += "template <class Call>\n";
+  out += "template <::lrpc::Call C>\n";
   out += returnType(m) + " " + scope + m.name + "Via(" + head + ") {\n";
   out += "  " + replyValue(m) + " value_{};\n";
   out += "  if (::lrpc::Status s_ = " + m.name + "To_(call_" + argNames(m) + ", value_); !s_.isOk()) return s_;\n";

@@ -369,14 +369,14 @@ namespace golden::caps {
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Item::Client::getIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Item::Client::getIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Item::Client::getRead_(Call& call_, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Item::Client::getRead_(C& call_, uint32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -384,37 +384,37 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Item::Client::getOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Item::Client::getOut_(C& call_) {
   uint32_t value_{};
   if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Item::Client::getTo_(Call& call_, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Item::Client::getTo_(C& call_, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = getIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return getRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Item::Client::getVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Item::Client::getVia(C& call_) {
   uint32_t value_{};
   if (::lrpc::Status s_ = getTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Item::Client::splitIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Status Item::Client::splitIn_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   (void)caps_;  // used by the parameters or only by the results
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Item::Client::splitRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Item::Client::splitRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Item::SplitResultsFrame frame_;
@@ -432,15 +432,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Item::SplitResults value_{};
   if (::lrpc::Status s_ = splitRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Item::Client::splitTo_(Call& call_, ::golden::caps::Item::SplitResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Item::Client::splitTo_(C& call_, ::golden::caps::Item::SplitResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = splitIn_(call_, caps_); !s_.isOk()) return s_;
@@ -448,22 +448,22 @@ template <class Call>
   return splitRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Item::SplitResults> Item::Client::splitVia(C& call_) {
   ::golden::caps::Item::SplitResults value_{};
   if (::lrpc::Status s_ = splitTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Hook::Client::backIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Hook::Client::backIn_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   (void)caps_;  // used by the parameters or only by the results
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Hook::Client::backRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Hook::Client::backRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::Hook::BackResultsFrame frame_;
@@ -476,15 +476,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Shop::Client value_{};
   if (::lrpc::Status s_ = backRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Hook::Client::backTo_(Call& call_, ::golden::caps::Shop::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Hook::Client::backTo_(C& call_, ::golden::caps::Shop::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = backIn_(call_, caps_); !s_.isOk()) return s_;
@@ -492,22 +492,22 @@ template <class Call>
   return backRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Hook::Client::backVia(C& call_) {
   ::golden::caps::Shop::Client value_{};
   if (::lrpc::Status s_ = backTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Hook::Client::backTwiceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Hook::Client::backTwiceIn_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   (void)caps_;  // used by the parameters or only by the results
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Hook::Client::backTwiceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Hook::Client::backTwiceRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::Hook::BackTwiceResultsFrame frame_;
@@ -525,15 +525,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Shop::Hook::BackTwiceResults value_{};
   if (::lrpc::Status s_ = backTwiceRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Hook::Client::backTwiceTo_(Call& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Hook::Client::backTwiceTo_(C& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = backTwiceIn_(call_, caps_); !s_.isOk()) return s_;
@@ -541,23 +541,23 @@ template <class Call>
   return backTwiceRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> Shop::Hook::Client::backTwiceVia(C& call_) {
   ::golden::caps::Shop::Hook::BackTwiceResults value_{};
   if (::lrpc::Status s_ = backTwiceTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::makeIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::makeIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &value, sizeof value);
   (void)caps_;  // used by the parameters or only by the results
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::makeRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::makeRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::MakeResultsFrame frame_;
@@ -570,15 +570,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Item::Client value_{};
   if (::lrpc::Status s_ = makeRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::makeTo_(Call& call_, uint32_t value, ::golden::caps::Item::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::makeTo_(C& call_, uint32_t value, ::golden::caps::Item::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = makeIn_(call_, caps_, value); !s_.isOk()) return s_;
@@ -586,15 +586,15 @@ template <class Call>
   return makeRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(Call& call_, uint32_t value) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::makeVia(C& call_, uint32_t value) {
   ::golden::caps::Item::Client value_{};
   if (::lrpc::Status s_ = makeTo_(call_, value, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::priceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::priceIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
   std::byte* fixed_ = call_.args();
   const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
   if (!itemCap_.isOk()) return itemCap_.status();
@@ -603,8 +603,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::priceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::priceRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::PriceResultsFrame frame_;
@@ -613,15 +613,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint64_t> Shop::Client::priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Shop::Client::priceOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint64_t value_{};
   if (::lrpc::Status s_ = priceRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::priceTo_(Call& call_, const ::golden::caps::Item::Client& item, uint64_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::priceTo_(C& call_, const ::golden::caps::Item::Client& item, uint64_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = priceIn_(call_, caps_, item); !s_.isOk()) return s_;
@@ -629,22 +629,22 @@ template <class Call>
   return priceRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint64_t> Shop::Client::priceVia(Call& call_, const ::golden::caps::Item::Client& item) {
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Shop::Client::priceVia(C& call_, const ::golden::caps::Item::Client& item) {
   uint64_t value_{};
   if (::lrpc::Status s_ = priceTo_(call_, item, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::twoIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::twoIn_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   (void)caps_;  // used by the parameters or only by the results
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::twoRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::twoRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::TwoResultsFrame frame_;
@@ -662,15 +662,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Shop::TwoResults value_{};
   if (::lrpc::Status s_ = twoRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::twoTo_(Call& call_, ::golden::caps::Shop::TwoResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::twoTo_(C& call_, ::golden::caps::Shop::TwoResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = twoIn_(call_, caps_); !s_.isOk()) return s_;
@@ -678,15 +678,15 @@ template <class Call>
   return twoRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::TwoResults> Shop::Client::twoVia(C& call_) {
   ::golden::caps::Shop::TwoResults value_{};
   if (::lrpc::Status s_ = twoTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::boxIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::boxIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box) {
   const uint64_t boxBytes_ = ::lrpc::codec::size(box, ::lrpc::codec::kMaxDepth);
   if (boxBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.box: argument box nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -708,8 +708,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::boxRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::boxRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::BoxResultsFrame frame_;
@@ -724,15 +724,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Box> Shop::Client::boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Box value_{};
   if (::lrpc::Status s_ = boxRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::boxTo_(Call& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::boxTo_(C& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = boxIn_(call_, caps_, box); !s_.isOk()) return s_;
@@ -740,15 +740,15 @@ template <class Call>
   return boxRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(Call& call_, const ::golden::caps::Box& box) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Box> Shop::Client::boxVia(C& call_, const ::golden::caps::Box& box) {
   ::golden::caps::Box value_{};
   if (::lrpc::Status s_ = boxTo_(call_, box, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::allIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
   const uint64_t itemsBytes_ = ::lrpc::codec::size(items, ::lrpc::codec::kMaxDepth);
   if (itemsBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Shop.all: argument items nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -770,8 +770,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::allRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::AllResultsFrame frame_;
@@ -780,15 +780,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Shop::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Shop::Client::allOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint32_t value_{};
   if (::lrpc::Status s_ = allRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::allTo_(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::allTo_(C& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = allIn_(call_, caps_, items); !s_.isOk()) return s_;
@@ -796,15 +796,15 @@ template <class Call>
   return allRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Shop::Client::allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Shop::Client::allVia(C& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items) {
   uint32_t value_{};
   if (::lrpc::Status s_ = allTo_(call_, items, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::swapIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::swapIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item) {
   std::byte* fixed_ = call_.args();
   const ::lrpc::Result<uint32_t> itemCap_ = caps_.toFrame(item.binding());
   if (!itemCap_.isOk()) return itemCap_.status();
@@ -813,8 +813,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::swapRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::swapRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::SwapResultsFrame frame_;
@@ -827,15 +827,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Item::Client value_{};
   if (::lrpc::Status s_ = swapRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::swapTo_(Call& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::swapTo_(C& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = swapIn_(call_, caps_, item); !s_.isOk()) return s_;
@@ -843,15 +843,15 @@ template <class Call>
   return swapRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapVia(Call& call_, const ::golden::caps::Item::Client& item) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Item::Client> Shop::Client::swapVia(C& call_, const ::golden::caps::Item::Client& item) {
   ::golden::caps::Item::Client value_{};
   if (::lrpc::Status s_ = swapTo_(call_, item, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::writeIn_(Call& call_, std::span<const uint8_t> bytes) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::writeIn_(C& call_, std::span<const uint8_t> bytes) {
   const uint64_t bytesBytes_ = bytes.size();
   const uint64_t bytesAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = bytesAt_ + bytesBytes_;
@@ -868,22 +868,22 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::writeOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::writeOut_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::writeVia(Call& call_, std::span<const uint8_t> bytes) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::writeVia(C& call_, std::span<const uint8_t> bytes) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = writeIn_(call_, bytes); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return writeOut_(call_);
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::openIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::openIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook) {
   std::byte* fixed_ = call_.args();
   const ::lrpc::Result<uint32_t> hookCap_ = caps_.toFrame(hook.binding());
   if (!hookCap_.isOk()) return hookCap_.status();
@@ -892,8 +892,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::openRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::openRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::caps::Shop::OpenResultsFrame frame_;
@@ -906,15 +906,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::golden::caps::Shop::Client value_{};
   if (::lrpc::Status s_ = openRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Shop::Client::openTo_(Call& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Shop::Client::openTo_(C& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = openIn_(call_, caps_, hook); !s_.isOk()) return s_;
@@ -922,8 +922,8 @@ template <class Call>
   return openRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::caps::Shop::Client> Shop::Client::openVia(C& call_, const ::golden::caps::Shop::Hook::Client& hook) {
   ::golden::caps::Shop::Client value_{};
   if (::lrpc::Status s_ = openTo_(call_, hook, value_); !s_.isOk()) return s_;
   return value_;

@@ -365,26 +365,26 @@ class Item::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status getIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status getRead_(Call& call_, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> getOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status getTo_(Call& call_, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> getVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status splitIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status splitRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Item::SplitResults> splitOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status splitTo_(Call& call_, ::golden::caps::Item::SplitResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Item::SplitResults> splitVia(Call& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getRead_(C& call_, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> getOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getTo_(C& call_, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> getVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status splitIn_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status splitRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::SplitResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Item::SplitResults> splitOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status splitTo_(C& call_, ::golden::caps::Item::SplitResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Item::SplitResults> splitVia(C& call_);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -458,26 +458,26 @@ class Shop::Hook::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status backIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status backRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::Client> backOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status backTo_(Call& call_, ::golden::caps::Shop::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::Client> backVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status backTwiceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status backTwiceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status backTwiceTo_(Call& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceVia(Call& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status backIn_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status backRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::Client> backOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status backTo_(C& call_, ::golden::caps::Shop::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::Client> backVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status backTwiceIn_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status backTwiceRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Hook::BackTwiceResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status backTwiceTo_(C& call_, ::golden::caps::Shop::Hook::BackTwiceResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::Hook::BackTwiceResults> backTwiceVia(C& call_);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -572,82 +572,82 @@ class Shop::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status makeIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value);
-  template <class Call>
-  static ::lrpc::Status makeRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Item::Client> makeOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status makeTo_(Call& call_, uint32_t value, ::golden::caps::Item::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Item::Client> makeVia(Call& call_, uint32_t value);
-  template <class Call>
-  static ::lrpc::Status priceIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
-  template <class Call>
-  static ::lrpc::Status priceRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint64_t> priceOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status priceTo_(Call& call_, const ::golden::caps::Item::Client& item, uint64_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint64_t> priceVia(Call& call_, const ::golden::caps::Item::Client& item);
-  template <class Call>
-  static ::lrpc::Status twoIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status twoRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status twoTo_(Call& call_, ::golden::caps::Shop::TwoResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status boxIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box);
-  template <class Call>
-  static ::lrpc::Status boxRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Box> boxOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status boxTo_(Call& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Box> boxVia(Call& call_, const ::golden::caps::Box& box);
-  template <class Call>
-  static ::lrpc::Status allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
-  template <class Call>
-  static ::lrpc::Status allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status allTo_(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> allVia(Call& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
-  template <class Call>
-  static ::lrpc::Status swapIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
-  template <class Call>
-  static ::lrpc::Status swapRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Item::Client> swapOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status swapTo_(Call& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Item::Client> swapVia(Call& call_, const ::golden::caps::Item::Client& item);
-  template <class Call>
-  static ::lrpc::Status writeIn_(Call& call_, std::span<const uint8_t> bytes);
-  template <class Call>
-  static ::lrpc::Status writeOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status writeVia(Call& call_, std::span<const uint8_t> bytes);
-  template <class Call>
-  static ::lrpc::Status openIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook);
-  template <class Call>
-  static ::lrpc::Status openRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::Client> openOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status openTo_(Call& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::caps::Shop::Client> openVia(Call& call_, const ::golden::caps::Shop::Hook::Client& hook);
+  template <::lrpc::Call C>
+  static ::lrpc::Status makeIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t value);
+  template <::lrpc::Call C>
+  static ::lrpc::Status makeRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Item::Client> makeOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status makeTo_(C& call_, uint32_t value, ::golden::caps::Item::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Item::Client> makeVia(C& call_, uint32_t value);
+  template <::lrpc::Call C>
+  static ::lrpc::Status priceIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
+  template <::lrpc::Call C>
+  static ::lrpc::Status priceRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> priceOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status priceTo_(C& call_, const ::golden::caps::Item::Client& item, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> priceVia(C& call_, const ::golden::caps::Item::Client& item);
+  template <::lrpc::Call C>
+  static ::lrpc::Status twoIn_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status twoRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::TwoResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status twoTo_(C& call_, ::golden::caps::Shop::TwoResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::TwoResults> twoVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status boxIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Box& box);
+  template <::lrpc::Call C>
+  static ::lrpc::Status boxRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Box& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Box> boxOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status boxTo_(C& call_, const ::golden::caps::Box& box, ::golden::caps::Box& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Box> boxVia(C& call_, const ::golden::caps::Box& box);
+  template <::lrpc::Call C>
+  static ::lrpc::Status allIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
+  template <::lrpc::Call C>
+  static ::lrpc::Status allRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> allOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status allTo_(C& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> allVia(C& call_, std::span<const ::lrpc::Cap<::golden::caps::Item>> items);
+  template <::lrpc::Call C>
+  static ::lrpc::Status swapIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Item::Client& item);
+  template <::lrpc::Call C>
+  static ::lrpc::Status swapRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Item::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Item::Client> swapOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status swapTo_(C& call_, const ::golden::caps::Item::Client& item, ::golden::caps::Item::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Item::Client> swapVia(C& call_, const ::golden::caps::Item::Client& item);
+  template <::lrpc::Call C>
+  static ::lrpc::Status writeIn_(C& call_, std::span<const uint8_t> bytes);
+  template <::lrpc::Call C>
+  static ::lrpc::Status writeOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status writeVia(C& call_, std::span<const uint8_t> bytes);
+  template <::lrpc::Call C>
+  static ::lrpc::Status openIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::golden::caps::Shop::Hook::Client& hook);
+  template <::lrpc::Call C>
+  static ::lrpc::Status openRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::golden::caps::Shop::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::Client> openOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status openTo_(C& call_, const ::golden::caps::Shop::Hook::Client& hook, ::golden::caps::Shop::Client& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::caps::Shop::Client> openVia(C& call_, const ::golden::caps::Shop::Hook::Client& hook);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;

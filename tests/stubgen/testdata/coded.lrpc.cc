@@ -234,8 +234,8 @@ namespace coded {
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Trees::Client::putIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::putIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
   const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
   if (rootBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.put: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -267,8 +267,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::putRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::putRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::PutResultsFrame frame_;
@@ -277,15 +277,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Trees::Client::putOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint32_t value_{};
   if (::lrpc::Status s_ = putRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::putTo_(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::putTo_(C& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = putIn_(call_, caps_, root, label); !s_.isOk()) return s_;
@@ -293,22 +293,22 @@ template <class Call>
   return putRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Trees::Client::putVia(C& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label) {
   uint32_t value_{};
   if (::lrpc::Status s_ = putTo_(call_, root, label, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::allIn_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   (void)caps_;  // used by the parameters or only by the results
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::allRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::AllResultsFrame frame_;
@@ -327,15 +327,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::coded::Trees::AllResults value_{};
   if (::lrpc::Status s_ = allRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::allTo_(Call& call_, ::coded::Trees::AllResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::allTo_(C& call_, ::coded::Trees::AllResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = allIn_(call_, caps_); !s_.isOk()) return s_;
@@ -343,15 +343,15 @@ template <class Call>
   return allRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::coded::Trees::AllResults> Trees::Client::allVia(C& call_) {
   ::coded::Trees::AllResults value_{};
   if (::lrpc::Status s_ = allTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::linkIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::linkIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l) {
   const uint64_t lBytes_ = ::lrpc::codec::size(l, 32u);
   if (lBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.link: argument l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -373,8 +373,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::linkRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::linkRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::LinkResultsFrame frame_;
@@ -389,15 +389,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::coded::Link> Trees::Client::linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::coded::Link> Trees::Client::linkOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::coded::Link value_{};
   if (::lrpc::Status s_ = linkRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::linkTo_(Call& call_, const ::coded::Link& l, ::coded::Link& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::linkTo_(C& call_, const ::coded::Link& l, ::coded::Link& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = linkIn_(call_, caps_, l); !s_.isOk()) return s_;
@@ -405,15 +405,15 @@ template <class Call>
   return linkRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::coded::Link> Trees::Client::linkVia(Call& call_, const ::coded::Link& l) {
+template <::lrpc::Call C>
+::lrpc::Result<::coded::Link> Trees::Client::linkVia(C& call_, const ::coded::Link& l) {
   ::coded::Link value_{};
   if (::lrpc::Status s_ = linkTo_(call_, l, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::putViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::putViewIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
   const uint64_t rootBytes_ = ::lrpc::codec::size(root, 32u);
   if (rootBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.putView: argument root nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -462,8 +462,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::putViewRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::putViewRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::coded::Trees::PutViewResultsFrame frame_;
@@ -472,15 +472,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Trees::Client::putViewOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   uint32_t value_{};
   if (::lrpc::Status s_ = putViewRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::putViewTo_(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::putViewTo_(C& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = putViewIn_(call_, caps_, root, label, names); !s_.isOk()) return s_;
@@ -488,15 +488,15 @@ template <class Call>
   return putViewRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Trees::Client::putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Trees::Client::putViewVia(C& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names) {
   uint32_t value_{};
   if (::lrpc::Status s_ = putViewTo_(call_, root, label, names, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::linkViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::linkViewIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l) {
   const uint64_t lBytes_ = ::lrpc::codec::size(l, 32u);
   if (lBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Trees.linkView: argument l nests deeper than its limit of " + std::to_string(32u) + " levels ($Lrpc.maxDepth)");
@@ -518,15 +518,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::linkViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::linkViewOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   (void)caps_;
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Trees::Client::linkViewVia(Call& call_, const ::coded::Link::View& l) {
+template <::lrpc::Call C>
+::lrpc::Status Trees::Client::linkViewVia(C& call_, const ::coded::Link::View& l) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = linkViewIn_(call_, caps_, l); !s_.isOk()) return s_;

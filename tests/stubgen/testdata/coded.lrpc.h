@@ -460,52 +460,52 @@ class Trees::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status putIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
-  template <class Call>
-  static ::lrpc::Status putRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> putOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status putTo_(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> putVia(Call& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
-  template <class Call>
-  static ::lrpc::Status allIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status allRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::coded::Trees::AllResults> allOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status allTo_(Call& call_, ::coded::Trees::AllResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::coded::Trees::AllResults> allVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status linkIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l);
-  template <class Call>
-  static ::lrpc::Status linkRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_);
-  template <class Call>
-  static ::lrpc::Result<::coded::Link> linkOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status linkTo_(Call& call_, const ::coded::Link& l, ::coded::Link& out_);
-  template <class Call>
-  static ::lrpc::Result<::coded::Link> linkVia(Call& call_, const ::coded::Link& l);
-  template <class Call>
-  static ::lrpc::Status putViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
-  template <class Call>
-  static ::lrpc::Status putViewRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> putViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status putViewTo_(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> putViewVia(Call& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
-  template <class Call>
-  static ::lrpc::Status linkViewIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l);
-  template <class Call>
-  static ::lrpc::Status linkViewOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status linkViewVia(Call& call_, const ::coded::Link::View& l);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> putOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putTo_(C& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> putVia(C& call_, const ::coded::Node& root, const ::coded::Tagged<std::string>& label);
+  template <::lrpc::Call C>
+  static ::lrpc::Status allIn_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status allRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Trees::AllResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::coded::Trees::AllResults> allOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status allTo_(C& call_, ::coded::Trees::AllResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::coded::Trees::AllResults> allVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status linkIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link& l);
+  template <::lrpc::Call C>
+  static ::lrpc::Status linkRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::coded::Link& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::coded::Link> linkOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status linkTo_(C& call_, const ::coded::Link& l, ::coded::Link& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::coded::Link> linkVia(C& call_, const ::coded::Link& l);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putViewIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putViewRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> putViewOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putViewTo_(C& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> putViewVia(C& call_, const ::coded::Node::View& root, const ::coded::Tagged<std::string>::View& label, std::span<const std::string_view> names);
+  template <::lrpc::Call C>
+  static ::lrpc::Status linkViewIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::coded::Link::View& l);
+  template <::lrpc::Call C>
+  static ::lrpc::Status linkViewOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status linkViewVia(C& call_, const ::coded::Link::View& l);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;

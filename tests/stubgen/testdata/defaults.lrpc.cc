@@ -147,8 +147,8 @@ namespace defaults {
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Settings::Client::applyIn_(Call& call_, const ::defaults::Config& config, bool dryRun) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::applyIn_(C& call_, const ::defaults::Config& config, bool dryRun) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &config, sizeof config);
   std::memset(fixed_ + 0 + 4, 0, 4);
@@ -160,8 +160,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::applyRead_(Call& call_, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::applyRead_(C& call_, uint32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::ApplyResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -169,30 +169,30 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Settings::Client::applyOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Settings::Client::applyOut_(C& call_) {
   uint32_t value_{};
   if (::lrpc::Status s_ = applyRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::applyTo_(Call& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::applyTo_(C& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = applyIn_(call_, config, dryRun); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return applyRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint32_t> Settings::Client::applyVia(Call& call_, const ::defaults::Config& config, bool dryRun) {
+template <::lrpc::Call C>
+::lrpc::Result<uint32_t> Settings::Client::applyVia(C& call_, const ::defaults::Config& config, bool dryRun) {
   uint32_t value_{};
   if (::lrpc::Status s_ = applyTo_(call_, config, dryRun, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::greetIn_(Call& call_, std::string_view name, uint16_t times) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::greetIn_(C& call_, std::string_view name, uint16_t times) {
   const uint64_t nameBytes_ = name.size();
   const uint64_t nameAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = nameAt_ + nameBytes_;
@@ -211,8 +211,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::greetRead_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::greetRead_(C& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::GreetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -224,50 +224,50 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<std::string> Settings::Client::greetOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Settings::Client::greetOut_(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = greetRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::greetTo_(Call& call_, std::string_view name, uint16_t times, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::greetTo_(C& call_, std::string_view name, uint16_t times, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = greetIn_(call_, name, times); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return greetRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<std::string> Settings::Client::greetVia(Call& call_, std::string_view name, uint16_t times) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Settings::Client::greetVia(C& call_, std::string_view name, uint16_t times) {
   std::string value_{};
   if (::lrpc::Status s_ = greetTo_(call_, name, times, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::tickIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::tickIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::tickOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::tickOut_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::tickVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::tickVia(C& call_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = tickIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return tickOut_(call_);
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::mixIn_(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::mixIn_(C& call_, int32_t a, int32_t b, ::defaults::Level c) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &a, sizeof a);
   std::memcpy(fixed_ + 4, &b, sizeof b);
@@ -276,8 +276,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::mixRead_(Call& call_, int32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::mixRead_(C& call_, int32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::MixResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -285,36 +285,36 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<int32_t> Settings::Client::mixOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<int32_t> Settings::Client::mixOut_(C& call_) {
   int32_t value_{};
   if (::lrpc::Status s_ = mixRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::mixTo_(Call& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::mixTo_(C& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = mixIn_(call_, a, b, c); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return mixRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<int32_t> Settings::Client::mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c) {
+template <::lrpc::Call C>
+::lrpc::Result<int32_t> Settings::Client::mixVia(C& call_, int32_t a, int32_t b, ::defaults::Level c) {
   int32_t value_{};
   if (::lrpc::Status s_ = mixTo_(call_, a, b, c, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::withResultDefaultIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::withResultDefaultIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::withResultDefaultRead_(Call& call_, int32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::withResultDefaultRead_(C& call_, int32_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::defaults::Settings::WithResultDefaultResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -322,23 +322,23 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<int32_t> Settings::Client::withResultDefaultOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultOut_(C& call_) {
   int32_t value_{};
   if (::lrpc::Status s_ = withResultDefaultRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Settings::Client::withResultDefaultTo_(Call& call_, int32_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Settings::Client::withResultDefaultTo_(C& call_, int32_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = withResultDefaultIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return withResultDefaultRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<int32_t> Settings::Client::withResultDefaultVia(C& call_) {
   int32_t value_{};
   if (::lrpc::Status s_ = withResultDefaultTo_(call_, value_); !s_.isOk()) return s_;
   return value_;

@@ -266,52 +266,52 @@ class Settings::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status applyIn_(Call& call_, const ::defaults::Config& config, bool dryRun);
-  template <class Call>
-  static ::lrpc::Status applyRead_(Call& call_, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> applyOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status applyTo_(Call& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint32_t> applyVia(Call& call_, const ::defaults::Config& config, bool dryRun);
-  template <class Call>
-  static ::lrpc::Status greetIn_(Call& call_, std::string_view name, uint16_t times);
-  template <class Call>
-  static ::lrpc::Status greetRead_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> greetOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status greetTo_(Call& call_, std::string_view name, uint16_t times, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> greetVia(Call& call_, std::string_view name, uint16_t times);
-  template <class Call>
-  static ::lrpc::Status tickIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status tickOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status tickVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status mixIn_(Call& call_, int32_t a, int32_t b, ::defaults::Level c);
-  template <class Call>
-  static ::lrpc::Status mixRead_(Call& call_, int32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<int32_t> mixOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status mixTo_(Call& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<int32_t> mixVia(Call& call_, int32_t a, int32_t b, ::defaults::Level c);
-  template <class Call>
-  static ::lrpc::Status withResultDefaultIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status withResultDefaultRead_(Call& call_, int32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<int32_t> withResultDefaultOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status withResultDefaultTo_(Call& call_, int32_t& out_);
-  template <class Call>
-  static ::lrpc::Result<int32_t> withResultDefaultVia(Call& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status applyIn_(C& call_, const ::defaults::Config& config, bool dryRun);
+  template <::lrpc::Call C>
+  static ::lrpc::Status applyRead_(C& call_, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> applyOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status applyTo_(C& call_, const ::defaults::Config& config, bool dryRun, uint32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint32_t> applyVia(C& call_, const ::defaults::Config& config, bool dryRun);
+  template <::lrpc::Call C>
+  static ::lrpc::Status greetIn_(C& call_, std::string_view name, uint16_t times);
+  template <::lrpc::Call C>
+  static ::lrpc::Status greetRead_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> greetOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status greetTo_(C& call_, std::string_view name, uint16_t times, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> greetVia(C& call_, std::string_view name, uint16_t times);
+  template <::lrpc::Call C>
+  static ::lrpc::Status tickIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status tickOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status tickVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status mixIn_(C& call_, int32_t a, int32_t b, ::defaults::Level c);
+  template <::lrpc::Call C>
+  static ::lrpc::Status mixRead_(C& call_, int32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<int32_t> mixOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status mixTo_(C& call_, int32_t a, int32_t b, ::defaults::Level c, int32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<int32_t> mixVia(C& call_, int32_t a, int32_t b, ::defaults::Level c);
+  template <::lrpc::Call C>
+  static ::lrpc::Status withResultDefaultIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status withResultDefaultRead_(C& call_, int32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<int32_t> withResultDefaultOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status withResultDefaultTo_(C& call_, int32_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<int32_t> withResultDefaultVia(C& call_);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;

@@ -305,14 +305,14 @@ namespace golden::v1 {
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Sensor::Client::nameIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::nameIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::nameRead_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::nameRead_(C& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Named::NameResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -324,36 +324,36 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Sensor::Client::nameOut_(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::nameTo_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::nameTo_(C& call_, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return nameRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<std::string> Sensor::Client::nameVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Sensor::Client::nameVia(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::readIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::readIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::readRead_(Call& call_, ::golden::v1::Reading& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::readRead_(C& call_, ::golden::v1::Reading& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::ReadResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -365,37 +365,37 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Reading> Sensor::Client::readOut_(C& call_) {
   ::golden::v1::Reading value_{};
   if (::lrpc::Status s_ = readRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::readTo_(Call& call_, ::golden::v1::Reading& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::readTo_(C& call_, ::golden::v1::Reading& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = readIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return readRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Reading> Sensor::Client::readVia(C& call_) {
   ::golden::v1::Reading value_{};
   if (::lrpc::Status s_ = readTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::historyIn_(Call& call_, uint16_t count) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::historyIn_(C& call_, uint16_t count) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &count, sizeof count);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::historyRead_(Call& call_, ::golden::v1::Sensor::HistoryResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::historyRead_(C& call_, ::golden::v1::Sensor::HistoryResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::HistoryResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -415,30 +415,30 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyOut_(C& call_) {
   ::golden::v1::Sensor::HistoryResults value_{};
   if (::lrpc::Status s_ = historyRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::historyTo_(Call& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::historyTo_(C& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = historyIn_(call_, count); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return historyRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyVia(Call& call_, uint16_t count) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::HistoryResults> Sensor::Client::historyVia(C& call_, uint16_t count) {
   ::golden::v1::Sensor::HistoryResults value_{};
   if (::lrpc::Status s_ = historyTo_(call_, count, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::labelIn_(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::labelIn_(C& call_, std::string_view text, std::span<const std::string_view> tags) {
   const uint64_t textBytes_ = text.size();
   if (textBytes_ > 64) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.label: argument text is " + std::to_string(textBytes_) + " bytes, over its $Lrpc.maxBytes(64)");
@@ -475,22 +475,22 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::labelOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::labelOut_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::labelVia(C& call_, std::string_view text, std::span<const std::string_view> tags) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = labelIn_(call_, text, tags); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return labelOut_(call_);
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::uploadIn_(Call& call_, std::span<const uint8_t> blob, bool delete_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::uploadIn_(C& call_, std::span<const uint8_t> blob, bool delete_) {
   const uint64_t blobBytes_ = blob.size();
   const uint64_t blobAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = blobAt_ + blobBytes_;
@@ -510,8 +510,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::uploadRead_(Call& call_, ::golden::v1::Sensor::UploadResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::uploadRead_(C& call_, ::golden::v1::Sensor::UploadResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::UploadResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -520,30 +520,30 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadOut_(C& call_) {
   ::golden::v1::Sensor::UploadResults value_{};
   if (::lrpc::Status s_ = uploadRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::uploadTo_(Call& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::uploadTo_(C& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = uploadIn_(call_, blob, delete_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return uploadRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::UploadResults> Sensor::Client::uploadVia(C& call_, std::span<const uint8_t> blob, bool delete_) {
   ::golden::v1::Sensor::UploadResults value_{};
   if (::lrpc::Status s_ = uploadTo_(call_, blob, delete_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::appendIn_(Call& call_, std::span<const uint8_t> chunk) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::appendIn_(C& call_, std::span<const uint8_t> chunk) {
   const uint64_t chunkBytes_ = chunk.size();
   const uint64_t chunkAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = chunkAt_ + chunkBytes_;
@@ -560,8 +560,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::appendRead_(Call& call_, uint64_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::appendRead_(C& call_, uint64_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::AppendResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -569,37 +569,37 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Sensor::Client::appendOut_(C& call_) {
   uint64_t value_{};
   if (::lrpc::Status s_ = appendRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::appendTo_(Call& call_, std::span<const uint8_t> chunk, uint64_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::appendTo_(C& call_, std::span<const uint8_t> chunk, uint64_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = appendIn_(call_, chunk); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return appendRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint64_t> Sensor::Client::appendVia(Call& call_, std::span<const uint8_t> chunk) {
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Sensor::Client::appendVia(C& call_, std::span<const uint8_t> chunk) {
   uint64_t value_{};
   if (::lrpc::Status s_ = appendTo_(call_, chunk, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::dumpIn_(Call& call_, uint32_t from) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::dumpIn_(C& call_, uint32_t from) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &from, sizeof from);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::dumpRead_(Call& call_, ::golden::v1::Sensor::DumpResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::dumpRead_(C& call_, ::golden::v1::Sensor::DumpResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::DumpResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -612,15 +612,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpOut_(C& call_) {
   ::golden::v1::Sensor::DumpResults value_{};
   if (::lrpc::Status s_ = dumpRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::dumpTo_(Call& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::dumpTo_(C& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
   // The tail is that one Data value: it may arrive apart, straight into the value.
@@ -629,22 +629,22 @@ template <class Call>
   return dumpRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(Call& call_, uint32_t from) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::DumpResults> Sensor::Client::dumpVia(C& call_, uint32_t from) {
   ::golden::v1::Sensor::DumpResults value_{};
   if (::lrpc::Status s_ = dumpTo_(call_, from, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::nextIn_(Call& call_, uint64_t after) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::nextIn_(C& call_, uint64_t after) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &after, sizeof after);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::nextRead_(Call& call_, ::golden::v1::Sensor::NextResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::nextRead_(C& call_, ::golden::v1::Sensor::NextResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::golden::v1::Sensor::NextResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -661,23 +661,23 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextOut_(C& call_) {
   ::golden::v1::Sensor::NextResults value_{};
   if (::lrpc::Status s_ = nextRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Sensor::Client::nextTo_(Call& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::nextTo_(C& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = nextIn_(call_, after); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return nextRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextVia(Call& call_, uint64_t after) {
+template <::lrpc::Call C>
+::lrpc::Result<::golden::v1::Sensor::NextResults> Sensor::Client::nextVia(C& call_, uint64_t after) {
   ::golden::v1::Sensor::NextResults value_{};
   if (::lrpc::Status s_ = nextTo_(call_, after, value_); !s_.isOk()) return s_;
   return value_;

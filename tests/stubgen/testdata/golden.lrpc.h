@@ -279,82 +279,82 @@ class Sensor::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status nameIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nameRead_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> nameOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nameTo_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> nameVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status readIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status readRead_(Call& call_, ::golden::v1::Reading& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Reading> readOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status readTo_(Call& call_, ::golden::v1::Reading& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Reading> readVia(Call& call_);
-  template <class Call>
-  static ::lrpc::Status historyIn_(Call& call_, uint16_t count);
-  template <class Call>
-  static ::lrpc::Status historyRead_(Call& call_, ::golden::v1::Sensor::HistoryResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status historyTo_(Call& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyVia(Call& call_, uint16_t count);
-  template <class Call>
-  static ::lrpc::Status labelIn_(Call& call_, std::string_view text, std::span<const std::string_view> tags);
-  template <class Call>
-  static ::lrpc::Status labelOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status labelVia(Call& call_, std::string_view text, std::span<const std::string_view> tags);
-  template <class Call>
-  static ::lrpc::Status uploadIn_(Call& call_, std::span<const uint8_t> blob, bool delete_);
-  template <class Call>
-  static ::lrpc::Status uploadRead_(Call& call_, ::golden::v1::Sensor::UploadResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status uploadTo_(Call& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadVia(Call& call_, std::span<const uint8_t> blob, bool delete_);
-  template <class Call>
-  static ::lrpc::Status appendIn_(Call& call_, std::span<const uint8_t> chunk);
-  template <class Call>
-  static ::lrpc::Status appendRead_(Call& call_, uint64_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint64_t> appendOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status appendTo_(Call& call_, std::span<const uint8_t> chunk, uint64_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint64_t> appendVia(Call& call_, std::span<const uint8_t> chunk);
-  template <class Call>
-  static ::lrpc::Status dumpIn_(Call& call_, uint32_t from);
-  template <class Call>
-  static ::lrpc::Status dumpRead_(Call& call_, ::golden::v1::Sensor::DumpResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status dumpTo_(Call& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpVia(Call& call_, uint32_t from);
-  template <class Call>
-  static ::lrpc::Status nextIn_(Call& call_, uint64_t after);
-  template <class Call>
-  static ::lrpc::Status nextRead_(Call& call_, ::golden::v1::Sensor::NextResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nextTo_(Call& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextVia(Call& call_, uint64_t after);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nameIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nameRead_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> nameOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nameTo_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> nameVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status readIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status readRead_(C& call_, ::golden::v1::Reading& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Reading> readOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status readTo_(C& call_, ::golden::v1::Reading& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Reading> readVia(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status historyIn_(C& call_, uint16_t count);
+  template <::lrpc::Call C>
+  static ::lrpc::Status historyRead_(C& call_, ::golden::v1::Sensor::HistoryResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status historyTo_(C& call_, uint16_t count, ::golden::v1::Sensor::HistoryResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::HistoryResults> historyVia(C& call_, uint16_t count);
+  template <::lrpc::Call C>
+  static ::lrpc::Status labelIn_(C& call_, std::string_view text, std::span<const std::string_view> tags);
+  template <::lrpc::Call C>
+  static ::lrpc::Status labelOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status labelVia(C& call_, std::string_view text, std::span<const std::string_view> tags);
+  template <::lrpc::Call C>
+  static ::lrpc::Status uploadIn_(C& call_, std::span<const uint8_t> blob, bool delete_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status uploadRead_(C& call_, ::golden::v1::Sensor::UploadResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status uploadTo_(C& call_, std::span<const uint8_t> blob, bool delete_, ::golden::v1::Sensor::UploadResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::UploadResults> uploadVia(C& call_, std::span<const uint8_t> blob, bool delete_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status appendIn_(C& call_, std::span<const uint8_t> chunk);
+  template <::lrpc::Call C>
+  static ::lrpc::Status appendRead_(C& call_, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> appendOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status appendTo_(C& call_, std::span<const uint8_t> chunk, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> appendVia(C& call_, std::span<const uint8_t> chunk);
+  template <::lrpc::Call C>
+  static ::lrpc::Status dumpIn_(C& call_, uint32_t from);
+  template <::lrpc::Call C>
+  static ::lrpc::Status dumpRead_(C& call_, ::golden::v1::Sensor::DumpResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status dumpTo_(C& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::DumpResults> dumpVia(C& call_, uint32_t from);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nextIn_(C& call_, uint64_t after);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nextRead_(C& call_, ::golden::v1::Sensor::NextResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nextTo_(C& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextVia(C& call_, uint64_t after);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;

@@ -56,14 +56,14 @@ std::shared_ptr<void> Forwarder_NamedMake(std::shared_ptr<::lrpc::Binding> targe
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Named::Client::nameIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Named::Client::nameIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Named::Client::nameRead_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Named::Client::nameRead_(C& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Named::NameResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -75,23 +75,23 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<std::string> Named::Client::nameOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Named::Client::nameOut_(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = nameRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Named::Client::nameTo_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Named::Client::nameTo_(C& call_, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = nameIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return nameRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<std::string> Named::Client::nameVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Named::Client::nameVia(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = nameTo_(call_, value_); !s_.isOk()) return s_;
   return value_;

@@ -114,16 +114,16 @@ class Named::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status nameIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nameRead_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> nameOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nameTo_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> nameVia(Call& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nameIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nameRead_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> nameOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nameTo_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> nameVia(C& call_);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;

@@ -370,8 +370,8 @@ namespace nested {
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Catalog::Browser::Client::listIn_(Call& call_, std::string_view prefix) {
+template <::lrpc::Call C>
+::lrpc::Status Catalog::Browser::Client::listIn_(C& call_, std::string_view prefix) {
   const uint64_t prefixBytes_ = prefix.size();
   const uint64_t prefixAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = prefixAt_ + prefixBytes_;
@@ -388,8 +388,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Catalog::Browser::Client::listRead_(Call& call_, ::nested::Catalog::Browser::ListResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Catalog::Browser::Client::listRead_(C& call_, ::nested::Catalog::Browser::ListResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Catalog::Browser::ListResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -418,36 +418,36 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listOut_(C& call_) {
   ::nested::Catalog::Browser::ListResults value_{};
   if (::lrpc::Status s_ = listRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Catalog::Browser::Client::listTo_(Call& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Catalog::Browser::Client::listTo_(C& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = listIn_(call_, prefix); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return listRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(Call& call_, std::string_view prefix) {
+template <::lrpc::Call C>
+::lrpc::Result<::nested::Catalog::Browser::ListResults> Catalog::Browser::Client::listVia(C& call_, std::string_view prefix) {
   ::nested::Catalog::Browser::ListResults value_{};
   if (::lrpc::Status s_ = listTo_(call_, prefix, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Reader::Cursor::Client::nextIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Reader::Cursor::Client::nextIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Store::Reader::Cursor::Client::nextRead_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Reader::Cursor::Client::nextRead_(C& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::Cursor::NextResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -456,37 +456,37 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextOut_(C& call_) {
   ::nested::Store::Reader::Cursor::NextResults value_{};
   if (::lrpc::Status s_ = nextRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Reader::Cursor::Client::nextTo_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Reader::Cursor::Client::nextTo_(C& call_, ::nested::Store::Reader::Cursor::NextResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = nextIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return nextRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> Store::Reader::Cursor::Client::nextVia(C& call_) {
   ::nested::Store::Reader::Cursor::NextResults value_{};
   if (::lrpc::Status s_ = nextTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Reader::Client::getIn_(Call& call_, const ::nested::Store::Key& key) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Reader::Client::getIn_(C& call_, const ::nested::Store::Key& key) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &key, sizeof key);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Store::Reader::Client::getRead_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Reader::Client::getRead_(C& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -498,37 +498,37 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<std::string> Store::Reader::Client::getOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Store::Reader::Client::getOut_(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Reader::Client::getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Reader::Client::getTo_(C& call_, const ::nested::Store::Key& key, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return getRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<std::string> Store::Reader::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Store::Reader::Client::getVia(C& call_, const ::nested::Store::Key& key) {
   std::string value_{};
   if (::lrpc::Status s_ = getTo_(call_, key, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Writer::Client::getIn_(Call& call_, const ::nested::Store::Key& key) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Writer::Client::getIn_(C& call_, const ::nested::Store::Key& key) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &key, sizeof key);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Store::Writer::Client::getRead_(Call& call_, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Writer::Client::getRead_(C& call_, std::string& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::Reader::GetResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -540,30 +540,30 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<std::string> Store::Writer::Client::getOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Store::Writer::Client::getOut_(C& call_) {
   std::string value_{};
   if (::lrpc::Status s_ = getRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Writer::Client::getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Writer::Client::getTo_(C& call_, const ::nested::Store::Key& key, std::string& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = getIn_(call_, key); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return getRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<std::string> Store::Writer::Client::getVia(Call& call_, const ::nested::Store::Key& key) {
+template <::lrpc::Call C>
+::lrpc::Result<std::string> Store::Writer::Client::getVia(C& call_, const ::nested::Store::Key& key) {
   std::string value_{};
   if (::lrpc::Status s_ = getTo_(call_, key, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Writer::Client::putIn_(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Writer::Client::putIn_(C& call_, const ::nested::Store::Key& key, std::string_view value) {
   const uint64_t valueBytes_ = value.size();
   const uint64_t valueAt_ = ::lrpc::detail::alignTail(0);
   const uint64_t tailBytes_ = valueAt_ + valueBytes_;
@@ -581,28 +581,28 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Store::Writer::Client::putOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Writer::Client::putOut_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Store::Writer::Client::putVia(Call& call_, const ::nested::Store::Key& key, std::string_view value) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Writer::Client::putVia(C& call_, const ::nested::Store::Key& key, std::string_view value) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = putIn_(call_, key, value); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return putOut_(call_);
 }
 
-template <class Call>
-::lrpc::Status Store::Client::sizeIn_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Client::sizeIn_(C& call_) {
   (void)call_;
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Store::Client::sizeRead_(Call& call_, uint64_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Client::sizeRead_(C& call_, uint64_t& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Store::SizeResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -610,37 +610,37 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<uint64_t> Store::Client::sizeOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Store::Client::sizeOut_(C& call_) {
   uint64_t value_{};
   if (::lrpc::Status s_ = sizeRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Store::Client::sizeTo_(Call& call_, uint64_t& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Store::Client::sizeTo_(C& call_, uint64_t& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = sizeIn_(call_); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return sizeRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<uint64_t> Store::Client::sizeVia(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Store::Client::sizeVia(C& call_) {
   uint64_t value_{};
   if (::lrpc::Status s_ = sizeTo_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Audit::Client::checkIn_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+template <::lrpc::Call C>
+::lrpc::Status Audit::Client::checkIn_(C& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &pos, sizeof pos);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Audit::Client::checkRead_(Call& call_, bool& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Audit::Client::checkRead_(C& call_, bool& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Audit::CheckResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -648,30 +648,30 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<bool> Audit::Client::checkOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<bool> Audit::Client::checkOut_(C& call_) {
   bool value_{};
   if (::lrpc::Status s_ = checkRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Audit::Client::checkTo_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Audit::Client::checkTo_(C& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = checkIn_(call_, pos); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return checkRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<bool> Audit::Client::checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
+template <::lrpc::Call C>
+::lrpc::Result<bool> Audit::Client::checkVia(C& call_, const ::nested::Store::Reader::Cursor::Pos& pos) {
   bool value_{};
   if (::lrpc::Status s_ = checkTo_(call_, pos, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Tagger::Client::tagIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s) {
+template <::lrpc::Call C>
+::lrpc::Status Tagger::Client::tagIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s) {
   const uint64_t mBytes_ = ::lrpc::codec::size(m, ::lrpc::codec::kMaxDepth);
   if (mBytes_ == ::lrpc::codec::kTooDeep) {
     return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Tagger.tag: argument m nests deeper than its limit of " + std::to_string(::lrpc::codec::kMaxDepth) + " levels ($Lrpc.maxDepth)");
@@ -694,8 +694,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Tagger::Client::tagRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Tagger::Client::tagRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_) {
   (void)caps_;  // used by the results or only by the parameters
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::nested::Tagger::TagResultsFrame frame_;
@@ -711,15 +711,15 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_) {
+template <::lrpc::Call C>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagOut_(C& call_, ::lrpc::detail::ClientCaps& caps_) {
   ::nested::Tagger::TagResults value_{};
   if (::lrpc::Status s_ = tagRead_(call_, caps_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Tagger::Client::tagTo_(Call& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Tagger::Client::tagTo_(C& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes
   if (::lrpc::Status s_ = tagIn_(call_, caps_, m, s); !s_.isOk()) return s_;
@@ -727,8 +727,8 @@ template <class Call>
   return tagRead_(call_, caps_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s) {
+template <::lrpc::Call C>
+::lrpc::Result<::nested::Tagger::TagResults> Tagger::Client::tagVia(C& call_, const ::nested::Marker& m, const ::nested::Span& s) {
   ::nested::Tagger::TagResults value_{};
   if (::lrpc::Status s_ = tagTo_(call_, m, s, value_); !s_.isOk()) return s_;
   return value_;

@@ -391,16 +391,16 @@ class Catalog::Browser::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status listIn_(Call& call_, std::string_view prefix);
-  template <class Call>
-  static ::lrpc::Status listRead_(Call& call_, ::nested::Catalog::Browser::ListResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status listTo_(Call& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listVia(Call& call_, std::string_view prefix);
+  template <::lrpc::Call C>
+  static ::lrpc::Status listIn_(C& call_, std::string_view prefix);
+  template <::lrpc::Call C>
+  static ::lrpc::Status listRead_(C& call_, ::nested::Catalog::Browser::ListResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status listTo_(C& call_, std::string_view prefix, ::nested::Catalog::Browser::ListResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::nested::Catalog::Browser::ListResults> listVia(C& call_, std::string_view prefix);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -464,16 +464,16 @@ class Store::Reader::Cursor::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status nextIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nextRead_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status nextTo_(Call& call_, ::nested::Store::Reader::Cursor::NextResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextVia(Call& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nextIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nextRead_(C& call_, ::nested::Store::Reader::Cursor::NextResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status nextTo_(C& call_, ::nested::Store::Reader::Cursor::NextResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::nested::Store::Reader::Cursor::NextResults> nextVia(C& call_);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -539,16 +539,16 @@ class Store::Reader::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status getIn_(Call& call_, const ::nested::Store::Key& key);
-  template <class Call>
-  static ::lrpc::Status getRead_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> getOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getIn_(C& call_, const ::nested::Store::Key& key);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getRead_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> getOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getTo_(C& call_, const ::nested::Store::Key& key, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> getVia(C& call_, const ::nested::Store::Key& key);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -621,22 +621,22 @@ class Store::Writer::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status getIn_(Call& call_, const ::nested::Store::Key& key);
-  template <class Call>
-  static ::lrpc::Status getRead_(Call& call_, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> getOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status getTo_(Call& call_, const ::nested::Store::Key& key, std::string& out_);
-  template <class Call>
-  static ::lrpc::Result<std::string> getVia(Call& call_, const ::nested::Store::Key& key);
-  template <class Call>
-  static ::lrpc::Status putIn_(Call& call_, const ::nested::Store::Key& key, std::string_view value);
-  template <class Call>
-  static ::lrpc::Status putOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status putVia(Call& call_, const ::nested::Store::Key& key, std::string_view value);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getIn_(C& call_, const ::nested::Store::Key& key);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getRead_(C& call_, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> getOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status getTo_(C& call_, const ::nested::Store::Key& key, std::string& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<std::string> getVia(C& call_, const ::nested::Store::Key& key);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putIn_(C& call_, const ::nested::Store::Key& key, std::string_view value);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status putVia(C& call_, const ::nested::Store::Key& key, std::string_view value);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -702,16 +702,16 @@ class Store::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status sizeIn_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status sizeRead_(Call& call_, uint64_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint64_t> sizeOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status sizeTo_(Call& call_, uint64_t& out_);
-  template <class Call>
-  static ::lrpc::Result<uint64_t> sizeVia(Call& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status sizeIn_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status sizeRead_(C& call_, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> sizeOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status sizeTo_(C& call_, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> sizeVia(C& call_);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -775,16 +775,16 @@ class Audit::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status checkIn_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
-  template <class Call>
-  static ::lrpc::Status checkRead_(Call& call_, bool& out_);
-  template <class Call>
-  static ::lrpc::Result<bool> checkOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status checkTo_(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_);
-  template <class Call>
-  static ::lrpc::Result<bool> checkVia(Call& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
+  template <::lrpc::Call C>
+  static ::lrpc::Status checkIn_(C& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
+  template <::lrpc::Call C>
+  static ::lrpc::Status checkRead_(C& call_, bool& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<bool> checkOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status checkTo_(C& call_, const ::nested::Store::Reader::Cursor::Pos& pos, bool& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<bool> checkVia(C& call_, const ::nested::Store::Reader::Cursor::Pos& pos);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -850,16 +850,16 @@ class Tagger::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status tagIn_(Call& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s);
-  template <class Call>
-  static ::lrpc::Status tagRead_(Call& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::nested::Tagger::TagResults> tagOut_(Call& call_, ::lrpc::detail::ClientCaps& caps_);
-  template <class Call>
-  static ::lrpc::Status tagTo_(Call& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::nested::Tagger::TagResults> tagVia(Call& call_, const ::nested::Marker& m, const ::nested::Span& s);
+  template <::lrpc::Call C>
+  static ::lrpc::Status tagIn_(C& call_, ::lrpc::detail::ClientCaps& caps_, const ::nested::Marker& m, const ::nested::Span& s);
+  template <::lrpc::Call C>
+  static ::lrpc::Status tagRead_(C& call_, ::lrpc::detail::ClientCaps& caps_, ::nested::Tagger::TagResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::nested::Tagger::TagResults> tagOut_(C& call_, ::lrpc::detail::ClientCaps& caps_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status tagTo_(C& call_, const ::nested::Marker& m, const ::nested::Span& s, ::nested::Tagger::TagResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::nested::Tagger::TagResults> tagVia(C& call_, const ::nested::Marker& m, const ::nested::Span& s);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;

@@ -135,16 +135,16 @@ std::shared_ptr<void> Forwarder_EmptyMake(std::shared_ptr<::lrpc::Binding> targe
 // ---- The client's copy code, compiled into each method, so that a call compiles to stores at
 // constant offsets.
 
-template <class Call>
-::lrpc::Status Base::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
+template <::lrpc::Call C>
+::lrpc::Status Base::Client::pairIn_(C& call_, const ::Base::Pair& p) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &p, sizeof p);
   std::memset(fixed_ + 0 + 1, 0, 7);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Base::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Base::Client::pairRead_(C& call_, ::Base::PairResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -153,38 +153,38 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::Base::PairResults> Base::Client::pairOut_(C& call_) {
   ::Base::PairResults value_{};
   if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Base::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Base::Client::pairTo_(C& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return pairRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::Base::PairResults> Base::Client::pairVia(Call& call_, const ::Base::Pair& p) {
+template <::lrpc::Call C>
+::lrpc::Result<::Base::PairResults> Base::Client::pairVia(C& call_, const ::Base::Pair& p) {
   ::Base::PairResults value_{};
   if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Derived::Client::pairIn_(Call& call_, const ::Base::Pair& p) {
+template <::lrpc::Call C>
+::lrpc::Status Derived::Client::pairIn_(C& call_, const ::Base::Pair& p) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &p, sizeof p);
   std::memset(fixed_ + 0 + 1, 0, 7);
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Derived::Client::pairRead_(Call& call_, ::Base::PairResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Derived::Client::pairRead_(C& call_, ::Base::PairResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Base::PairResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -193,30 +193,30 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::Base::PairResults> Derived::Client::pairOut_(C& call_) {
   ::Base::PairResults value_{};
   if (::lrpc::Status s_ = pairRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Derived::Client::pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Derived::Client::pairTo_(C& call_, const ::Base::Pair& p, ::Base::PairResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = pairIn_(call_, p); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return pairRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::Base::PairResults> Derived::Client::pairVia(Call& call_, const ::Base::Pair& p) {
+template <::lrpc::Call C>
+::lrpc::Result<::Base::PairResults> Derived::Client::pairVia(C& call_, const ::Base::Pair& p) {
   ::Base::PairResults value_{};
   if (::lrpc::Status s_ = pairTo_(call_, p, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Derived::Client::ownIn_(Call& call_, ::Base::Kind k, const ::Later& p) {
+template <::lrpc::Call C>
+::lrpc::Status Derived::Client::ownIn_(C& call_, ::Base::Kind k, const ::Later& p) {
   std::byte* fixed_ = call_.args();
   std::memcpy(fixed_ + 0, &k, sizeof k);
   std::memcpy(fixed_ + 4, &p, sizeof p);
@@ -225,8 +225,8 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Status Derived::Client::ownRead_(Call& call_, ::Derived::OwnResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Derived::Client::ownRead_(C& call_, ::Derived::OwnResults& out_) {
   // The server is not trusted with our memory either: copy the results out, then check them.
   ::Derived::OwnResultsFrame frame_;
   std::memcpy(&frame_, call_.results(), sizeof frame_);
@@ -235,23 +235,23 @@ template <class Call>
   return ::lrpc::Status::ok();
 }
 
-template <class Call>
-::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(Call& call_) {
+template <::lrpc::Call C>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownOut_(C& call_) {
   ::Derived::OwnResults value_{};
   if (::lrpc::Status s_ = ownRead_(call_, value_); !s_.isOk()) return s_;
   return value_;
 }
 
-template <class Call>
-::lrpc::Status Derived::Client::ownTo_(Call& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_) {
+template <::lrpc::Call C>
+::lrpc::Status Derived::Client::ownTo_(C& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_) {
   if (!call_.status().isOk()) return call_.status();
   if (::lrpc::Status s_ = ownIn_(call_, k, p); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return ownRead_(call_, out_);
 }
 
-template <class Call>
-::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(Call& call_, ::Base::Kind k, const ::Later& p) {
+template <::lrpc::Call C>
+::lrpc::Result<::Derived::OwnResults> Derived::Client::ownVia(C& call_, ::Base::Kind k, const ::Later& p) {
   ::Derived::OwnResults value_{};
   if (::lrpc::Status s_ = ownTo_(call_, k, p, value_); !s_.isOk()) return s_;
   return value_;

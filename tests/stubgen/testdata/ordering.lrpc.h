@@ -203,16 +203,16 @@ class Base::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status pairIn_(Call& call_, const ::Base::Pair& p);
-  template <class Call>
-  static ::lrpc::Status pairRead_(Call& call_, ::Base::PairResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::Base::PairResults> pairOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::Base::PairResults> pairVia(Call& call_, const ::Base::Pair& p);
+  template <::lrpc::Call C>
+  static ::lrpc::Status pairIn_(C& call_, const ::Base::Pair& p);
+  template <::lrpc::Call C>
+  static ::lrpc::Status pairRead_(C& call_, ::Base::PairResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::Base::PairResults> pairOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status pairTo_(C& call_, const ::Base::Pair& p, ::Base::PairResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::Base::PairResults> pairVia(C& call_, const ::Base::Pair& p);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -283,26 +283,26 @@ class Derived::Client {
 
  private:
   // The copy code of each method, the same for both paths (Call: lrpc::LocalCall or lrpc::RemoteCall).
-  template <class Call>
-  static ::lrpc::Status pairIn_(Call& call_, const ::Base::Pair& p);
-  template <class Call>
-  static ::lrpc::Status pairRead_(Call& call_, ::Base::PairResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::Base::PairResults> pairOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status pairTo_(Call& call_, const ::Base::Pair& p, ::Base::PairResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::Base::PairResults> pairVia(Call& call_, const ::Base::Pair& p);
-  template <class Call>
-  static ::lrpc::Status ownIn_(Call& call_, ::Base::Kind k, const ::Later& p);
-  template <class Call>
-  static ::lrpc::Status ownRead_(Call& call_, ::Derived::OwnResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::Derived::OwnResults> ownOut_(Call& call_);
-  template <class Call>
-  static ::lrpc::Status ownTo_(Call& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_);
-  template <class Call>
-  static ::lrpc::Result<::Derived::OwnResults> ownVia(Call& call_, ::Base::Kind k, const ::Later& p);
+  template <::lrpc::Call C>
+  static ::lrpc::Status pairIn_(C& call_, const ::Base::Pair& p);
+  template <::lrpc::Call C>
+  static ::lrpc::Status pairRead_(C& call_, ::Base::PairResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::Base::PairResults> pairOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status pairTo_(C& call_, const ::Base::Pair& p, ::Base::PairResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::Base::PairResults> pairVia(C& call_, const ::Base::Pair& p);
+  template <::lrpc::Call C>
+  static ::lrpc::Status ownIn_(C& call_, ::Base::Kind k, const ::Later& p);
+  template <::lrpc::Call C>
+  static ::lrpc::Status ownRead_(C& call_, ::Derived::OwnResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::Derived::OwnResults> ownOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status ownTo_(C& call_, ::Base::Kind k, const ::Later& p, ::Derived::OwnResults& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<::Derived::OwnResults> ownVia(C& call_, ::Base::Kind k, const ::Later& p);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
