@@ -30,8 +30,8 @@ inline constexpr uint32_t kCacheLine = 64;
 // lines, so neither side's stores fight the other side's spinning reads.
 inline constexpr uint32_t kControlBytes = 32;
 // Every A-stack has at least this much room from its results on, where a failing call's
-// detail text goes (truncated).
-inline constexpr uint32_t kMinErrorBytes = 160;
+// detail text goes: all that may cross (kMaxWireDetail).
+inline constexpr uint32_t kMinErrorBytes = kMaxWireDetail;
 // Bounds on what a PDL may ask for; a descriptor beyond them is refused at bind time.
 inline constexpr uint32_t kMaxAStacksPerBinding = 4096;
 inline constexpr uint32_t kMaxAStackBytes = 1u << 20;

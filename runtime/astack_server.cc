@@ -280,10 +280,11 @@ uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t pr
     detail::logf(LogTopic::kErrors, "\"%s\": call of procedure %u answered with %s", exp->name.c_str(), procedure,
                  s.toString().c_str());
   }
-  // The detail text goes where the results would, truncated to the rest of the A-stack (at
-  // least kMinErrorBytes): the results are not valid on an error, and those lines are ours.
-  std::string_view text = s.detail().empty() ? errcName(s.code()) : std::string_view(s.detail());
-  uint32_t len = static_cast<uint32_t>(std::min<size_t>(text.size(), pl.frameBytes - pl.resultsOff));
+  // The detail text goes where the results would, cut to kMaxWireDetail as on the network (the
+  // frame has that much room: kMinErrorBytes): the results are not valid on an error, and those
+  // lines are ours. No detail stays none, as on the network: the code says it.
+  const std::string_view text = s.detail();
+  const uint32_t len = static_cast<uint32_t>(std::min<size_t>(text.size(), kMaxWireDetail));
   std::memcpy(frame + pl.resultsOff, text.data(), len);
   detail::storeOnce(ret->resultTail, len);
   detail::storeOnce(ret->resultFlags, uint8_t{0});

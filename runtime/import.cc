@@ -50,7 +50,7 @@ Result<std::shared_ptr<Binding>> importOverSocket(OwnedFd sock, std::string_view
     const Errc code = errcFromWire(welcome.status);
     detail::logf(LogTopic::kErrors, "import \"%.*s\" refused: %s", static_cast<int>(name.size()), name.data(),
                  welcome.detail);
-    return Status(code, welcome.detail);
+    return Status(code, detail::wireDetail(welcome.detail, std::strlen(welcome.detail)));
   }
   if (welcome.regionBytes != layout->regionBytes()) {
     return Status(Errc::kBindingRejected, "server's A-stack region has another layout");

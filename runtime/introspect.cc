@@ -61,7 +61,7 @@ Result<OwnedFd> connectQuery(std::string_view name, const QueryOptions& options,
   }
   if (welcome.status != 0) {
     welcome.detail[sizeof welcome.detail - 1] = '\0';
-    return Status(errcFromWire(welcome.status), welcome.detail);
+    return Status(errcFromWire(welcome.status), detail::wireDetail(welcome.detail, std::strlen(welcome.detail)));
   }
   return sock;
 }

@@ -396,7 +396,7 @@ Status LocalBinding::callError(uint32_t index, uint8_t code, uint32_t detailByte
   const uint32_t len = std::min(detailBytes, pl.frameBytes - pl.resultsOff);
   // The detail text stands where the results would (see Connection::writeReturn).
   const char* text = reinterpret_cast<const char*>(returnControl(index)) + kControlBytes;
-  return Status(errc, std::string_view(text, len));
+  return Status(errc, detail::wireDetail(text, len));
 }
 
 }  // namespace lrpc

@@ -243,8 +243,7 @@ Status UdpChannel::handshake(std::string_view name, const InterfaceDescriptor& i
       got = true;
       header = p->header;
       if (p->header.status != 0) {
-        status = Status(errcFromWire(p->header.status),
-                        std::string(reinterpret_cast<const char*>(p->payload.data()), p->payload.size()));
+        status = Status(errcFromWire(p->header.status), lrpc::detail::wireDetail(p->payload.data(), p->payload.size()));
         return;
       }
       auto w = decodeWelcome(p->payload);

@@ -137,8 +137,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
   p->requestAcked = true;  // a reply implies the whole request arrived
   if ((h.flags & kFlagFragment) == 0) {
     if (h.status != 0) {
-      finish(*p, Status(errcFromWire(h.status),
-                        std::string(reinterpret_cast<const char*>(pk.payload.data()), pk.payload.size())));
+      finish(*p, Status(errcFromWire(h.status), lrpc::detail::wireDetail(pk.payload.data(), pk.payload.size())));
       return;
     }
     std::span<const std::byte> results = pk.payload;
@@ -200,8 +199,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
     AckBody ack = p->reassembly.ack();
     sendAck(p->seq, ack);
     if (p->replyStatus != 0) {
-      finish(*p, Status(errcFromWire(p->replyStatus),
-                        std::string(reinterpret_cast<const char*>(p->reply->data()), p->reply->size())));
+      finish(*p, Status(errcFromWire(p->replyStatus), lrpc::detail::wireDetail(p->reply->data(), p->reply->size())));
     } else {
       finish(*p, Status());
     }

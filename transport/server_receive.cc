@@ -30,7 +30,6 @@ void shelveKept(ResultShelf& shelf, std::unique_ptr<KeptResult>& kept) noexcept 
   kept.reset();
 }
 
-constexpr size_t kMaxErrorText = 1024;
 // A request buffer larger than this is not kept in its slot after the call (one spare at most).
 constexpr size_t kKeepRequestBytes = 64u << 10;
 
@@ -135,7 +134,7 @@ void UdpServer::onHello(const Datagram& d, const Packet& p) noexcept {
   }
   auto refuse = [&](Errc code, const std::string& why) {
     reply.status = static_cast<uint8_t>(code);
-    std::string text = why.substr(0, kMaxErrorText);
+    std::string text = why.substr(0, kMaxWireDetail);
     sendHeaderOnly(d.from, reply, {reinterpret_cast<const std::byte*>(text.data()), text.size()});
   };
   // The same rules and words as the same-host path (runtime/names.h, runtime/import.cc).
@@ -383,7 +382,7 @@ void UdpServer::finishJob(const Job& job, Status result) noexcept {
     slot.status = static_cast<uint8_t>(result.code());
     slot.kept.reset();  // the reply is the error text alone
     const std::string& text = result.detail();
-    size_t n = std::min(text.size(), kMaxErrorText);
+    size_t n = std::min(text.size(), kMaxWireDetail);
     if (slot.reply.resize(n).isOk() && n > 0) std::memcpy(slot.reply.data(), text.data(), n);
   }
   slot.state = SlotState::kDone;

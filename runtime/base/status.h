@@ -7,6 +7,7 @@
 // Status never throws: if the record cannot be allocated, the code survives without detail.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <new>
@@ -40,6 +41,11 @@ enum class Errc : uint8_t {
 
 // A short, stable name for each code ("peer died", ...).
 std::string_view errcName(Errc code) noexcept;
+
+// The longest error detail that crosses a process boundary, on either path: the sending side
+// cuts a longer one to this (an A-stack frame always has this much room for it, so the same
+// call fails with the same text on the same host as over the network).
+inline constexpr size_t kMaxWireDetail = 160;
 
 // A code read from memory or a packet a peer wrote: any byte outside the known codes is
 // kBadFrame, so a hostile peer can never produce an Errc value the enum does not name.
@@ -108,6 +114,11 @@ class [[nodiscard]] Status {
 static_assert(sizeof(Status) == sizeof(void*));
 
 namespace detail {
+// The detail a peer sent (`n` bytes at `p`), as a receiver reads it: at most kMaxWireDetail.
+inline std::string_view wireDetail(const void* p, size_t n) noexcept {
+  return {static_cast<const char*>(p), n < kMaxWireDetail ? n : kMaxWireDetail};
+}
+
 // A number as text, made without allocating, for a Status's pieces. The text lives in the
 // object: a view of a temporary Decimal is good only until the end of its full expression.
 class Decimal {

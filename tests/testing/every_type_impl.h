@@ -45,6 +45,8 @@ class EveryTypeImpl final : public Base {
     if (how == 1) return Status(Errc::kApplication, "failed on purpose");
     if (how == 2) throw std::runtime_error("boom");
     if (how == 3) throw 42;
+    if (how == 4) return Status(Errc::kApplication, std::string(1000, 'x') + " and the end");
+    if (how == 5) return Status(Errc::kApplication);  // no detail
     return {};
   }
 

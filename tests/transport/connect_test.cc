@@ -6,6 +6,7 @@
 #include <string>
 
 #include "examples/paper/paper_impl.h"
+#include "tests/testing/every_type_impl.h"
 #include "tests/integration/harness.h"
 #include "tests/transport/net_harness.h"
 #include "transport/connect.h"
@@ -13,8 +14,9 @@
 namespace lrpc {
 namespace {
 
-// One server process exporting Paper as "paper" both on the same host (in a names directory
-// of its own) and on 127.0.0.1 in clear text; `co` finds the same-host export.
+// One server process exporting Paper as "paper" and every_type.capnp's Scalars as "scalars",
+// both on the same host (in a names directory of its own) and on 127.0.0.1 in clear text; `co`
+// finds the same-host exports.
 class Connect : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -26,6 +28,8 @@ class Connect : public ::testing::Test {
       auto* exporter = new net::NetExporter(o);  // lives until the child exits
       auto* impl = new paper::PaperImpl;
       if (!exporter->add<paper::Paper>("paper", *impl).isOk()) return 0;
+      auto* scalars = new testing::EveryTypeImpl<testing::Scalars::Server>;
+      if (!exporter->add<testing::Scalars>("scalars", *scalars).isOk()) return 0;
       auto port = exporter->start(bind);
       return port.isOk() ? *port : 0;
     });
@@ -86,6 +90,26 @@ TEST_F(Connect, BadNamesGetTheSameErrorOnBothPaths) {
       EXPECT_EQ(net.status().detail(), words);
     }
   }
+}
+
+// A handler's error reads the same whichever path carried it: a long detail cut at
+// kMaxWireDetail bytes, no detail as none, a thrown exception's text, the code alike.
+TEST_F(Connect, AHandlersErrorReadsTheSameOnBothPaths) {
+  auto local = connect<testing::Scalars>("scalars", co);
+  auto net = connect<testing::Scalars>("udp+clear://127.0.0.1:" + std::to_string(port()) + "/scalars", co);
+  ASSERT_TRUE(local.isOk()) << local.status().toString();
+  ASSERT_TRUE(net.isOk()) << net.status().toString();
+  for (uint32_t how : {1u, 2u, 3u, 4u, 5u}) {
+    Status a = local->fail(how);
+    Status b = net->fail(how);
+    EXPECT_FALSE(a.isOk()) << how;
+    EXPECT_EQ(a.code(), b.code()) << how << ": " << a.toString() << " / " << b.toString();
+    EXPECT_EQ(a.detail(), b.detail()) << how;
+  }
+  const Status longOne = local->fail(4);
+  EXPECT_EQ(longOne.detail(), std::string(kMaxWireDetail, 'x'));
+  EXPECT_EQ(local->fail(5).detail(), "");
+  EXPECT_EQ(local->fail(5).code(), Errc::kApplication);
 }
 
 }  // namespace
