@@ -68,6 +68,7 @@ class ForkedServer {
     }
   }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   void kill() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);

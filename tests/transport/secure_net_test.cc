@@ -9,8 +9,15 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "runtime/base/mutex.h"
 #include "tests/transport/net_harness.h"
@@ -187,7 +194,8 @@ TEST_F(SecureNet, UnknownClientKeyIsRefused) {
 
 // A UDP relay in the client's namespace that records what the client sends to the server and
 // can send it again, changed or not, from the same socket: to the server the copies come
-// from the client's own address, as an on-path attacker's would.
+// from the client's own address, as an on-path attacker's would. It records the server's
+// datagrams too, and can change a byte of the next few on their way to the client.
 class RecordingRelay {
  public:
   RecordingRelay(const std::string& listenIp, const std::string& serverIp, uint16_t serverPort) {
@@ -205,7 +213,14 @@ class RecordingRelay {
     MutexLock lock(mu_);
     return recorded_;
   }
+  std::vector<std::vector<char>> replies() {
+    MutexLock lock(mu_);
+    return replies_;
+  }
   void sendAsClient(const std::vector<char>& d) { (void)::send(back_, d.data(), d.size(), 0); }
+  // The next `n` datagrams from the server reach the client with one byte of their sealed part
+  // changed (the last, in the AEAD tag: every one must fail to open).
+  void tamperReplies(int n) { tamper_.store(n); }
 
  private:
   void run() {
@@ -226,6 +241,14 @@ class RecordingRelay {
         (void)::send(back_, buf.data(), static_cast<size_t>(n), 0);
       }
       while ((n = ::recv(back_, buf.data(), buf.size(), MSG_DONTWAIT)) > 0) {
+        {
+          MutexLock lock(mu_);
+          replies_.emplace_back(buf.begin(), buf.begin() + n);
+        }
+        if (tamper_.load() > 0) {
+          tamper_.fetch_sub(1);
+          buf[static_cast<size_t>(n) - 1] = static_cast<char>(buf[static_cast<size_t>(n) - 1] ^ 0x01);
+        }
         if (haveClient_) {
           (void)::sendto(front_, buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&client_), sizeof client_);
         }
@@ -238,6 +261,8 @@ class RecordingRelay {
   bool haveClient_ = false;
   Mutex mu_;
   std::vector<std::vector<char>> recorded_ LRPC_GUARDED_BY(mu_);
+  std::vector<std::vector<char>> replies_ LRPC_GUARDED_BY(mu_);
+  std::atomic<int> tamper_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -298,6 +323,151 @@ TEST_F(SecureNet, TheSameAttackOnClearTextRunsCallsAgain) {
   runIn(pair_.nsPath(false), [&] {
     uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server.port(), "udp+clear://", "", ClientOptions{});
     EXPECT_GT(ran, 4u);
+  });
+}
+
+// How many handshake hellos are among the datagrams a client sent.
+size_t hellosIn(const std::vector<std::vector<char>>& datagrams) {
+  size_t n = 0;
+  for (const auto& d : datagrams) {
+    n += secure::peekType(reinterpret_cast<const uint8_t*>(d.data()), d.size()) ==
+         static_cast<uint8_t>(secure::MessageType::kHello);
+  }
+  return n;
+}
+
+// A process's resident memory in KiB (0 if it cannot be read).
+uint64_t rssKiB(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+  }
+  return 0;
+}
+
+// Whether any of the datagrams holds the 8 bytes of `value` (a call's argument or result).
+bool anyHolds(const std::vector<std::vector<char>>& datagrams, uint64_t value) {
+  char needle[sizeof value];
+  std::memcpy(needle, &value, sizeof value);
+  for (const auto& d : datagrams) {
+    if (std::search(d.begin(), d.end(), needle, needle + sizeof needle) != d.end()) return true;
+  }
+  return false;
+}
+
+// An on-path observer (the relay sees every datagram both ways) of a call whose argument and
+// result are bytes no header is likely to hold: whether it saw the argument, and the result.
+std::pair<bool, bool> observeOneCall(const std::string& ipA, const std::string& ipB, uint16_t serverPort,
+                                     const std::string& scheme, const std::string& query, const ClientOptions& co) {
+  RecordingRelay relay(ipB, ipA, serverPort);
+  auto b = connect(scheme + ipB + ":" + std::to_string(relay.port()) + "/svc" + query, Svc::kDescriptor, co);
+  EXPECT_TRUE(b.isOk()) << b.status().toString();
+  if (!b.isOk()) return {false, false};
+  constexpr uint64_t kToken = 0x5a17c0ffee2b4d91;
+  auto r = testing::callToken(**b, kToken);
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r.isOk() ? *r : 0, kToken * 3);
+  EXPECT_FALSE(relay.recorded().empty() || relay.replies().empty()) << "the relay saw no traffic";
+  return {anyHolds(relay.recorded(), kToken), anyHolds(relay.replies(), kToken * 3)};
+}
+
+TEST_F(SecureNet, AnOnPathObserverSeesNoArgumentOrResultBytes) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
+    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
+  });
+  ASSERT_NE(server.port(), 0);
+  runIn(pair_.nsPath(false), [&] {
+    auto [argument, result] = observeOneCall(pair_.ipA(), pair_.ipB(), server.port(), "udp://",
+                                             "?key=" + serverKey_.publicKey().toText(), secureClient(clientKey_));
+    EXPECT_FALSE(argument) << "the argument's bytes crossed the network in clear";
+    EXPECT_FALSE(result) << "the result's bytes crossed the network in clear";
+  });
+}
+
+// The control: on clear text the same observer does see them.
+TEST_F(SecureNet, OnClearTextTheSameObserverSeesThem) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
+    ServerOptions so;
+    so.security.clearText = true;
+    return serveSvc(bind, so);
+  });
+  ASSERT_NE(server.port(), 0);
+  runIn(pair_.nsPath(false), [&] {
+    auto [argument, result] = observeOneCall(pair_.ipA(), pair_.ipB(), server.port(), "udp+clear://", "", ClientOptions{});
+    EXPECT_TRUE(argument);
+    EXPECT_TRUE(result);
+  });
+}
+
+// The server's datagrams changed on the way: the client drops each one silently, as lost,
+// retransmits, and the server answers from its reply cache: the call completes, with its
+// result, having run once.
+TEST_F(SecureNet, TamperedRepliesAreDroppedAndTheCallRunsOnce) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
+    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
+  });
+  ASSERT_NE(server.port(), 0);
+  runIn(pair_.nsPath(false), [&] {
+    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
+    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
+                         serverKey_.publicKey().toText(),
+                     Svc::kDescriptor, secureClient(clientKey_));
+    ASSERT_TRUE(b.isOk()) << b.status().toString();
+    ASSERT_TRUE(testing::callNull(**b).isOk());
+    const size_t before = relay.replies().size();
+    relay.tamperReplies(3);
+    auto r = testing::callToken(**b, 77);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(*r, 231u);
+    EXPECT_GE(relay.replies().size(), before + 4) << "three changed replies, then a good one";
+    auto q = testing::queryToken(**b, 77);
+    ASSERT_TRUE(q.isOk()) << q.status().toString();
+    EXPECT_EQ(*q, 1u);
+  });
+}
+
+// The key generations (mod 256, byte 3 of the clear header) of the data datagrams among these.
+std::vector<uint8_t> generationsIn(const std::vector<std::vector<char>>& datagrams) {
+  std::vector<uint8_t> seen;
+  for (const auto& d : datagrams) {
+    const auto* b = reinterpret_cast<const uint8_t*>(d.data());
+    if (secure::peekType(b, d.size()) != static_cast<uint8_t>(secure::MessageType::kData)) continue;
+    if (std::find(seen.begin(), seen.end(), b[3]) == seen.end()) seen.push_back(b[3]);
+  }
+  return seen;
+}
+
+// Both sides move to a new key every 16 datagrams: calls go on across every rotation, each
+// with its result, each run once.
+TEST_F(SecureNet, CallsGoOnAcrossKeyRotations) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
+    ServerOptions so = secureServer(serverKey_, {clientKey_.publicKey()});
+    so.security.data.rekeyAfterMessages = 16;
+    return serveSvc(bind, so);
+  });
+  ASSERT_NE(server.port(), 0);
+  runIn(pair_.nsPath(false), [&] {
+    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
+    ClientOptions co = secureClient(clientKey_);
+    co.security.data.rekeyAfterMessages = 16;
+    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
+                         serverKey_.publicKey().toText(),
+                     Svc::kDescriptor, co);
+    ASSERT_TRUE(b.isOk()) << b.status().toString();
+    for (uint64_t t = 1; t <= 200; ++t) {
+      auto r = testing::callToken(**b, t);
+      ASSERT_TRUE(r.isOk()) << "call " << t << ": " << r.status().toString();
+      EXPECT_EQ(*r, 3 * t);
+    }
+    for (uint64_t t : {uint64_t{1}, uint64_t{17}, uint64_t{100}, uint64_t{200}}) {
+      auto q = testing::queryToken(**b, t);
+      ASSERT_TRUE(q.isOk()) << q.status().toString();
+      EXPECT_EQ(*q, 1u) << "token " << t;
+    }
+    // At least one new key for every 16 datagrams each way (the calls alone are 200 each way).
+    EXPECT_GE(generationsIn(relay.recorded()).size(), 12u);
+    EXPECT_GE(generationsIn(relay.replies()).size(), 12u);
   });
 }
 
@@ -364,9 +534,17 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
   });
   ASSERT_NE(server.port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, secureClient(clientKey_));
+    // The legitimate client goes through a relay, so the test sees every hello it sends: an
+    // evicted session would show as a second handshake, even if the calls then succeeded.
+    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
+    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
+                         serverKey_.publicKey().toText(),
+                     Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
+    EXPECT_EQ(hellosIn(relay.recorded()), 1u);
+    const uint64_t rssBefore = rssKiB(server.pid());
+    ASSERT_GT(rssBefore, 0u);
     // 5,000 hellos from other sockets: forged bytes, and well-made ones from keys the
     // server does not list (those cost it the DH work, within the rate limit).
     int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -389,6 +567,11 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
     }
     ::close(s);
     for (int i = 0; i < 20; ++i) ASSERT_TRUE(testing::callNull(**b).isOk()) << i;
+    EXPECT_EQ(hellosIn(relay.recorded()), 1u) << "the flood cost the client its session";
+    // Bounded tables: the flood may cost the server some buffers, never memory per datagram
+    // (unbounded sessions once grew it by about 100 MiB here).
+    const uint64_t rssAfter = rssKiB(server.pid());
+    EXPECT_LT(rssAfter, rssBefore + 48 * 1024) << rssBefore << " KiB before the flood, " << rssAfter << " after";
   });
 }
 
