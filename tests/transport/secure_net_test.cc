@@ -438,6 +438,80 @@ std::vector<uint8_t> generationsIn(const std::vector<std::vector<char>>& datagra
   return seen;
 }
 
+// Under load (more than 1,000 hellos a second that pass mac1) the server answers a new hello
+// with a stateless cookie reply first; the client that proves its address with it completes.
+TEST_F(SecureNet, UnderLoadANewClientEarnsACookieThenCompletes) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
+    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
+  });
+  ASSERT_NE(server.port(), 0);
+  runIn(pair_.nsPath(false), [&] {
+    // Well-made hellos from keys the server does not list, made once and sent again and again:
+    // each passes mac1, which is what the server counts as load.
+    std::vector<std::vector<uint8_t>> hellos;
+    for (int i = 0; i < 16; ++i) {
+      auto init = secure::Initiator::create(newKey(), serverKey_.publicKey());
+      ASSERT_TRUE(init.isOk());
+      auto hello = init->writeHello();
+      ASSERT_TRUE(hello.isOk());
+      hellos.emplace_back(hello->begin(), hello->end());
+    }
+    std::atomic<bool> stop{false};
+    std::thread spray([&] {
+      int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(server.port());
+      ::inet_pton(AF_INET, pair_.ipA().c_str(), &to.sin_addr);
+      while (!stop.load()) {
+        for (const auto& h : hellos) (void)::sendto(s, h.data(), h.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // 16,000 a second at most
+      }
+      ::close(s);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
+    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
+                         serverKey_.publicKey().toText(),
+                     Svc::kDescriptor, secureClient(clientKey_));
+    Status called = b.isOk() ? testing::callNull(**b) : b.status();
+    stop.store(true);
+    spray.join();
+    ASSERT_TRUE(called.isOk()) << called.toString();
+    size_t cookies = 0;
+    for (const auto& d : relay.replies()) {
+      cookies += secure::peekType(reinterpret_cast<const uint8_t*>(d.data()), d.size()) ==
+                 static_cast<uint8_t>(secure::MessageType::kCookieReply);
+    }
+    EXPECT_GE(cookies, 1u) << "the server under load completed a handshake without a cookie round trip";
+  });
+}
+
+// A session whose sequence numbers wrap past 2^32 on the default (secure) transport: every call
+// before and after the wrap returns its result and runs once.
+TEST_F(SecureNet, CallsAcrossTheSequenceWrapRunOnce) {
+  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
+    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
+  });
+  ASSERT_NE(server.port(), 0);
+  runIn(pair_.nsPath(false), [&] {
+    ClientOptions co = secureClient(clientKey_);
+    co.firstSequence = UINT32_MAX - 20;
+    auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, co);
+    ASSERT_TRUE(b.isOk()) << b.status().toString();
+    for (uint64_t t = 1; t <= 40; ++t) {
+      auto r = testing::callToken(**b, 9000 + t);
+      ASSERT_TRUE(r.isOk()) << "call " << t << ": " << r.status().toString();
+      EXPECT_EQ(*r, 3 * (9000 + t));
+    }
+    for (uint64_t t = 1; t <= 40; ++t) {
+      auto q = testing::queryToken(**b, 9000 + t);
+      ASSERT_TRUE(q.isOk()) << q.status().toString();
+      EXPECT_EQ(*q, 1u) << "call " << t;
+    }
+  });
+}
+
 // Both sides move to a new key every 16 datagrams: calls go on across every rotation, each
 // with its result, each run once.
 TEST_F(SecureNet, CallsGoOnAcrossKeyRotations) {
