@@ -125,7 +125,7 @@ class AStackServerCall final : public ServerCall {
   uint8_t flags_ = 0;
 };
 
-// A call of an A-stack answered later (runtime/reply.h). The A-stack stays the call's until
+// A call of an A-stack answered later (runtime/pending.h). The A-stack stays the call's until
 // then: its client waits on the return doorbell, and calls no other on it meanwhile.
 class AStackDeferred final : public DeferredCall {
  public:

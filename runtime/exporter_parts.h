@@ -62,7 +62,7 @@ using exporter::MsgType;
 
 struct Export;
 
-// Whether a binding's memory may still be written, for deferred replies (runtime/reply.h),
+// Whether a binding's memory may still be written, for deferred replies (runtime/pending.h),
 // which outlive the server thread that took their call: the clerk clears `alive` before it
 // stops the threads and unmaps the region, and a reply writes only while it holds `mu`.
 struct Liveness {

@@ -1,7 +1,7 @@
 // The server side of a frame run in this process: calls on an object served in process
 // (Foo::Client::serve), over a private copy of the frame, and calls on a capability that arrive
 // through the capability tunnel (serveCapCall), over the inner frame where the tunnel's tail
-// holds it. Both may be deferred (runtime/reply.h).
+// holds it. Both may be deferred (runtime/pending.h).
 #include <chrono>
 #include <cstring>
 #include <new>

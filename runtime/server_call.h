@@ -16,8 +16,8 @@
 #include "runtime/base/status.h"
 #include "runtime/codec.h"
 #include "runtime/contract.h"
+#include "runtime/pending.h"
 #include "runtime/remote_call.h"
-#include "runtime/reply.h"
 
 namespace lrpc {
 
@@ -122,7 +122,7 @@ class ServerCall {
   // its deadline) while the handler runs. A hint: a handler that sees it may stop early; its
   // result then goes nowhere.
   virtual bool cancelled() const noexcept { return false; }
-  // For a $Lrpc.deferred method (runtime/reply.h): hands over what this path needs to write
+  // For a $Lrpc.deferred method (runtime/pending.h): hands over what this path needs to write
   // the results and wake the caller later, and marks the call deferred, so that the path
   // publishes nothing when dispatch returns. The arguments stay valid only until then.
   // kUnsupported on a path that cannot wait for an answer.

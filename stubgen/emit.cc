@@ -53,11 +53,6 @@ FileText emitFile(const FileModel& f) {
        "#include <span>\n#include <string>\n#include <string_view>\n#include <type_traits>\n#include <vector>\n\n";
   // Only the contract: the calls are compiled in the source file (runtime/contract.h).
   h += "#include \"runtime/contract.h\"\n";
-  bool deferred = false;
-  for (const auto* d : generated) {
-    for (const auto& m : d->methods) deferred = deferred || m.deferred;
-  }
-  if (deferred) h += "#include \"runtime/reply.h\"\n";  // what a deferred handler answers with
   for (const auto& inc : f.includes) h += "#include \"" + inc + "\"\n";
   const std::string version = std::to_string(LRPC_VERSION);
   h += "\n#if LRPC_VERSION != " + version + "\n";

@@ -176,7 +176,7 @@ struct Method {
   bool variable = false;
   bool stream = false;       // declared `-> stream`: no results
   bool views = false;        // $Lrpc.views: arguments are views (runtime/codec_view.h)
-  bool deferred = false;     // $Lrpc.deferred: the handler answers through an lrpc::Reply (runtime/reply.h)
+  bool deferred = false;     // $Lrpc.deferred: the handler answers through an lrpc::Reply (runtime/pending.h)
   std::string doc;
   bool inherited = false;
 };

@@ -1,5 +1,5 @@
 // The handler's side of the UDP server: the ServerCall the generated dispatch sees, a call
-// answered later through a Reply (runtime/reply.h), and running one job.
+// answered later through a Reply (runtime/pending.h), and running one job.
 #include <cstring>
 #include <new>
 #include <utility>
@@ -108,7 +108,7 @@ class UdpServer::Call final : public ServerCall {
 };
 
 
-// A call answered later (runtime/reply.h): the slot stays kRunning until then, so that the
+// A call answered later (runtime/pending.h): the slot stays kRunning until then, so that the
 // client's retransmissions learn the call is alive, and the job is finished by the answer.
 class UdpServer::Deferred final : public DeferredCall {
  public:

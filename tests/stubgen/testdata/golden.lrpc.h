@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "runtime/contract.h"
-#include "runtime/reply.h"
 #include "golden_base.lrpc.h"
 
 #if LRPC_VERSION != 4
