@@ -37,6 +37,15 @@ uint16_t serveSvcOneWorker(const std::string& bind) {
   });
 }
 
+// A client that takes 10 + 20 + 40 + 40 + 40 ms of silence for a dead server.
+ClientOptions givesUpAfter150ms() {
+  ClientOptions co;
+  co.initialRto = std::chrono::milliseconds(10);
+  co.maxRto = std::chrono::milliseconds(40);
+  co.maxRetries = 4;
+  return co;
+}
+
 // A channel opened by hand, so that the test can read its counters.
 struct Client {
   std::shared_ptr<UdpChannel> channel;
@@ -125,12 +134,8 @@ TEST_F(NetRobust, HandlerSlowerThanTheGiveUpTimeReturnsItsResult) {
   ASSERT_NE(server.port(), 0);
   const std::string hostPort = pair_.ipA() + ":" + std::to_string(server.port());
   runIn(pair_.nsPath(false), [&] {
-    // Silence for 10 + 20 + 40 + 40 + 40 ms would end a call as kPeerDied; the handler takes
-    // ten times that.
-    ClientOptions co;
-    co.initialRto = std::chrono::milliseconds(10);
-    co.maxRto = std::chrono::milliseconds(40);
-    co.maxRetries = 4;
+    // The handler takes ten times the silence that would end a call as kPeerDied.
+    const ClientOptions co = givesUpAfter150ms();
     auto c = open(hostPort, co);
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     auto r = testing::callSlowToken(*c->binding, 7, 1500);
@@ -155,10 +160,7 @@ TEST_F(NetRobust, EveryHandlerSlotTakenTheServerStillAnswers) {
   ASSERT_NE(server.port(), 0);
   const std::string hostPort = pair_.ipA() + ":" + std::to_string(server.port());
   runIn(pair_.nsPath(false), [&] {
-    ClientOptions co;
-    co.initialRto = std::chrono::milliseconds(10);
-    co.maxRto = std::chrono::milliseconds(40);
-    co.maxRetries = 4;
+    const ClientOptions co = givesUpAfter150ms();
     auto slowClient = open(hostPort, co);
     ASSERT_TRUE(slowClient.isOk()) << slowClient.status().toString();
     std::atomic<bool> slowReturned{false};

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -69,6 +70,14 @@ class SecureNet : public ::testing::Test {
     // No skip: a machine that cannot make namespaces fails this test.
     Status s = pair_.create();
     ASSERT_TRUE(s.isOk()) << s.toString();
+  }
+  // The service forked into the server's namespace, in clear text: the control case.
+  std::unique_ptr<testing::ForkedServer> forkClearTextServer() const {
+    return std::make_unique<testing::ForkedServer>(pair_.nsPath(true), pair_.ipA() + ":0", [](const std::string& bind) {
+      ServerOptions so;
+      so.security.clearText = true;
+      return serveSvc(bind, so);
+    });
   }
   std::string uri(uint16_t port, const secure::PublicKey& key, const std::string& ip = "") const {
     return "udp://" + (ip.empty() ? pair_.ipA() : ip) + ":" + std::to_string(port) + "/svc?key=" + key.toText();
@@ -314,14 +323,10 @@ TEST_F(SecureNet, ReplayedAndTamperedDatagramsRunNoCallAgain) {
 // The same attack on clear text does run calls again: what the test
 // above shows the secure transport prevents, and proof that the attack reaches the server.
 TEST_F(SecureNet, TheSameAttackOnClearTextRunsCallsAgain) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    ServerOptions so;
-    so.security.clearText = true;
-    return serveSvc(bind, so);
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkClearTextServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server.port(), "udp+clear://", "", ClientOptions{});
+    uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server->port(), "udp+clear://", "", ClientOptions{});
     EXPECT_GT(ran, 4u);
   });
 }
@@ -387,14 +392,10 @@ TEST_F(SecureNet, AnOnPathObserverSeesNoArgumentOrResultBytes) {
 
 // The control: on clear text the same observer does see them.
 TEST_F(SecureNet, OnClearTextTheSameObserverSeesThem) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    ServerOptions so;
-    so.security.clearText = true;
-    return serveSvc(bind, so);
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkClearTextServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    auto [argument, result] = observeOneCall(pair_.ipA(), pair_.ipB(), server.port(), "udp+clear://", "", ClientOptions{});
+    auto [argument, result] = observeOneCall(pair_.ipA(), pair_.ipB(), server->port(), "udp+clear://", "", ClientOptions{});
     EXPECT_TRUE(argument);
     EXPECT_TRUE(result);
   });
@@ -410,9 +411,7 @@ TEST_F(SecureNet, TamperedRepliesAreDroppedAndTheCallRunsOnce) {
   ASSERT_NE(server.port(), 0);
   runIn(pair_.nsPath(false), [&] {
     RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
-    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
-                         serverKey_.publicKey().toText(),
-                     Svc::kDescriptor, secureClient(clientKey_));
+    auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
     const size_t before = relay.replies().size();
@@ -471,9 +470,7 @@ TEST_F(SecureNet, UnderLoadANewClientEarnsACookieThenCompletes) {
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
-    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
-                         serverKey_.publicKey().toText(),
-                     Svc::kDescriptor, secureClient(clientKey_));
+    auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, secureClient(clientKey_));
     Status called = b.isOk() ? testing::callNull(**b) : b.status();
     stop.store(true);
     spray.join();
@@ -525,9 +522,7 @@ TEST_F(SecureNet, CallsGoOnAcrossKeyRotations) {
     RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
     ClientOptions co = secureClient(clientKey_);
     co.security.data.rekeyAfterMessages = 16;
-    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
-                         serverKey_.publicKey().toText(),
-                     Svc::kDescriptor, co);
+    auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, co);
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     for (uint64_t t = 1; t <= 200; ++t) {
       auto r = testing::callToken(**b, t);
@@ -611,9 +606,7 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
     // The legitimate client goes through a relay, so the test sees every hello it sends: an
     // evicted session would show as a second handshake, even if the calls then succeeded.
     RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
-    auto b = connect("udp://" + pair_.ipB() + ":" + std::to_string(relay.port()) + "/svc?key=" +
-                         serverKey_.publicKey().toText(),
-                     Svc::kDescriptor, secureClient(clientKey_));
+    auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
     EXPECT_EQ(hellosIn(relay.recorded()), 1u);
