@@ -53,6 +53,23 @@ void emitClientAsync(const InterfaceDecl& d, std::string& out, std::string& defs
   out += "  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }\n";
 }
 
+// A client method's body: the test of the remote bit first, then `ret` (a return statement
+// over call_) on the path it picks.
+std::string onEitherPath(const InterfaceDecl& d, const Method& m, const std::string& ret) {
+  const std::string aim = "(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+  std::string body = "  if (binding_->remote) [[unlikely]] {\n";
+  body += "    ::lrpc::RemoteCall call_";
+  body += aim;
+  body += "    ";
+  body += ret;
+  body += "\n  }\n  ::lrpc::LocalCall call_";
+  body += aim;
+  body += "  ";
+  body += ret;
+  body += "\n";
+  return body;
+}
+
 }  // namespace
 
 // `defs` collects the methods' definitions, for the source file.
@@ -104,28 +121,17 @@ void emitClientClass(const InterfaceDecl& d, std::string& out, std::string& defs
     params += paramList(m, true) + ") const";
     std::string defParams = "(";  // the same without default arguments
     defParams += paramList(m) + ") const";
-    std::string body;
-    body += "  if (binding_->remote) [[unlikely]] {\n";
-    body += "    ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-    body += "    return " + m.name + "Via(call_" + argNames(m) + ");\n";
-    body += "  }\n";
-    body += "  ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-    body += "  return " + m.name + "Via(call_" + argNames(m) + ");\n";
     out += "  " + returnType(m) + " " + m.name + params + ";\n";
-    defs += returnType(m) + " " + d.relName + "::Client::" + m.name + defParams + " {\n" + body + "}\n\n";
+    defs += returnType(m) + " " + d.relName + "::Client::" + m.name + defParams + " {\n" +
+            onEitherPath(d, m, "return " + m.name + "Via(call_" + argNames(m) + ");") + "}\n\n";
     if (std::any_of(m.results.begin(), m.results.end(), [](const Field& f) { return isVariable(f.type); })) {
       const std::string ps = paramList(m);
       out += "  // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).\n";
       const std::string intoParams =
           "(" + ps + (ps.empty() ? "" : ", ") + "::lrpc::Into<" + replyValue(m) + "> into_) const";
       out += "  ::lrpc::Status " + m.name + intoParams + ";\n";
-      const std::string to = "  return " + m.name + "To_(call_" + argNames(m) + ", into_.target());\n";
-      defs += "::lrpc::Status " + d.relName + "::Client::" + m.name + intoParams + " {\n";
-      defs += "  if (binding_->remote) [[unlikely]] {\n";
-      defs += "    ::lrpc::RemoteCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-      defs += "  " + to + "  }\n";
-      defs += "  ::lrpc::LocalCall call_(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
-      defs += to + "}\n\n";
+      defs += "::lrpc::Status " + d.relName + "::Client::" + m.name + intoParams + " {\n" +
+              onEitherPath(d, m, "return " + m.name + "To_(call_" + argNames(m) + ", into_.target());") + "}\n\n";
     }
   }
   emitClientAsync(d, out, defs);
