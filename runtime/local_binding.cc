@@ -107,9 +107,11 @@ LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout
       iface_(iface),
       layout_(std::move(layout)),
       slow_(std::make_unique<Slow>(*this, astackWait, std::move(region), std::move(socket))) {
+  const bool cache = detail::enableProcessBarrier();
   for (uint32_t p = 0; p < procedureCount_; ++p) {
     procs_[p].layout = layout_.procedure(p);
     procs_[p].pool.init(procs_[p].layout.firstAStack, procs_[p].layout.count);
+    procs_[p].cache.init(procs_[p].layout.count, cache);
   }
 }
 
@@ -128,6 +130,9 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, Duration callTimeout, det
     if (reclaim.fn != nullptr) reclaim.fn(reclaim.context);
     uint32_t index = procs_[p].pool.pop();
     if (index != detail::AStackPool::kEmpty) return index;
+    // A thread that has gone, or an idle one, may still keep one cached.
+    index = procs_[p].cache.revoke();
+    if (index != detail::AStackCache::kNone) return index;
     if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
     if (detail::monotonicNs() >= deadline) {
       if (callDeadline) return Status(Errc::kDeadlineExceeded, "deadline passed waiting for a free A-stack");

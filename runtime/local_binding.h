@@ -5,7 +5,8 @@
 // and the locks of the slow paths are out of line (Slow, in local_binding.cc).
 //
 // Thread safety: any number of threads may call through one LocalBinding at once. The call
-// path takes no lock: an A-stack is owned by one call from pop() to push(), and everything
+// path takes no lock: an A-stack is owned by one call from pop() to push() (or while a thread
+// keeps it cached, runtime/astack_cache.h), and everything
 // per-A-stack (Slot) is touched only by its current owner. The socket (first use of an
 // A-stack, out-of-band segments) is serialized by Slow::sockMu, off the fast path.
 #pragma once
@@ -16,6 +17,7 @@
 #include <span>
 
 #include "runtime/astack.h"
+#include "runtime/astack_cache.h"
 #include "runtime/base/duration.h"
 #include "runtime/base/status.h"
 #include "runtime/pending.h"
@@ -91,6 +93,7 @@ class LocalBinding {
   struct Proc {
     ProcedureLayout layout;
     detail::AStackPool pool;
+    detail::AStackCache cache;  // per-thread A-stacks, taken before the pool
   };
   // Client-private state of one A-stack; only its current owner touches it.
   struct Slot {

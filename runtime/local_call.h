@@ -1,6 +1,7 @@
 // The same-host "Call" (the concept is documented on RemoteCall in stub_support.h): one call
-// through an A-stack of a LocalBinding. The fast path is inline here: pop an A-stack (one
-// exchange), let the stub write the arguments, write the call block, ring the call doorbell, spin
+// through an A-stack of a LocalBinding. The fast path is inline here: take the thread's cached
+// A-stack (plain loads and stores) or pop one from the pool (one exchange), let the stub
+// write the arguments, write the call block, ring the call doorbell, spin
 // briefly on the return doorbell, read the status from the return block. No lock, no allocation,
 // no system call unless a side sleeps. Slow paths (no free A-stack, first use of an A-stack,
 // sleeping, out-of-band tails, errors) are out of line in LocalBinding.
@@ -48,7 +49,13 @@ class LocalCall {
       return;
     }
     proc_ = &lb_->procedure(procedure_);
-    uint32_t index = proc_->pool.pop();
+    uint32_t index;
+    if (detail::AStackCache::Lane* lane = proc_->cache.take(detail::threadSelf())) {
+      lane_ = lane;
+      index = lane->index;
+    } else {
+      index = proc_->pool.pop();
+    }
     if (index == detail::AStackPool::kEmpty) [[unlikely]] {
       Result<uint32_t> r = lb_->acquireSlow(procedure_, timeout_, reclaim);
       if (!r.isOk()) {
@@ -82,10 +89,21 @@ class LocalCall {
       // and take the A-stack back only once it has returned.
       // Release: as in copyTail.
       ctl_->argReady.store(argTail_, std::memory_order_release);
+      if (lane_ != nullptr) detail::AStackCache::drop(*lane_);
       lb_->abandon(index_, streamSeq_);
       return;
     }
-    if (index_ != detail::AStackPool::kEmpty && !keep_) proc_->pool.push(index_);
+    if (index_ == detail::AStackPool::kEmpty) return;
+    if (lane_ != nullptr) {
+      // Abandoned to a late return: out of the lane, until the return puts it in the pool.
+      if (keep_) [[unlikely]] {
+        detail::AStackCache::drop(*lane_);
+      } else {
+        detail::AStackCache::finish(*lane_);
+      }
+    } else if (!keep_ && !proc_->cache.keep(index_, detail::threadSelf())) {
+      proc_->pool.push(index_);
+    }
   }
   LocalCall(const LocalCall&) = delete;
   LocalCall& operator=(const LocalCall&) = delete;
@@ -311,6 +329,7 @@ class LocalCall {
   const Binding& binding_;
   LocalBinding* lb_;
   LocalBinding::Proc* proc_ = nullptr;
+  detail::AStackCache::Lane* lane_ = nullptr;  // the A-stack came from this thread's lane
   AStackControl* ctl_ = nullptr;
   ReturnControl* ret_ = nullptr;
   std::byte* frame_ = nullptr;

@@ -1,6 +1,7 @@
-// Many client threads calling through one binding at once, and A-stack exhaustion. Labelled
-// "concurrency": run under ThreadSanitizer too (the server is another process, so TSan checks
-// the client side: the lock-free A-stack pool, the socket serialization, the abandoned list).
+// Many client threads calling through one binding at once, A-stack exhaustion, and the
+// per-thread A-stack cache. Labelled "concurrency": run under ThreadSanitizer too (the server is
+// another process, so TSan checks the client side: the lock-free A-stack pool and cache, the
+// socket serialization, the abandoned list).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -190,6 +191,140 @@ TEST_P(ConcurrencyTest, ACallWaitingForAnotherCallOfItsClientCompletes) {
     EXPECT_EQ(*waited, 1u) << "round " << round;
   }
 }
+
+// add(a, b) with a < 0 holds its A-stack for b ms first: a way to have every A-stack of add
+// in a call at once.
+class HoldingAddServer final : public TestService::Server {
+ public:
+  Result<int32_t> add(int32_t a, int32_t b) override {
+    if (a < 0) std::this_thread::sleep_for(std::chrono::milliseconds(b));
+    return a + b;
+  }
+};
+
+// The per-thread A-stack cache (runtime/astack_cache.h) keeps A-stacks out of the pool between
+// a thread's calls. These tests need every A-stack of add at once, with a short astackWait: an
+// A-stack a cache failed to give back shows as kResourceExhausted.
+class AStackCacheCallTest : public ConcurrencyTest {
+ protected:
+  static constexpr int kAddAStacks = 5;  // test_service.h
+  void SetUp() override {
+    ConcurrencyTest::SetUp();
+    server_ = std::make_unique<Child>([this] {
+      HoldingAddServer impl;
+      ServerOptions o;
+      o.dir = dir_.path();
+      Exporter exporter(o);
+      Status s = exporter.add("hold", TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
+      ready_.putByte(s.isOk() ? 'k' : 'x');
+      if (!s.isOk()) return 1;
+      for (;;) ::pause();
+    });
+    char c = 0;
+    ASSERT_TRUE(ready_.get(&c, 1) && c == 'k');
+  }
+  Result<TestService::Client> bind() const {
+    ImportOptions o = opts();
+    o.astackWait = std::chrono::milliseconds(20);
+    return lrpc::import<TestService>("hold", o);
+  }
+  // kAddAStacks calls at once, each holding its A-stack for a while: every one must get one.
+  static void everyAStackAtOnce(const TestService::Client& client) {
+    std::atomic<int> failures{0};
+    std::vector<std::thread> holders;
+    for (int t = 0; t < kAddAStacks; ++t) {
+      holders.emplace_back([&] {
+        TestService::Client mine = client;
+        Result<int32_t> r = mine.add(-1, 200);
+        if (!r.isOk() || *r != 199) {
+          ADD_FAILURE() << (r.isOk() ? "wrong sum" : r.status().toString());
+          failures.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : holders) th.join();
+    EXPECT_EQ(failures.load(), 0);
+  }
+  Pipe ready_;
+  std::unique_ptr<Child> server_;
+};
+
+TEST_P(AStackCacheCallTest, ThreadsThatHaveGoneLeaveNoAStackBehind) {
+  Result<TestService::Client> c = bind();
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  // Rounds of threads that call for a while together (so that some keep A-stacks cached in
+  // lanes) and then exit.
+  for (int round = 0; round < 4; ++round) {
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 6; ++t) {
+      threads.emplace_back([&, t] {
+        TestService::Client mine = *c;
+        for (int i = 0; i < 200; ++i) {
+          Result<int32_t> r = mine.add(t, i);
+          if (!r.isOk() || *r != t + i) failures.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(failures.load(), 0);
+    everyAStackAtOnce(*c);
+  }
+}
+
+TEST_P(AStackCacheCallTest, IdleThreadsLendTheirCachedAStacks) {
+  Result<TestService::Client> c = bind();
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  std::atomic<int> called{0};
+  std::atomic<bool> goOn{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> idle;
+  for (int t = 0; t < 3; ++t) {
+    idle.emplace_back([&, t] {
+      TestService::Client mine = *c;
+      for (int i = 0; i < 50; ++i) {
+        if (Result<int32_t> r = mine.add(t, i); !r.isOk() || *r != t + i) failures.fetch_add(1);
+      }
+      called.fetch_add(1);
+      while (!goOn.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Its lane may have been revoked meanwhile: the call takes another A-stack.
+      for (int i = 0; i < 50; ++i) {
+        if (Result<int32_t> r = mine.add(t, i); !r.isOk() || *r != t + i) failures.fetch_add(1);
+      }
+    });
+  }
+  while (called.load() != 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  everyAStackAtOnce(*c);  // while the three threads above are alive and idle
+  goOn.store(true);
+  for (auto& th : idle) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  everyAStackAtOnce(*c);
+}
+
+// A process forked while its thread keeps an A-stack cached: the child (whose copy of the
+// cache names the same thread) binds for itself and calls while the parent calls on.
+TEST_P(AStackCacheCallTest, AForkedChildAndItsParentCallSideBySide) {
+  Result<TestService::Client> c = bind();
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c->add(1, i).isOk());  // this thread's lane is set
+  Child child([&] {
+    Result<TestService::Client> own = bind();
+    if (!own.isOk()) return 2;
+    for (int i = 0; i < 300; ++i) {
+      if (Result<int32_t> r = own->add(100, i); !r.isOk() || *r != 100 + i) return 3;
+    }
+    return 0;
+  });
+  for (int i = 0; i < 300; ++i) {
+    Result<int32_t> r = c->add(7, i);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ASSERT_EQ(*r, 7 + i);
+  }
+  EXPECT_EQ(child.wait(), 0);
+  everyAStackAtOnce(*c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, AStackCacheCallTest, ::testing::ValuesIn(kTransferModes), modeTestName);
 
 INSTANTIATE_TEST_SUITE_P(Modes, ConcurrencyTest,
                          ::testing::ValuesIn(kTransferModes), modeTestName);
