@@ -215,6 +215,22 @@ void addAStack(BenchContext& ctx) {
       return call.status().isOk();
     });
   });
+  benchmark::RegisterBenchmark("Cost/astackPool", [&ctx](benchmark::State& state) {
+    Result<LocalBindingSession*> session =
+        ctx.sessions.get<LocalBindingSession>("Cost/astack", [] { return LocalBindingSession::start(); });
+    if (!session) {
+      state.SkipWithError(session.status().toString().c_str());
+      return;
+    }
+    const Binding& binding = session.value()->binding();
+    const CallOptions options = withDeadline();
+    // Holds this thread's cached A-stack, so that the timed ones come from the shared pool.
+    LocalCall outer(binding, Paper::kNull, options);
+    timePiece(state, [&] {
+      LocalCall call(binding, Paper::kNull, options);
+      return call.status().isOk();
+    });
+  });
 }
 #endif
 

@@ -2,7 +2,9 @@
 // Cost/<piece>: pieces of one same-host call, each timed alone in one thread with no handoff,
 // so that each can be tracked and their sum set beside the paired overhead over the spin
 // floor (<Call>/paired_lrpc_floor_spin, counter diff_ns):
-//   Cost/astack           take and return an A-stack (a LocalCall made and dropped, not invoked)
+//   Cost/astack           take and return an A-stack (a LocalCall made and dropped, not invoked):
+//                         the thread's cached one (runtime/astack_cache.h)
+//   Cost/astackPool       the same from the shared pool (a thread whose cached one is in use)
 //   Cost/result           a Result<int32_t> built ok, checked and read
 //   Cost/dispatch/<Call>  the generated server dispatch over frames in private memory: copy the
 //                         arguments out and check them, run the handler, write the results

@@ -59,7 +59,8 @@ OVERHEAD = [("paired_lrpc_floor_spin", "lrpc"), ("paired_lrpc_spin_floor_spin", 
 OVERHEAD_GOAL = {"Null": 15, "Add": 15, "BigIn": 25, "BigInOut": 25}
 
 # Cost/<piece> (bench/breakdown.h): pieces of a same-host call timed alone in one thread.
-COST_PIECES = [("astack", "take and return an A-stack (a LocalCall made and dropped)"),
+COST_PIECES = [("astack", "take and return an A-stack (a LocalCall made and dropped): the thread's cached one"),
+               ("astackPool", "the same from the shared pool, for a thread whose cached one is in use"),
                ("result", "a Result<int32_t> built ok, checked and read"),
                ("capDispatch/Null", "the server side of Null on a capability: table lookup, inner frame, inner dispatch, "
                 "the tunnel's results (against dispatch/Null)")]
