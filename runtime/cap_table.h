@@ -12,6 +12,12 @@
 
 namespace lrpc {
 
+// Whether an object of `object` may be held as interface `id`: as one of its own (isA), or as
+// the untyped Capability, which any object may be held as.
+inline bool heldAs(const InterfaceDescriptor& object, uint64_t id) noexcept {
+  return id == Capability::kDescriptor.id || isA(object, id);
+}
+
 // The objects one connection's peer may call by id. Bounded, so that a peer that never
 // releases cannot grow the server without limit. Thread-safe: every server thread of a
 // binding exports and looks up through it.
