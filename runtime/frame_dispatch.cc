@@ -331,9 +331,9 @@ Status serveCapCall(ServerCall& call) noexcept {
     if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
     return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
   }
-  Result<HostedObject> object = table->find(head.object, head.iface);
-  if (!object.isOk()) return object.status();
-  const InterfaceDescriptor& iface = *object->iface;
+  CapTable::Held object;
+  if (Status s = table->hold(head.object, head.iface, object); !s.isOk()) return s;
+  const InterfaceDescriptor& iface = object.iface();
   // The tunnel's own procedure is not a target: a capability call never nests another.
   if (head.procedure >= iface.procedureCount || (iface.carriesCaps && head.procedure + 1 == iface.procedureCount)) {
     return Status(Errc::kBadFrame, "capability call: procedure out of range");
@@ -348,14 +348,14 @@ Status serveCapCall(ServerCall& call) noexcept {
                          results.data(), table);
   {
     const detail::CurrentCall current(inner);
-    if (Status s = iface.dispatch(object->server.get(), head.procedure, inner); !s.isOk()) return s;
+    if (Status s = iface.dispatch(object.server(), head.procedure, inner); !s.isOk()) return s;
   }
   if (inner.deferred()) return {};  // the inner call was deferred, and this one with it
   // Our reference to the object is dropped before the fixed results and the tunnel's are
   // stored into the return lines: its atomic decrement would wait for the line the client
   // spins on, which the client then takes back before the return word is stored (a second
   // transfer). A result tail, if any, was written before; that call pays it.
-  object->server.reset();
+  object.reset();
   return inner.finish();
 }
 
