@@ -14,6 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "runtime/base/log.h"
 #include "runtime/callbacks.h"
@@ -25,18 +26,27 @@ namespace lrpc {
 using namespace exporter;  // NOLINT: this file implements the exporter's parts
 
 void Connection::stopThreads() {
+  // Taken out under the lock and joined after it: a serving thread may take threadsMu
+  // (runsOn), and joining it while we held it would wait forever.
+  std::vector<std::pair<ServerSlot*, std::thread>> running;
+  {
+    MutexLock lock(threadsMu);
+    for (auto& slot : slots) {
+      std::thread& t = slot->thread.get(threadsMu);
+      if (t.joinable()) running.emplace_back(slot.get(), std::move(t));
+    }
+  }
   // Every A-stack first, then the joins: after hand-overs (Connection::help) a thread may
   // serve another A-stack than the one it was started for.
-  for (auto& slot : made()) {
-    if (!slot->thread.joinable()) continue;
+  for (auto& [slot, t] : running) {
     // Release: pairs with the acquire of `stop` in waitForCall after it sees the word change.
     slot->stop.store(true, std::memory_order_release);
     detail::stopWaiter(control(slot->index)->callWord);
   }
-  for (auto& slot : made()) {
-    if (!slot->thread.joinable()) continue;
-    slot->thread.join();
+  for (auto& [slot, t] : running) {
+    t.join();
     MutexLock lock(threadsMu);
+    slot->threadId.get(threadsMu) = {};
     exp->owner->serverThreads.fetch_sub(1);
     exp->owner->callsFinished.fetch_add(slot->calls.load(std::memory_order_relaxed));
     exp->owner->errorsFinished.fetch_add(slot->errors.load(std::memory_order_relaxed));
@@ -115,7 +125,7 @@ bool Connection::runsOn(std::thread::id id) const {
   if (clerk.get_id() == id) return true;
   MutexLock lock(threadsMu);
   for (const auto& slot : slots) {
-    if (slot->thread.get_id() == id) return true;
+    if (slot->threadId.get(threadsMu) == id) return true;
   }
   return false;
 }
@@ -171,7 +181,8 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
     case MsgType::kStartThread: {
       reply.type = MsgType::kThreadStarted;
       MutexLock lock(threadsMu);
-      if (!slot->thread.joinable()) {
+      std::thread& thread = slot->thread.get(threadsMu);
+      if (!thread.joinable()) {
         if (exp->owner->serverThreads.fetch_add(1) >= exp->owner->options.maxServerThreads) {
           exp->owner->serverThreads.fetch_sub(1);
           reply.status = static_cast<uint8_t>(Errc::kResourceExhausted);
@@ -184,7 +195,8 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
         slot->started.store(true, std::memory_order_release);
         // Relaxed: only tells helpers whether there is anything to look at (Connection::help).
         threadsStarted.fetch_add(1, std::memory_order_relaxed);
-        slot->thread = std::thread([this, slot] { serve(slot, 0); });
+        thread = std::thread([this, slot] { serve(slot, 0); });
+        slot->threadId.get(threadsMu) = thread.get_id();
       }
       break;
     }

@@ -95,7 +95,11 @@ struct ServerSlot {
   detail::DeferRace deferRace;
   uint32_t deferWritten = 0;
   // Started for this A-stack; after hand-overs it may serve another (stopThreads stops all).
-  std::thread thread;
+  // Under its Connection's threadsMu, which this struct cannot name. `threadId` outlives the
+  // move of `thread` out for the join (stopThreads), so that runsOn still knows a thread
+  // that is being stopped: one that drops its own callback host must not join itself.
+  Guarded<std::thread> thread;
+  Guarded<std::thread::id> threadId;
   alignas(kCacheLine) std::atomic<uint64_t> calls{0};  // written by whoever serves a call (one at a time)
   std::atomic<uint64_t> errors{0};
   Mutex segMu;
