@@ -266,9 +266,17 @@ Status setNonBlocking(int fd) {
 }  // namespace
 
 Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair& pair) {
+  return launch(pair, mode == WaitMode::kSpin ? "busy" : "block", mode);
+}
+
+Result<std::unique_ptr<UdpFloor>> UdpFloor::startPipelined(const NetnsPair& pair) {
+  return launch(pair, "pipelined", WaitMode::kSpin);
+}
+
+Result<std::unique_ptr<UdpFloor>> UdpFloor::launch(const NetnsPair& pair, const char* serverMode, WaitMode mode) {
   ServerSpec spec;
   spec.kind = "floor_udp";
-  spec.args = {pair.ipA(), std::to_string(kUdpFloorPort), mode == WaitMode::kSpin ? "busy" : "block"};
+  spec.args = {pair.ipA(), std::to_string(kUdpFloorPort), serverMode};
   spec.netns = pair.nsPath(true);
   Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
   if (!server) return server.status();
@@ -283,20 +291,6 @@ Result<std::unique_ptr<UdpFloor>> UdpFloor::start(WaitMode mode, const NetnsPair
     setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
   return std::unique_ptr<UdpFloor>(new UdpFloor(mode, std::move(server.value()), std::move(sock)));
-}
-
-Result<std::unique_ptr<UdpFloor>> UdpFloor::startPipelined(const NetnsPair& pair) {
-  ServerSpec spec;
-  spec.kind = "floor_udp";
-  spec.args = {pair.ipA(), std::to_string(kUdpFloorPort), "pipelined"};
-  spec.netns = pair.nsPath(true);
-  Result<std::unique_ptr<ServerProcess>> server = ServerProcess::start(spec);
-  if (!server) return server.status();
-  Result<OwnedFd> connected = connectToServer(pair, SOCK_DGRAM, kUdpFloorPort);
-  if (!connected) return connected.status();
-  OwnedFd sock = std::move(*connected);
-  if (Status s = setNonBlocking(sock.get()); !s) return s;
-  return std::unique_ptr<UdpFloor>(new UdpFloor(WaitMode::kSpin, std::move(server.value()), std::move(sock)));
 }
 
 bool UdpFloor::nullPipelined(benchmark::State& state, size_t inFlight) {

@@ -81,6 +81,9 @@ class UdpFloor final : public Session {
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
+  // The server told `serverMode` (its argument: "busy", "block" or "pipelined") and a client
+  // socket that waits for replies as `mode` says.
+  static Result<std::unique_ptr<UdpFloor>> launch(const NetnsPair& pair, const char* serverMode, WaitMode mode);
   UdpFloor(WaitMode mode, std::unique_ptr<ServerProcess> server, OwnedFd socket) noexcept
       : mode_(mode), server_(std::move(server)), socket_(std::move(socket)) {}
   // Sends `len` bytes of buf_ and receives the reply into buf_; returns its length or -1.
