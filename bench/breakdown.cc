@@ -176,7 +176,7 @@ void addCapDispatch() {
 }
 
 // A same-host binding to a real server process, for the pieces that need one.
-class LocalBindingSession final : public Session {
+class LocalBindingSession final : private OwnsNamesDir, public Session {
  public:
   static Result<std::unique_ptr<LocalBindingSession>> start() {
     std::unique_ptr<LocalBindingSession> s(new LocalBindingSession());
@@ -190,16 +190,14 @@ class LocalBindingSession final : public Session {
     return s;
   }
   ~LocalBindingSession() override {
-    client_ = Paper::Client();
+    client_ = Paper::Client();  // unbind before the server goes away
     server_.reset();
-    ::rmdir(dir_.c_str());
   }
   const Binding& binding() const { return *client_.binding(); }
   const ServerProcess* server() const override { return server_.get(); }
 
  private:
-  LocalBindingSession() : dir_(namesDir()) {}
-  std::string dir_;
+  LocalBindingSession() = default;
   std::unique_ptr<ServerProcess> server_;
   Paper::Client client_;
 };

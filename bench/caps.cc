@@ -131,7 +131,7 @@ void addKinds(BenchContext& ctx, const std::string& path, bool callbacks, Make m
 }
 
 #if LRPC_BENCH_LOCAL
-class CapsLocal final : public CapsSession {
+class CapsLocal final : private OwnsNamesDir, public CapsSession {
  public:
   static Result<std::unique_ptr<CapsLocal>> start(TransferMode mode) {
     std::unique_ptr<CapsLocal> s(new CapsLocal());
@@ -140,16 +140,9 @@ class CapsLocal final : public CapsSession {
     if (Status st = startLocal<Root>(spec, "caps", s->dir_, mode, s->server_, s->root_); !st) return st;
     return s;
   }
-  ~CapsLocal() override {
-    obj_ = Obj::Client();
-    root_ = Root::Client();
-    server_.reset();
-    rmdir(dir_.c_str());  // the Exporter removed what it put there
-  }
 
  private:
-  CapsLocal() : dir_(namesDir()) {}
-  std::string dir_;
+  CapsLocal() = default;
 };
 #endif
 

@@ -181,7 +181,7 @@ class CurvesSession : public Session {
 };
 
 #if LRPC_BENCH_LOCAL
-class CurvesLocal final : public CurvesSession {
+class CurvesLocal final : private OwnsNamesDir, public CurvesSession {
  public:
   static Result<std::unique_ptr<CurvesLocal>> start(TransferMode mode) {
     std::unique_ptr<CurvesLocal> s(new CurvesLocal());
@@ -190,15 +190,9 @@ class CurvesLocal final : public CurvesSession {
     if (Status st = startLocal<Curves>(spec, "curves", s->dir_, mode, s->server_, s->client_); !st) return st;
     return s;
   }
-  ~CurvesLocal() override {
-    client_ = Curves::Client();
-    server_.reset();
-    rmdir(dir_.c_str());
-  }
 
  private:
-  CurvesLocal() : dir_(namesDir()) {}
-  std::string dir_;
+  CurvesLocal() = default;
 };
 #endif
 

@@ -65,6 +65,19 @@ inline net::ReceiveMode receiveModeFromArg(std::string_view arg) {
 #endif
 
 #if LRPC_BENCH_LOCAL
+// The names directory of a same-host session, removed when the session goes. A base listed
+// before the session's own, so that it is made before start() exports in it and removed
+// after the session has unbound and stopped its server (bases go in reverse order).
+class OwnsNamesDir {
+ protected:
+  OwnsNamesDir() : dir_(namesDir()) {}
+  ~OwnsNamesDir() { ::rmdir(dir_.c_str()); }  // the Exporter removed what it put there
+  OwnsNamesDir(const OwnsNamesDir&) = delete;
+  OwnsNamesDir& operator=(const OwnsNamesDir&) = delete;
+
+  std::string dir_;
+};
+
 // Forks a same-host server (`spec.kind`, plus what the caller set, e.g. its CPU) exporting
 // `name` in `dir` (serveLocalUntilTerm), and imports it into `client`, with a deadline on calls.
 template <class Iface>

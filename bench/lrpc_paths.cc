@@ -124,7 +124,7 @@ class InProcess final : public PaperClientSession {
 };
 
 #if LRPC_BENCH_LOCAL
-class LrpcLocal final : public PaperClientSession {
+class LrpcLocal final : private OwnsNamesDir, public PaperClientSession {
  public:
   static Result<std::unique_ptr<LrpcLocal>> start(TransferMode mode, int serverCpu) {
     std::unique_ptr<LrpcLocal> s(new LrpcLocal());
@@ -146,15 +146,9 @@ class LrpcLocal final : public PaperClientSession {
     if (Result<ServerInfo> info = queryServer("paper", query)) m.serverThreads = static_cast<int64_t>(info->stats.serverThreads);
     return m;
   }
-  ~LrpcLocal() override {
-    client_ = Paper::Client();
-    server_.reset();
-    rmdir(dir_.c_str());  // the Exporter removed what it put there
-  }
 
  private:
-  LrpcLocal() : dir_(namesDir()) {}
-  std::string dir_;
+  LrpcLocal() = default;
 };
 #endif  // LRPC_BENCH_LOCAL
 

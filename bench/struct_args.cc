@@ -166,7 +166,7 @@ void addForms(BenchContext& ctx, const std::string& path, Make make) {
 }
 
 #if LRPC_BENCH_LOCAL
-class StructArgsLocal final : public StructArgsSession {
+class StructArgsLocal final : private OwnsNamesDir, public StructArgsSession {
  public:
   static Result<std::unique_ptr<StructArgsLocal>> start(TransferMode mode) {
     std::unique_ptr<StructArgsLocal> s(new StructArgsLocal());
@@ -175,15 +175,9 @@ class StructArgsLocal final : public StructArgsSession {
     if (Status st = startLocal<StructArgs>(spec, "structargs", s->dir_, mode, s->server_, s->client_); !st) return st;
     return s;
   }
-  ~StructArgsLocal() override {
-    client_ = StructArgs::Client();
-    server_.reset();
-    rmdir(dir_.c_str());  // the Exporter removed what it put there
-  }
 
  private:
-  StructArgsLocal() : dir_(namesDir()) {}
-  std::string dir_;
+  StructArgsLocal() = default;
 };
 #endif
 
