@@ -233,10 +233,7 @@ void ModelBuilder::addMethods(uint64_t ifaceId, std::set<uint64_t>& seen, std::v
 
 InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
   auto n = node(id).getProto();
-  InterfaceDecl d;
-  d.id = id;
-  d.name = cppIdent(n.getDisplayName().cStr() + n.getDisplayNamePrefixLength());
-  d.cppName = cppNameOf(id);
+  InterfaceDecl d = named<InterfaceDecl>(id);
   const std::string path = localPath(n);
   for (size_t pos = 0; pos <= path.size();) {
     size_t end = std::min(path.find('.', pos), path.size());

@@ -286,6 +286,9 @@ class ModelBuilder {
   std::string docOf(uint64_t id) const;
   std::string memberDoc(uint64_t id, unsigned index) const;
   std::string cppNameOf(uint64_t id) const;
+  // A declaration of any kind with its id and names set, as each make*() starts (model_parts.h).
+  template <class Decl>
+  Decl named(uint64_t id) const;
   std::string fileOf(uint64_t id) const;
   uint64_t fileIdOf(uint64_t id) const;
   std::vector<Step> scopeSteps(uint64_t id) const;

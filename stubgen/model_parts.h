@@ -10,6 +10,7 @@
 #include <capnp/schema.capnp.h>
 
 #include "stubgen/model.h"
+#include "stubgen/names.h"
 
 namespace lrpc::stubgen {
 
@@ -42,5 +43,15 @@ std::vector<InterfaceDecl> dependencyOrder(std::vector<InterfaceDecl> in);
 std::vector<std::pair<bool, size_t>> topLevelOrder(const std::vector<StructDecl>& structs,
                                                    const std::vector<InterfaceDecl>& interfaces,
                                                    std::set<size_t>& cyclic);
+
+template <class Decl>
+Decl ModelBuilder::named(uint64_t id) const {
+  auto n = node(id).getProto();
+  Decl d;
+  d.id = id;
+  d.name = cppIdent(n.getDisplayName().cStr() + n.getDisplayNamePrefixLength());
+  d.cppName = cppNameOf(id);
+  return d;
+}
 
 }  // namespace lrpc::stubgen

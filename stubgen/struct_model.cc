@@ -9,10 +9,7 @@ namespace lrpc::stubgen {
 
 EnumDecl ModelBuilder::makeEnum(uint64_t id) {
   auto e = node(id).getProto();
-  EnumDecl d;
-  d.id = id;
-  d.name = cppIdent(e.getDisplayName().cStr() + e.getDisplayNamePrefixLength());
-  d.cppName = cppNameOf(id);
+  EnumDecl d = named<EnumDecl>(id);
   d.doc = docOf(id);
   auto enumerants = e.getEnum().getEnumerants();
   for (unsigned i = 0; i < enumerants.size(); ++i) {
@@ -32,10 +29,7 @@ uint32_t ModelBuilder::ordinalKey(schema::Field::Reader f) const {
 
 StructDecl ModelBuilder::makeStruct(uint64_t id) {
   auto s = node(id).getProto();
-  StructDecl d;
-  d.id = id;
-  d.name = cppIdent(s.getDisplayName().cStr() + s.getDisplayNamePrefixLength());
-  d.cppName = cppNameOf(id);
+  StructDecl d = named<StructDecl>(id);
   if (s.getStruct().getIsGroup()) d.name = d.cppName.substr(d.cppName.rfind("::") + 2);
   d.doc = docOf(s.getId());
   const auto instance = instances_.find(id);
