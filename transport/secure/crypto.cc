@@ -57,18 +57,39 @@ Status openSizes(Bytes ad, Bytes sealed, MutableBytes out) {
   return {};
 }
 
+// Sealing and opening alike set the nonce, feed the associated data and pass the body
+// through the cipher, by EVP's encrypt or decrypt calls; each step names its failure.
+struct GcmPass {
+  decltype(&EVP_EncryptInit_ex) init;
+  decltype(&EVP_EncryptUpdate) update;
+  const char* nonceError;
+  const char* adError;
+  const char* bodyError;
+};
+constexpr GcmPass kSealPass{EVP_EncryptInit_ex, EVP_EncryptUpdate, "seal: nonce", "seal: associated data",
+                            "seal: encrypt"};
+constexpr GcmPass kOpenPass{EVP_DecryptInit_ex, EVP_DecryptUpdate, "open: nonce", "open: associated data",
+                            "open: decrypt"};
+
+// `in` through the cipher into `out` after the nonce and `ad`; *written: the bytes it wrote.
+Status gcmPass(EVP_CIPHER_CTX* ctx, const GcmPass& pass, const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad,
+               Bytes in, uint8_t* out, int* written) {
+  if (pass.init(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1) return cryptoError(pass.nonceError);
+  int len = 0;
+  if (!ad.empty() && pass.update(ctx, nullptr, &len, ad.data(), static_cast<int>(ad.size())) != 1)
+    return cryptoError(pass.adError);
+  *written = 0;
+  if (!in.empty() && pass.update(ctx, out, written, in.data(), static_cast<int>(in.size())) != 1)
+    return cryptoError(pass.bodyError);
+  return {};
+}
+
 Status sealWith(EVP_CIPHER_CTX* ctx, const std::array<uint8_t, kNonceBytes>& nonce, Bytes ad, Bytes plain,
                 MutableBytes out) {
   if (Status s = sealSizes(ad, plain, out); !s.isOk()) return s;
-  int len = 0;
-  if (EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1)
-    return cryptoError("seal: nonce");
-  if (!ad.empty() && EVP_EncryptUpdate(ctx, nullptr, &len, ad.data(), static_cast<int>(ad.size())) != 1)
-    return cryptoError("seal: associated data");
   int written = 0;
-  if (!plain.empty() &&
-      EVP_EncryptUpdate(ctx, out.data(), &written, plain.data(), static_cast<int>(plain.size())) != 1)
-    return cryptoError("seal: encrypt");
+  if (Status s = gcmPass(ctx, kSealPass, nonce, ad, plain, out.data(), &written); !s.isOk()) return s;
+  int len = 0;
   if (EVP_EncryptFinal_ex(ctx, out.data() + written, &len) != 1) return cryptoError("seal: final");
   if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, static_cast<int>(kTagBytes),
                           out.data() + plain.size()) != 1)
@@ -80,14 +101,9 @@ Status openWith(EVP_CIPHER_CTX* ctx, const std::array<uint8_t, kNonceBytes>& non
                 MutableBytes out) {
   if (Status s = openSizes(ad, sealed, out); !s.isOk()) return s;
   const size_t body = sealed.size() - kTagBytes;
-  int len = 0;
-  if (EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1)
-    return cryptoError("open: nonce");
-  if (!ad.empty() && EVP_DecryptUpdate(ctx, nullptr, &len, ad.data(), static_cast<int>(ad.size())) != 1)
-    return cryptoError("open: associated data");
   int written = 0;
-  if (body != 0 && EVP_DecryptUpdate(ctx, out.data(), &written, sealed.data(), static_cast<int>(body)) != 1)
-    return cryptoError("open: decrypt");
+  if (Status s = gcmPass(ctx, kOpenPass, nonce, ad, sealed.first(body), out.data(), &written); !s.isOk()) return s;
+  int len = 0;
   // OpenSSL's tag argument is not const, though it only reads it.
   uint8_t tag[kTagBytes];
   std::memcpy(tag, sealed.data() + body, kTagBytes);
