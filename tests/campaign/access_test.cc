@@ -25,17 +25,13 @@
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::becomeNobody;
 using lrpc::testing::Child;
+using lrpc::testing::kNobody;
 using lrpc::testing::Pipe;
 using lrpc::testing::TempDir;
 using lrpc::testing::TestServer;
 using lrpc::testing::TestService;
-
-constexpr uid_t kNobody = 65534;
-
-bool becomeNobody() {
-  return ::setresgid(kNobody, kNobody, kNobody) == 0 && ::setresuid(kNobody, kNobody, kNobody) == 0;
-}
 
 class Access : public ::testing::Test {
  protected:

@@ -18,13 +18,13 @@
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::becomeNobody;
 using lrpc::testing::Child;
+using lrpc::testing::kNobody;
 using lrpc::testing::Pipe;
 using lrpc::testing::TempDir;
 using lrpc::testing::TestServer;
 using lrpc::testing::TestService;
-
-constexpr uid_t kNobody = 65534;
 
 TEST(AccessExhaust, BindingsCannotBeFilledByAUidThatIsNotAllowed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch uids";
@@ -38,7 +38,7 @@ TEST(AccessExhaust, BindingsCannotBeFilledByAUidThatIsNotAllowed) {
   std::string path = detail::socketPath(dir.path(), "svc");
   Pipe holding;
   Child squatter([&] {
-    if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) return 90;
+    if (!becomeNobody()) return 90;
     std::vector<int> socks;
     for (int i = 0; i < 8; ++i) {
       int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

@@ -16,6 +16,14 @@
 
 namespace lrpc::testing {
 
+// The uid the cross-uid tests become in a forked child (they need root to switch).
+constexpr uid_t kNobody = 65534;
+
+// Group first: once the uid is dropped, the group can no longer be changed.
+inline bool becomeNobody() {
+  return ::setresgid(kNobody, kNobody, kNobody) == 0 && ::setresuid(kNobody, kNobody, kNobody) == 0;
+}
+
 // A fresh private directory for names, removed at the end.
 class TempDir {
  public:

@@ -10,11 +10,9 @@
 namespace lrpc::testing {
 namespace {
 
-constexpr uid_t kNobody = 65534;
-
 // In a child: become `kNobody`, import, call. Exit code: 0 imported and called, 10 + Errc otherwise.
 int importAsNobody(const std::string& dir) {
-  if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) return 2;
+  if (!becomeNobody()) return 2;
   ImportOptions o;
   o.dir = dir;
   Result<TestService::Client> c = lrpc::import<TestService>("svc", o);
