@@ -31,6 +31,14 @@ struct Parties {
   }
 };
 
+// The usual two sides of a handshake: a responder that allows the client, and the client's
+// initiator aimed at the server's key.
+struct Sides : Parties {
+  Result<Responder> responder = Responder::create(server, options());
+  Result<Initiator> initiator = Initiator::create(client, server.publicKey());
+  bool made() const { return responder.isOk() && initiator.isOk(); }
+};
+
 void expectSameKeys(const TransportKeys& i, const TransportKeys& r) {
   EXPECT_EQ(i.send, r.receive);
   EXPECT_EQ(i.receive, r.send);
@@ -41,37 +49,33 @@ void expectSameKeys(const TransportKeys& i, const TransportKeys& r) {
 }
 
 TEST(SecureHandshake, CompletesWithMatchingTransportKeys) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello();
+  Sides p;
+  ASSERT_TRUE(p.made());
+  auto hello = p.initiator->writeHello();
   ASSERT_TRUE(hello.isOk()) << hello.status().toString();
   EXPECT_EQ(hello->size(), hello::kBytes);
-  auto outcome = responder->readHello(*hello, kSourceA);
+  auto outcome = p.responder->readHello(*hello, kSourceA);
   ASSERT_TRUE(outcome.isOk()) << outcome.status().toString();
   ASSERT_TRUE(outcome->accepted);
   EXPECT_EQ(outcome->client, p.client.publicKey());
   EXPECT_EQ(outcome->reply.size(), reply::kBytes);
-  auto keys = initiator->readReply(outcome->reply);
+  auto keys = p.initiator->readReply(outcome->reply);
   ASSERT_TRUE(keys.isOk()) << keys.status().toString();
   expectSameKeys(*keys, outcome->keys);
   // A replayed reply finds no handshake in progress.
-  EXPECT_EQ(initiator->readReply(outcome->reply).status().code(), Errc::kBadFrame);
+  EXPECT_EQ(p.initiator->readReply(outcome->reply).status().code(), Errc::kBadFrame);
 }
 
 TEST(SecureHandshake, EachHandshakeHasFreshKeys) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
+  Sides p;
+  ASSERT_TRUE(p.made());
   std::vector<Key> seen;
   for (int i = 0; i < 3; ++i) {
-    auto hello = initiator->writeHello();
+    auto hello = p.initiator->writeHello();
     ASSERT_TRUE(hello.isOk());
-    auto outcome = responder->readHello(*hello, kSourceA);
+    auto outcome = p.responder->readHello(*hello, kSourceA);
     ASSERT_TRUE(outcome.isOk() && outcome->accepted) << outcome.status().toString();
-    auto keys = initiator->readReply(outcome->reply);
+    auto keys = p.initiator->readReply(outcome->reply);
     ASSERT_TRUE(keys.isOk());
     for (const Key& k : seen) EXPECT_NE(k, keys->send);
     seen.push_back(keys->send);
@@ -82,24 +86,22 @@ TEST(SecureHandshake, EachHandshakeHasFreshKeys) {
 // is used by one handshake only, prepared or not: every reply carries another one, and every
 // handshake ends in other keys.
 TEST(SecureHandshake, PreparedEphemeralKeysAreUsedOnce) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
+  Sides p;
+  ASSERT_TRUE(p.made());
   std::vector<std::vector<uint8_t>> ephemerals;
   std::vector<Key> seen;
   for (int i = 0; i < 4; ++i) {
-    if (i % 2 == 0) responder->prepare();
-    if (i == 0) responder->prepare();  // twice in a row: still one key, used once
-    auto hello = initiator->writeHello();
+    if (i % 2 == 0) p.responder->prepare();
+    if (i == 0) p.responder->prepare();  // twice in a row: still one key, used once
+    auto hello = p.initiator->writeHello();
     ASSERT_TRUE(hello.isOk());
-    auto outcome = responder->readHello(*hello, kSourceA);
+    auto outcome = p.responder->readHello(*hello, kSourceA);
     ASSERT_TRUE(outcome.isOk() && outcome->accepted) << outcome.status().toString();
     const auto* e = outcome->reply.data() + reply::kEphemeral;
     std::vector<uint8_t> ephemeral(e, e + kKeyBytes);
     for (const auto& other : ephemerals) EXPECT_NE(other, ephemeral) << "handshake " << i;
     ephemerals.push_back(ephemeral);
-    auto keys = initiator->readReply(outcome->reply);
+    auto keys = p.initiator->readReply(outcome->reply);
     ASSERT_TRUE(keys.isOk()) << keys.status().toString();
     for (const Key& k : seen) EXPECT_NE(k, keys->send);
     seen.push_back(keys->send);
@@ -223,105 +225,93 @@ TEST(SecureHandshake, AnyClientMustBeSaidExplicitly) {
 }
 
 TEST(SecureHandshake, ReplayedHelloIsRefused) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto first = initiator->writeHello();
-  auto second = initiator->writeHello();
+  Sides p;
+  ASSERT_TRUE(p.made());
+  auto first = p.initiator->writeHello();
+  auto second = p.initiator->writeHello();
   ASSERT_TRUE(first.isOk() && second.isOk());
-  ASSERT_TRUE(responder->readHello(*first, kSourceA).isOk());
-  auto again = responder->readHello(*first, kSourceA);
+  ASSERT_TRUE(p.responder->readHello(*first, kSourceA).isOk());
+  auto again = p.responder->readHello(*first, kSourceA);
   ASSERT_FALSE(again.isOk());
   EXPECT_EQ(again.status().code(), Errc::kBadFrame);
   EXPECT_NE(again.status().detail().find("replayed"), std::string::npos);
   // The later hello is still good; then the earlier one is older still.
-  EXPECT_TRUE(responder->readHello(*second, kSourceA).isOk());
-  EXPECT_FALSE(responder->readHello(*first, kSourceA).isOk());
-  EXPECT_FALSE(responder->readHello(*second, kSourceA).isOk());
+  EXPECT_TRUE(p.responder->readHello(*second, kSourceA).isOk());
+  EXPECT_FALSE(p.responder->readHello(*first, kSourceA).isOk());
+  EXPECT_FALSE(p.responder->readHello(*second, kSourceA).isOk());
 }
 
 TEST(SecureHandshake, TimestampsStayIncreasingWhenTheClockDoesNot) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
+  Sides p;
+  ASSERT_TRUE(p.made());
   const Timestamp fixed{(uint64_t{1} << 62) + 1000, 999999999};
   for (int i = 0; i < 3; ++i) {
-    auto hello = initiator->writeHello(fixed);
+    auto hello = p.initiator->writeHello(fixed);
     ASSERT_TRUE(hello.isOk());
-    auto outcome = responder->readHello(*hello, kSourceA);
+    auto outcome = p.responder->readHello(*hello, kSourceA);
     ASSERT_TRUE(outcome.isOk()) << i << ": " << outcome.status().toString();
   }
 }
 
 TEST(SecureHandshake, EveryTamperedHelloByteIsRefused) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello();
+  Sides p;
+  ASSERT_TRUE(p.made());
+  auto hello = p.initiator->writeHello();
   ASSERT_TRUE(hello.isOk());
   for (size_t i = 0; i < hello->size(); ++i) {
     for (uint8_t flip : {uint8_t{0x01}, uint8_t{0x80}}) {
       std::vector<uint8_t> bad = *hello;
       bad[i] ^= flip;
-      auto outcome = responder->readHello(bad, kSourceA);
+      auto outcome = p.responder->readHello(bad, kSourceA);
       // Refused, or (a changed cookie MAC) answered with a cookie reply: never accepted.
       EXPECT_TRUE(!outcome.isOk() || !outcome->accepted) << "byte " << i;
     }
   }
   // The untouched hello still completes: nothing above moved the replay mark.
-  auto outcome = responder->readHello(*hello, kSourceA);
+  auto outcome = p.responder->readHello(*hello, kSourceA);
   ASSERT_TRUE(outcome.isOk() && outcome->accepted) << outcome.status().toString();
 }
 
 TEST(SecureHandshake, EveryTamperedReplyByteIsRefused) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello();
+  Sides p;
+  ASSERT_TRUE(p.made());
+  auto hello = p.initiator->writeHello();
   ASSERT_TRUE(hello.isOk());
-  auto outcome = responder->readHello(*hello, kSourceA);
+  auto outcome = p.responder->readHello(*hello, kSourceA);
   ASSERT_TRUE(outcome.isOk() && outcome->accepted);
   for (size_t i = 0; i < outcome->reply.size(); ++i) {
     std::vector<uint8_t> bad = outcome->reply;
     bad[i] ^= 0x01;
-    auto keys = initiator->readReply(bad);
+    auto keys = p.initiator->readReply(bad);
     EXPECT_FALSE(keys.isOk()) << "byte " << i;
   }
   // A forged reply does not spoil the handshake for the real one.
-  auto keys = initiator->readReply(outcome->reply);
+  auto keys = p.initiator->readReply(outcome->reply);
   ASSERT_TRUE(keys.isOk()) << keys.status().toString();
   expectSameKeys(*keys, outcome->keys);
 }
 
 TEST(SecureHandshake, TruncatedAndPaddedMessagesAreRefused) {
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello();
+  Sides p;
+  ASSERT_TRUE(p.made());
+  auto hello = p.initiator->writeHello();
   ASSERT_TRUE(hello.isOk());
   for (size_t n : {size_t{0}, size_t{3}, hello::kBytes - 1}) {
-    EXPECT_EQ(responder->readHello(Bytes(hello->data(), n), kSourceA).status().code(), Errc::kBadFrame);
+    EXPECT_EQ(p.responder->readHello(Bytes(hello->data(), n), kSourceA).status().code(), Errc::kBadFrame);
   }
   std::vector<uint8_t> longer = *hello;
   longer.push_back(0);
-  EXPECT_EQ(responder->readHello(longer, kSourceA).status().code(), Errc::kBadFrame);
-  auto outcome = responder->readHello(*hello, kSourceA);
+  EXPECT_EQ(p.responder->readHello(longer, kSourceA).status().code(), Errc::kBadFrame);
+  auto outcome = p.responder->readHello(*hello, kSourceA);
   ASSERT_TRUE(outcome.isOk());
-  EXPECT_EQ(initiator->readReply(Bytes(outcome->reply.data(), reply::kBytes - 1)).status().code(), Errc::kBadFrame);
+  EXPECT_EQ(p.initiator->readReply(Bytes(outcome->reply.data(), reply::kBytes - 1)).status().code(), Errc::kBadFrame);
 }
 
 TEST(SecureHandshake, LowOrderEphemeralIsRefused) {
   // An all-zero "public key" is a low-order point: X25519 with it gives zero.
-  Parties p;
-  auto responder = Responder::create(p.server, p.options());
-  auto initiator = Initiator::create(p.client, p.server.publicKey());
-  ASSERT_TRUE(responder.isOk() && initiator.isOk());
-  auto hello = initiator->writeHello();
+  Sides p;
+  ASSERT_TRUE(p.made());
+  auto hello = p.initiator->writeHello();
   ASSERT_TRUE(hello.isOk());
   std::vector<uint8_t> bad = *hello;
   std::fill(bad.begin() + hello::kEphemeral, bad.begin() + hello::kEphemeral + 32, 0);
@@ -329,7 +319,7 @@ TEST(SecureHandshake, LowOrderEphemeralIsRefused) {
   auto mac1Key = sha256({Bytes(reinterpret_cast<const uint8_t*>("mac1----"), 8), p.server.publicKey().bytes});
   Hash m = hmacSha256(mac1Key, {Bytes(bad.data(), hello::kMac1)});
   std::copy(m.begin(), m.begin() + kMacBytes, bad.begin() + hello::kMac1);
-  auto outcome = responder->readHello(bad, kSourceA);
+  auto outcome = p.responder->readHello(bad, kSourceA);
   ASSERT_FALSE(outcome.isOk());
   EXPECT_EQ(outcome.status().code(), Errc::kBadFrame);
 }
