@@ -92,8 +92,29 @@ inline bool waitStopped(pid_t pid) {
   return false;
 }
 
+// What a test does to a server in a child process besides talking to it.
+class PeerProcess {
+ public:
+  pid_t pid() const { return child_->pid(); }
+  // SIGSTOP returns once the server really is stopped.
+  void signal(int sig) {
+    ::kill(child_->pid(), sig);
+    if (sig == SIGSTOP) (void)waitStopped(child_->pid());
+  }
+  void kill() {
+    child_->kill();
+    child_->wait();
+  }
+
+ protected:
+  PeerProcess() = default;
+  ~PeerProcess() = default;
+
+  std::unique_ptr<Child> child_;
+};
+
 // A same-host server (TestService under "svc") in a child process.
-class HeldServer {
+class HeldServer : public PeerProcess {
  public:
   HeldServer(const std::string& dir, const std::string& name = "svc") {
     child_ = std::make_unique<Child>([&] {
@@ -112,16 +133,6 @@ class HeldServer {
     ok_ = ready_.get(&c, 1) && c == 'k';
   }
   bool ok() const { return ok_; }
-  pid_t pid() const { return child_->pid(); }
-  // SIGSTOP returns once the server really is stopped.
-  void signal(int sig) {
-    ::kill(child_->pid(), sig);
-    if (sig == SIGSTOP) (void)waitStopped(child_->pid());
-  }
-  void kill() {
-    child_->kill();
-    child_->wait();
-  }
   bool waitEntered(int timeoutMs = 10'000) { return entered_.getByte(timeoutMs); }
   void release() { release_.putByte('r'); }
   bool report(ServerReport* out) {
@@ -153,12 +164,11 @@ class HeldServer {
 
  private:
   Pipe ready_, commands_, answers_, entered_, release_;
-  std::unique_ptr<Child> child_;
   bool ok_ = false;
 };
 
 // A UDP server (the transport's Svc, which counts executions per token) in a child process.
-class UdpPeerServer {
+class UdpPeerServer : public PeerProcess {
  public:
   UdpPeerServer() {
     child_ = std::make_unique<Child>([&] {
@@ -188,15 +198,6 @@ class UdpPeerServer {
   }
   uint16_t port() const { return port_; }
   std::string uri() const { return "udp+clear://127.0.0.1:" + std::to_string(port_) + "/svc"; }
-  pid_t pid() const { return child_->pid(); }
-  void signal(int sig) {
-    ::kill(child_->pid(), sig);
-    if (sig == SIGSTOP) (void)waitStopped(child_->pid());
-  }
-  void kill() {
-    child_->kill();
-    child_->wait();
-  }
   bool report(uint64_t token, ServerReport* out) {
     commands_.put(&token, sizeof token);
     return answers_.get(out, sizeof *out, 10'000);
@@ -204,7 +205,6 @@ class UdpPeerServer {
 
  private:
   Pipe ready_, commands_, answers_;
-  std::unique_ptr<Child> child_;
   uint16_t port_ = 0;
 };
 
