@@ -170,6 +170,22 @@ class KillClient : public ::testing::Test {
     });
   }
 
+  // One round: a client that says 'i' and makes `call`, which the server holds in its handler;
+  // killed there, and then the handler is let go, to return to a dead client.
+  template <class Call>
+  void killWhileHeld(int round, Call call) {
+    Pipe imported;
+    auto c = client(round, imported, [call](TestService::Client& cl, Pipe& p) {
+      p.putByte();
+      call(cl);
+    });
+    ASSERT_TRUE(imported.getByte()) << "round " << round;
+    ASSERT_TRUE(server_->waitEntered()) << "round " << round;
+    c->kill();
+    c->wait();
+    server_->release();
+  }
+
   TempDir dir_;
   std::unique_ptr<HeldServer> server_;
   ServerReport before_;
@@ -266,16 +282,7 @@ TEST_F(KillClient, KillClientAfterCallPublished) {
 
 TEST_F(KillClient, KillClientInsideHandler) {
   for (int round = 0; round < rounds(); ++round) {
-    Pipe imported;
-    auto c = client(round, imported, [](TestService::Client& cl, Pipe& p) {
-      p.putByte();
-      (void)cl.sleepMs(kHoldMs);
-    });
-    ASSERT_TRUE(imported.getByte()) << "round " << round;
-    ASSERT_TRUE(server_->waitEntered()) << "round " << round;
-    c->kill();
-    c->wait();
-    server_->release();  // the handler returns to a dead client
+    ASSERT_NO_FATAL_FAILURE(killWhileHeld(round, [](TestService::Client& cl) { (void)cl.sleepMs(kHoldMs); }));
     expectServes(round);
   }
   expectNothingLeaked("KillClientInsideHandler");
@@ -310,16 +317,11 @@ TEST_F(KillClient, KillClientAfterReturnPublished) {
 
 TEST_F(KillClient, KillClientDuringOutOfBandTransfer) {
   for (int round = 0; round < rounds(); ++round) {
-    Pipe imported;
-    auto c = client(round, imported, [](TestService::Client& cl, Pipe& p) {
-      p.putByte();
-      (void)cl.echo(std::vector<uint8_t>(kHoldEchoBytes, 5));  // argument segment, then held
-    });
-    ASSERT_TRUE(imported.getByte()) << "round " << round;
-    ASSERT_TRUE(server_->waitEntered()) << "round " << round;
-    c->kill();
-    c->wait();
-    server_->release();  // the server now sends its result segment to a dead socket
+    // An argument segment, then held; once let go, the server sends its result segment to a
+    // dead socket.
+    ASSERT_NO_FATAL_FAILURE(killWhileHeld(round, [](TestService::Client& cl) {
+      (void)cl.echo(std::vector<uint8_t>(kHoldEchoBytes, 5));
+    }));
     expectServes(round);
   }
   expectNothingLeaked("KillClientDuringOutOfBandTransfer");
