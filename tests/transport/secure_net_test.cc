@@ -79,6 +79,12 @@ class SecureNet : public ::testing::Test {
       return serveSvc(bind, so);
     });
   }
+  // The service forked into the server's namespace with the server's key, taking the client's.
+  std::unique_ptr<testing::ForkedServer> forkSecureServer() const {
+    return std::make_unique<testing::ForkedServer>(pair_.nsPath(true), pair_.ipA() + ":0", [this](const std::string& bind) {
+      return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
+    });
+  }
   std::string uri(uint16_t port, const secure::PublicKey& key, const std::string& ip = "") const {
     return "udp://" + (ip.empty() ? pair_.ipA() : ip) + ":" + std::to_string(port) + "/svc?key=" + key.toText();
   }
@@ -180,22 +186,20 @@ TEST_F(SecureNet, WrongPinnedServerKeyFailsWithAClearError) {
 }
 
 TEST_F(SecureNet, UnknownClientKeyIsRefused) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
     ClientOptions stranger = secureClient(newKey());
     stranger.connectTimeout = std::chrono::milliseconds(500);
-    auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, stranger);
+    auto b = connect(uri(server->port(), serverKey_.publicKey()), Svc::kDescriptor, stranger);
     ASSERT_FALSE(b.isOk());
     EXPECT_EQ(b.status().code(), Errc::kPeerDied);
     EXPECT_NE(b.status().detail().find("client's key"), std::string::npos) << b.status().detail();
     // A client without a key file gets a fresh key, which this server does not list either.
     ClientOptions anonymous;
     anonymous.connectTimeout = std::chrono::milliseconds(500);
-    EXPECT_FALSE(connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, anonymous).isOk());
-    auto listed = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, secureClient(clientKey_));
+    EXPECT_FALSE(connect(uri(server->port(), serverKey_.publicKey()), Svc::kDescriptor, anonymous).isOk());
+    auto listed = connect(uri(server->port(), serverKey_.publicKey()), Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(listed.isOk()) << listed.status().toString();
     EXPECT_TRUE(testing::callNull(**listed).isOk());
   });
@@ -309,12 +313,10 @@ uint64_t replayAttack(const std::string& ipA, const std::string& ipB, uint16_t s
 }
 
 TEST_F(SecureNet, ReplayedAndTamperedDatagramsRunNoCallAgain) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server.port(), "udp://",
+    uint64_t ran = replayAttack(pair_.ipA(), pair_.ipB(), server->port(), "udp://",
                                 "?key=" + serverKey_.publicKey().toText(), secureClient(clientKey_));
     EXPECT_EQ(ran, 4u);  // nothing ran again, and the session still answers
   });
@@ -378,12 +380,10 @@ std::pair<bool, bool> observeOneCall(const std::string& ipA, const std::string& 
 }
 
 TEST_F(SecureNet, AnOnPathObserverSeesNoArgumentOrResultBytes) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    auto [argument, result] = observeOneCall(pair_.ipA(), pair_.ipB(), server.port(), "udp://",
+    auto [argument, result] = observeOneCall(pair_.ipA(), pair_.ipB(), server->port(), "udp://",
                                              "?key=" + serverKey_.publicKey().toText(), secureClient(clientKey_));
     EXPECT_FALSE(argument) << "the argument's bytes crossed the network in clear";
     EXPECT_FALSE(result) << "the result's bytes crossed the network in clear";
@@ -405,12 +405,10 @@ TEST_F(SecureNet, OnClearTextTheSameObserverSeesThem) {
 // retransmits, and the server answers from its reply cache: the call completes, with its
 // result, having run once.
 TEST_F(SecureNet, TamperedRepliesAreDroppedAndTheCallRunsOnce) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
+    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server->port());
     auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
@@ -440,10 +438,8 @@ std::vector<uint8_t> generationsIn(const std::vector<std::vector<char>>& datagra
 // Under load (more than 1,000 hellos a second that pass mac1) the server answers a new hello
 // with a stateless cookie reply first; the client that proves its address with it completes.
 TEST_F(SecureNet, UnderLoadANewClientEarnsACookieThenCompletes) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
     // Well-made hellos from keys the server does not list, made once and sent again and again:
     // each passes mac1, which is what the server counts as load.
@@ -460,7 +456,7 @@ TEST_F(SecureNet, UnderLoadANewClientEarnsACookieThenCompletes) {
       int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
       sockaddr_in to{};
       to.sin_family = AF_INET;
-      to.sin_port = htons(server.port());
+      to.sin_port = htons(server->port());
       ::inet_pton(AF_INET, pair_.ipA().c_str(), &to.sin_addr);
       while (!stop.load()) {
         for (const auto& h : hellos) (void)::sendto(s, h.data(), h.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
@@ -469,7 +465,7 @@ TEST_F(SecureNet, UnderLoadANewClientEarnsACookieThenCompletes) {
       ::close(s);
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server.port());
+    RecordingRelay relay(pair_.ipB(), pair_.ipA(), server->port());
     auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, secureClient(clientKey_));
     Status called = b.isOk() ? testing::callNull(**b) : b.status();
     stop.store(true);
@@ -487,14 +483,12 @@ TEST_F(SecureNet, UnderLoadANewClientEarnsACookieThenCompletes) {
 // A session whose sequence numbers wrap past 2^32 on the default (secure) transport: every call
 // before and after the wrap returns its result and runs once.
 TEST_F(SecureNet, CallsAcrossTheSequenceWrapRunOnce) {
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
     ClientOptions co = secureClient(clientKey_);
     co.firstSequence = UINT32_MAX - 20;
-    auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, co);
+    auto b = connect(uri(server->port(), serverKey_.publicKey()), Svc::kDescriptor, co);
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     for (uint64_t t = 1; t <= 40; ++t) {
       auto r = testing::callToken(**b, 9000 + t);
@@ -540,30 +534,34 @@ TEST_F(SecureNet, CallsGoOnAcrossKeyRotations) {
   });
 }
 
+// Over a faulty path: tokens 1..`calls`, every `step`th of them found run exactly once, then a
+// 1 MiB echo (pattern `seed`, `salt`), fragmented both ways.
+void callEachOnceThenEcho(const Binding& b, uint64_t calls, uint64_t step, uint32_t seed, uint8_t salt) {
+  for (uint64_t t = 1; t <= calls; ++t) ASSERT_TRUE(testing::callToken(b, t).isOk()) << t;
+  for (uint64_t t = 1; t <= calls; t += step) {
+    auto n = testing::queryToken(b, t);
+    ASSERT_TRUE(n.isOk());
+    EXPECT_EQ(*n, 1u) << "token " << t;
+  }
+  auto data = testing::pattern(size_t{1} << 20, seed);
+  auto r = testing::callEcho(b, data, salt);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+}
+
 // Loss and duplication on the wire (nftables in the server's namespace): retransmissions are
 // sealed afresh, duplicates are dropped by the replay window or answered from the reply
 // cache, and every call runs exactly once.
 TEST_F(SecureNet, LossAndDuplicationKeepEveryCallExactlyOnce) {
   ASSERT_TRUE(pair_.addLoss(5));
   ASSERT_TRUE(pair_.addDuplication(5));
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
     ClientOptions co = secureClient(clientKey_);
     co.maxRetries = 30;
-    auto b = connect(uri(server.port(), serverKey_.publicKey()), Svc::kDescriptor, co);
+    auto b = connect(uri(server->port(), serverKey_.publicKey()), Svc::kDescriptor, co);
     ASSERT_TRUE(b.isOk()) << b.status().toString();
-    for (uint64_t t = 1; t <= 200; ++t) ASSERT_TRUE(testing::callToken(**b, t).isOk()) << t;
-    for (uint64_t t = 1; t <= 200; t += 37) {
-      auto n = testing::queryToken(**b, t);
-      ASSERT_TRUE(n.isOk());
-      EXPECT_EQ(*n, 1u) << "token " << t;
-    }
-    auto data = testing::pattern(size_t{1} << 20, 7);
-    auto r = testing::callEcho(**b, data, 3);
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ASSERT_NO_FATAL_FAILURE(callEachOnceThenEcho(**b, 200, 37, 7, 3));
   });
 }
 
@@ -571,25 +569,15 @@ TEST_F(SecureNet, LossAndDuplicationKeepEveryCallExactlyOnce) {
 // out of order, and fragments of a 1 MiB call in both directions still reassemble.
 TEST_F(SecureNet, ReorderingAndLossKeepEveryCallExactlyOnce) {
   ASSERT_TRUE(pair_.addLoss(2));
-  testing::ForkedServer server(pair_.nsPath(true), pair_.ipA() + ":0", [&](const std::string& bind) {
-    return serveSvc(bind, secureServer(serverKey_, {clientKey_.publicKey()}));
-  });
-  ASSERT_NE(server.port(), 0);
+  auto server = forkSecureServer();
+  ASSERT_NE(server->port(), 0);
   runIn(pair_.nsPath(false), [&] {
-    testing::ReorderRelay relay(pair_.ipB(), pair_.ipA(), server.port(), 25);
+    testing::ReorderRelay relay(pair_.ipB(), pair_.ipA(), server->port(), 25);
     ClientOptions co = secureClient(clientKey_);
     co.maxRetries = 30;
     auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, co);
     ASSERT_TRUE(b.isOk()) << b.status().toString();
-    for (uint64_t t = 1; t <= 100; ++t) ASSERT_TRUE(testing::callToken(**b, t).isOk()) << t;
-    for (uint64_t t = 1; t <= 100; t += 33) {
-      auto n = testing::queryToken(**b, t);
-      ASSERT_TRUE(n.isOk());
-      EXPECT_EQ(*n, 1u) << "token " << t;
-    }
-    auto data = testing::pattern(size_t{1} << 20, 11);
-    auto r = testing::callEcho(**b, data, 9);
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    ASSERT_NO_FATAL_FAILURE(callEachOnceThenEcho(**b, 100, 33, 11, 9));
     EXPECT_GT(relay.reordered(), 0u);
   });
 }
