@@ -44,6 +44,15 @@ std::string paramName(const ::testing::TestParamInfo<Param>& p) {
   return s;
 }
 
+// `impl` served as "svc" by `server` on a port of 127.0.0.1 that it picks: that port.
+Result<uint16_t> serveOnLoopback(UdpServer& server, Svc::Impl& impl) {
+  if (Status s = server.add("svc", Svc::kDescriptor, &impl); !s.isOk()) return s;
+  auto port = server.bind("127.0.0.1:0");
+  if (!port.isOk()) return port.status();
+  if (Status s = server.start(); !s.isOk()) return s;
+  return *port;
+}
+
 class Udp : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
@@ -52,11 +61,9 @@ class Udp : public ::testing::TestWithParam<Param> {
     so.mode = GetParam().mode;
     so.security.clearText = true;
     server_ = std::make_unique<UdpServer>(so);
-    ASSERT_TRUE(server_->add("svc", Svc::kDescriptor, &impl_).isOk());
-    auto port = server_->bind("127.0.0.1:0");
+    auto port = serveOnLoopback(*server_, impl_);
     ASSERT_TRUE(port.isOk()) << port.status().toString();
     port_ = *port;
-    ASSERT_TRUE(server_->start().isOk());
   }
   ClientOptions clientOptions() const {
     ClientOptions co;
@@ -206,10 +213,8 @@ TEST(UdpLarge, SixtyFourMebibytesBothWays) {
     so.emulatedEndpoint = emulated;
     so.security.clearText = true;
     UdpServer server(so);
-    ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
-    auto port = server.bind("127.0.0.1:0");
-    ASSERT_TRUE(port.isOk());
-    ASSERT_TRUE(server.start().isOk());
+    auto port = serveOnLoopback(server, impl);
+    ASSERT_TRUE(port.isOk()) << port.status().toString();
     ClientOptions co;
     co.emulatedEndpoint = emulated;
     // The echo handler touches 64 MiB byte by byte on the server's polling thread, seconds
@@ -232,10 +237,8 @@ TEST(UdpLarge, ChangingSizesReuseTheRequestBuffer) {
   ServerOptions so;
   so.security.clearText = true;
   UdpServer server(so);
-  ASSERT_TRUE(server.add("svc", Svc::kDescriptor, &impl).isOk());
-  auto port = server.bind("127.0.0.1:0");
-  ASSERT_TRUE(port.isOk());
-  ASSERT_TRUE(server.start().isOk());
+  auto port = serveOnLoopback(server, impl);
+  ASSERT_TRUE(port.isOk()) << port.status().toString();
   auto b = connect("udp+clear://127.0.0.1:" + std::to_string(*port) + "/svc", Svc::kDescriptor);
   ASSERT_TRUE(b.isOk());
   uint32_t seed = 10;
