@@ -13,6 +13,7 @@
 #include "defaults.lrpc.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/testing/in_process_channel.h"
 
@@ -128,19 +129,8 @@ TEST(Defaults, RoundTripOverTheNetworkFramePath) {
 
 TEST(Defaults, RoundTripAcrossProcessesOnTheSameHost) {
   TempDir dir;
-  Pipe ready;
-  Child server([&] {
-    SettingsImpl impl;
-    ServerOptions o;
-    o.dir = dir.path();
-    Exporter exporter(o);
-    const bool ok = exporter.add<Settings>("settings", impl).isOk();
-    ready.putByte(ok ? 'k' : 'x');
-    if (!ok) return 1;
-    for (;;) ::pause();
-  });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ExporterProcess server(dir.path(), exportOne<Settings, SettingsImpl>("settings"));
+  ASSERT_TRUE(server.up());
   ImportOptions o;
   o.dir = dir.path();
   Result<Settings::Client> client = lrpc::import<Settings>("settings", o);

@@ -11,6 +11,7 @@
 #include "nested_iface.lrpc.h"
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/harness.h"
 #include "tests/testing/in_process_channel.h"
 
@@ -128,19 +129,8 @@ TEST(NestedInterfaces, FileScopeStructsHoldingTypesNestedInAnInterface) {
 
 TEST(NestedInterfaces, RoundTripAcrossProcessesOnTheSameHost) {
   TempDir dir;
-  Pipe ready;
-  Child server([&] {
-    WriterImpl impl;
-    ServerOptions o;
-    o.dir = dir.path();
-    Exporter exporter(o);
-    const bool ok = exporter.add<Store::Writer>("writer", impl).isOk();
-    ready.putByte(ok ? 'k' : 'x');
-    if (!ok) return 1;
-    for (;;) ::pause();
-  });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ExporterProcess server(dir.path(), exportOne<Store::Writer, WriterImpl>("writer"));
+  ASSERT_TRUE(server.up());
   ImportOptions o;
   o.dir = dir.path();
   Result<Store::Writer::Client> w = lrpc::import<Store::Writer>("writer", o);
