@@ -44,14 +44,17 @@
 #include "runtime/shm.h"
 #include "tests/campaign/crash_peers.h"
 #include "tests/integration/per_mode.h"
+#include "tests/integration/raw_client.h"
 #include "transport/client.h"
 
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::connectToName;
 using lrpc::testing::kTransferModeCount;
 using lrpc::testing::kTransferModes;
 using lrpc::testing::TempDir;
+using lrpc::testing::testServiceHello;
 using Clock = std::chrono::steady_clock;
 
 int64_t msSince(Clock::time_point t) {
@@ -196,18 +199,9 @@ TEST_F(KillClient, KillClientDuringImportAfterHello) {
   for (int round = 0; round < rounds(); ++round) {
     Pipe said;
     Child raw([&] {
-      OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-      sockaddr_un addr{};
-      addr.sun_family = AF_UNIX;
-      std::string path = detail::socketPath(dir, "svc");
-      std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-      if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 1;
-      detail::Hello hello{};
-      hello.magic = detail::kHelloMagic;
-      hello.version = kVersion;
-      hello.interfaceId = TestService::kDescriptor.id;
-      hello.signatureHash = TestService::kDescriptor.signatureHash;
-      hello.procedureCount = TestService::kDescriptor.procedureCount;
+      OwnedFd sock = connectToName(dir, "svc");
+      if (!sock.valid()) return 1;
+      const detail::Hello hello = testServiceHello(TransferMode::kAdaptive);
       if (!detail::sendMessage(sock.get(), &hello, sizeof hello).isOk()) return 2;
       said.putByte();
       for (;;) ::pause();  // never reads the Welcome (and its memfd)

@@ -13,6 +13,7 @@
 
 #include "runtime/import.h"
 #include "runtime/names.h"
+#include "tests/integration/raw_client.h"
 #include "tests/integration/servers.h"
 
 namespace lrpc::campaign {
@@ -20,6 +21,7 @@ namespace {
 
 using lrpc::testing::becomeNobody;
 using lrpc::testing::Child;
+using lrpc::testing::connectToName;
 using lrpc::testing::kNobody;
 using lrpc::testing::Pipe;
 using lrpc::testing::TempDir;
@@ -35,17 +37,13 @@ TEST(AccessExhaust, BindingsCannotBeFilledByAUidThatIsNotAllowed) {
   so.maxBindings = 4;
   TestServer server(dir.path(), "svc", so);
   ASSERT_TRUE(server.ok());
-  std::string path = detail::socketPath(dir.path(), "svc");
   Pipe holding;
   Child squatter([&] {
     if (!becomeNobody()) return 90;
     std::vector<int> socks;
     for (int i = 0; i < 8; ++i) {
-      int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-      sockaddr_un addr{};
-      addr.sun_family = AF_UNIX;
-      std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-      if (::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) socks.push_back(s);
+      OwnedFd s = connectToName(dir.path(), "svc");
+      if (s.valid()) socks.push_back(s.release());
     }
     holding.putByte();
     for (;;) ::pause();  // never says Hello

@@ -34,12 +34,14 @@
 #include "runtime/shm.h"
 #include "runtime/transfer.h"
 #include "tests/fuzz/fuzz_target.h"
+#include "tests/integration/raw_client.h"
 #include "tests/integration/test_service.h"
 #include "transport/wire.h"
 
 namespace lrpc::campaign {
 namespace {
 
+using lrpc::testing::connectToName;
 using lrpc::testing::TestService;
 
 // TestService without the handler that sleeps for as long as it is told.
@@ -102,12 +104,8 @@ class Reader {
 };
 
 OwnedFd connectTo(const std::string& dir) {
-  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = detail::socketPath(dir, "svc");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) __builtin_trap();
+  OwnedFd sock = connectToName(dir, "svc");
+  if (!sock.valid()) __builtin_trap();
   return sock;
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/exporter.h"
 #include "runtime/names.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/raw_client.h"
 #include "tests/integration/test_service.h"
 
 namespace lrpc::testing {
@@ -64,12 +65,8 @@ TEST(AcceptorTest, OutOfDescriptorsWaitsInsteadOfSpinning) {
   ASSERT_EQ(c, 'k');
 
   // A connection the server cannot accept: it waits in the listen queue.
-  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = detail::socketPath(dir.path(), "svc");
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  OwnedFd sock = connectToName(dir.path(), "svc");
+  ASSERT_TRUE(sock.valid()) << std::strerror(errno);
 
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the acceptor has met EMFILE
   const long before = cpuTicks(server.pid());

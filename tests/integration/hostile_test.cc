@@ -25,34 +25,19 @@
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
 #include "runtime/transfer.h"
+#include "tests/integration/raw_client.h"
 #include "tests/integration/servers.h"
 
 namespace lrpc::testing {
 namespace {
 
-OwnedFd connectTo(const std::string& dir, const std::string& name) {
-  OwnedFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = detail::socketPath(dir, name);
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return OwnedFd();
-  return sock;
-}
-
 // A binding made by hand. Calls are written field by field, as a hostile client would.
 class RawBinding {
  public:
   static std::optional<RawBinding> open(const std::string& dir, const std::string& name) {
-    OwnedFd sock = connectTo(dir, name);
+    OwnedFd sock = connectToName(dir, name);
     if (!sock.valid()) return std::nullopt;
-    detail::Hello hello{};
-    hello.magic = detail::kHelloMagic;
-    hello.version = kVersion;
-    hello.interfaceId = TestService::kDescriptor.id;
-    hello.signatureHash = TestService::kDescriptor.signatureHash;
-    hello.procedureCount = TestService::kDescriptor.procedureCount;
-    hello.mode = static_cast<uint8_t>(TransferMode::kBlock);
+    const detail::Hello hello = testServiceHello(TransferMode::kBlock);
     if (!detail::sendMessage(sock.get(), &hello, sizeof hello).isOk()) return std::nullopt;
     detail::Welcome w{};
     OwnedFd fd;
@@ -314,7 +299,7 @@ TEST_F(StreamedArgument, ClientGoneMidStreamFreesTheServerThread) {
 
 TEST_F(HostileTest, GarbageMessagesEndOnlyThatBinding) {
   {  // Not a Hello at all.
-    OwnedFd s = connectTo(dir_.path(), "svc");
+    OwnedFd s = connectToName(dir_.path(), "svc");
     ASSERT_TRUE(s.valid());
     char junk[7] = {1, 2, 3, 4, 5, 6, 7};
     ASSERT_TRUE(detail::sendMessage(s.get(), junk, sizeof junk).isOk());
@@ -323,7 +308,7 @@ TEST_F(HostileTest, GarbageMessagesEndOnlyThatBinding) {
     EXPECT_TRUE(!st.isOk() || w.status != 0);
   }
   {  // A Hello with the wrong magic.
-    OwnedFd s = connectTo(dir_.path(), "svc");
+    OwnedFd s = connectToName(dir_.path(), "svc");
     detail::Hello h{};
     h.magic = 0xdeadbeef;
     ASSERT_TRUE(detail::sendMessage(s.get(), &h, sizeof h).isOk());
