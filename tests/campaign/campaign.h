@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +33,12 @@ inline constexpr bool kRssIsMeaningful = true;
 #else
 inline constexpr bool kRssIsMeaningful = true;
 #endif
+
+using Clock = std::chrono::steady_clock;
+
+inline int64_t msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
 
 // Rounds per crash point: $LRPC_CAMPAIGN_ROUNDS, else the build's default (CMake sets it).
 inline int rounds() {

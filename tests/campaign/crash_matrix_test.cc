@@ -55,11 +55,6 @@ using lrpc::testing::kTransferModeCount;
 using lrpc::testing::kTransferModes;
 using lrpc::testing::TempDir;
 using lrpc::testing::testServiceHello;
-using Clock = std::chrono::steady_clock;
-
-int64_t msSince(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 
 // The client process's A-stack region, mapped by the test through /proc/<pid>/fd: lets the
 // test see the doorbells of a call it does not make itself.

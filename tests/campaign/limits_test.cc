@@ -22,11 +22,6 @@ using lrpc::testing::kTransferModes;
 using lrpc::testing::modeTestName;
 using lrpc::testing::TempDir;
 using lrpc::testing::TestServer;
-using Clock = std::chrono::steady_clock;
-
-int64_t msSince(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 
 class Limits : public ::testing::Test {
  protected:
