@@ -156,21 +156,21 @@ Result<X25519Key> X25519Key::generate() {
   EVP_PKEY* raw = nullptr;
   if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw) != 1)
     return cryptoError("X25519 key generation");
-  X25519Key k;
-  k.pkey_ = std::shared_ptr<void>(raw, [](void* p) { EVP_PKEY_free(static_cast<EVP_PKEY*>(p)); });
-  size_t len = k.public_.size();
-  if (EVP_PKEY_get_raw_public_key(raw, k.public_.data(), &len) != 1 || len != k.public_.size())
-    return cryptoError("X25519 public key");
-  return k;
+  return adopt(raw);
 }
 
 Result<X25519Key> X25519Key::fromPrivate(const Key& privateKey) {
   EVP_PKEY* raw = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, privateKey.data(), privateKey.size());
   if (!raw) return cryptoError("X25519 private key");
+  return adopt(raw);
+}
+
+Result<X25519Key> X25519Key::adopt(void* pkey) {
   X25519Key k;
-  k.pkey_ = std::shared_ptr<void>(raw, [](void* p) { EVP_PKEY_free(static_cast<EVP_PKEY*>(p)); });
+  k.pkey_ = std::shared_ptr<void>(pkey, [](void* p) { EVP_PKEY_free(static_cast<EVP_PKEY*>(p)); });
   size_t len = k.public_.size();
-  if (EVP_PKEY_get_raw_public_key(raw, k.public_.data(), &len) != 1 || len != k.public_.size())
+  if (EVP_PKEY_get_raw_public_key(static_cast<EVP_PKEY*>(pkey), k.public_.data(), &len) != 1 ||
+      len != k.public_.size())
     return cryptoError("X25519 public key");
   return k;
 }

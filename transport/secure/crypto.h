@@ -44,6 +44,9 @@ class X25519Key {
   Result<Key> dh(const Key& peerPublic) const;
 
  private:
+  // Owns `pkey` (an EVP_PKEY, freed here even on failure) and reads its public half.
+  static Result<X25519Key> adopt(void* pkey);
+
   std::shared_ptr<void> pkey_;  // EVP_PKEY
   Key public_{};
 };
