@@ -244,24 +244,21 @@ TEST_F(KillClient, KillClientAfterCallPublished) {
   int beforeReturn = 0;
   for (int round = 0; round < rounds(); ++round) {
     Pipe imported, go;
-    ImportOptions o = opts(round);
-    Child c([&] {
-      Result<TestService::Client> cl = lrpc::import<TestService>("svc", o);
-      if (!cl.isOk()) return 1;
-      imported.putByte();
-      if (!go.getByte()) return 2;
-      for (;;) (void)cl->sleepMs(3);
+    auto c = client(round, imported, [&go](TestService::Client& cl, Pipe& p) {
+      p.putByte();
+      if (!go.getByte()) return;
+      for (;;) (void)cl.sleepMs(3);
     });
     ASSERT_TRUE(imported.getByte()) << "round " << round;
     RegionWatch w;
-    ASSERT_TRUE(w.open(c.pid())) << "round " << round;
+    ASSERT_TRUE(w.open(c->pid())) << "round " << round;
     AStackControl* ctl = w.control(w.first(TestService::kSleepMs));
     ReturnControl* ret = w.returnControl(w.first(TestService::kSleepMs));
     go.putByte();
     ASSERT_TRUE(spinUntil([&] { return seqOf(ctl->callWord) >= 1; })) << "round " << round;
-    c.kill();
+    c->kill();
     if (seqOf(ret->returnWord) < 1) ++beforeReturn;
-    c.wait();
+    c->wait();
     expectServes(round);
   }
   std::printf("[campaign] KillClientAfterCallPublished: %d of %d kills landed before the server returned\n",
@@ -280,25 +277,20 @@ TEST_F(KillClient, KillClientInsideHandler) {
 TEST_F(KillClient, KillClientAfterReturnPublished) {
   for (int round = 0; round < rounds(); ++round) {
     Pipe imported, go;
-    ImportOptions o = opts(round);
-    Child c([&] {
-      Result<TestService::Client> cl = lrpc::import<TestService>("svc", o);
-      if (!cl.isOk()) return 1;
-      imported.putByte();
-      if (!go.getByte()) return 2;
-      (void)cl->sleepMs(kHoldMs);
-      for (;;) ::pause();
+    auto c = client(round, imported, [&go](TestService::Client& cl, Pipe& p) {
+      p.putByte();
+      if (go.getByte()) (void)cl.sleepMs(kHoldMs);
     });
     ASSERT_TRUE(imported.getByte()) << "round " << round;
     RegionWatch w;
-    ASSERT_TRUE(w.open(c.pid())) << "round " << round;
+    ASSERT_TRUE(w.open(c->pid())) << "round " << round;
     ReturnControl* ret = w.returnControl(w.first(TestService::kSleepMs));
     go.putByte();
     ASSERT_TRUE(server_->waitEntered()) << "round " << round;
     server_->release();
     ASSERT_TRUE(spinUntil([&] { return seqOf(ret->returnWord) == 1; })) << "round " << round;
-    c.kill();
-    c.wait();
+    c->kill();
+    c->wait();
     expectServes(round);
   }
   expectNothingLeaked("KillClientAfterReturnPublished");
