@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bench/lrpc_common.h"
+#include "bench/lrpc_sessions.h"
 #include "runtime/base/fd.h"
 
 #if LRPC_BENCH_DIRECT
@@ -176,7 +177,7 @@ void addCapDispatch() {
 }
 
 // A same-host binding to a real server process, for the pieces that need one.
-class LocalBindingSession final : private OwnsNamesDir, public Session {
+class LocalBindingSession final : private OwnsNamesDir, public ClientSession<Paper> {
  public:
   static Result<std::unique_ptr<LocalBindingSession>> start() {
     std::unique_ptr<LocalBindingSession> s(new LocalBindingSession());
@@ -189,17 +190,10 @@ class LocalBindingSession final : private OwnsNamesDir, public Session {
     if (Status st = s->client_.null(); !st.isOk()) return st;  // the first call starts the A-stack
     return s;
   }
-  ~LocalBindingSession() override {
-    client_ = Paper::Client();  // unbind before the server goes away
-    server_.reset();
-  }
   const Binding& binding() const { return *client_.binding(); }
-  const ServerProcess* server() const override { return server_.get(); }
 
  private:
   LocalBindingSession() = default;
-  std::unique_ptr<ServerProcess> server_;
-  Paper::Client client_;
 };
 
 void addAStack(BenchContext& ctx) {

@@ -10,6 +10,7 @@
 
 #include "bench/floors.h"
 #include "bench/lrpc_common.h"
+#include "bench/lrpc_sessions.h"
 
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
 #include "curves.lrpc.h"  // lrpc_generate(lrpc_bench .../curves.capnp)
@@ -160,8 +161,12 @@ class CurvesImpl final : public Curves::Server {
   Result<std::vector<uint8_t>> source(uint32_t bytes) override { return std::vector<uint8_t>(bytes, 0x5a); }
 };
 
-class CurvesSession : public Session {
+class CurvesSession : public ClientSession<Curves> {
  public:
+  static constexpr const char* kName = "curves";
+  static constexpr const char* kLocalKind = "curves_local";
+  static constexpr const char* kNetKind = "curves_net";
+
   bool echo(std::span<const uint8_t> in, std::vector<uint8_t>* out) {
     Result<std::vector<uint8_t>> r = client_.echo(in);
     if (!r) return false;
@@ -169,48 +174,13 @@ class CurvesSession : public Session {
     return true;
   }
   bool sink(std::span<const uint8_t> in) { return client_.sink(in).isOk(); }
-  const ServerProcess* server() const override { return server_.get(); }
-
- protected:
-  ~CurvesSession() override {
-    client_ = Curves::Client();
-    server_.reset();
-  }
-  std::unique_ptr<ServerProcess> server_;
-  Curves::Client client_;
 };
 
 #if LRPC_BENCH_LOCAL
-class CurvesLocal final : private OwnsNamesDir, public CurvesSession {
- public:
-  static Result<std::unique_ptr<CurvesLocal>> start(TransferMode mode) {
-    std::unique_ptr<CurvesLocal> s(new CurvesLocal());
-    ServerSpec spec;
-    spec.kind = "curves_local";
-    if (Status st = startLocal<Curves>(spec, "curves", s->dir_, mode, s->server_, s->client_); !st) return st;
-    return s;
-  }
-
- private:
-  CurvesLocal() = default;
-};
+using CurvesLocal = LocalSession<CurvesSession>;
 #endif
-
 #if LRPC_BENCH_NET
-class CurvesNet final : public CurvesSession {
- public:
-  static Result<std::unique_ptr<CurvesNet>> start(net::ReceiveMode mode, const NetnsPair* netns) {
-    std::unique_ptr<CurvesNet> s(new CurvesNet());
-    ServerSpec spec;
-    spec.kind = "curves_net";
-    if (Status st = startNet<Curves>(spec, "curves", mode, netns, s->server_, s->client_); !st) return st;
-    return s;
-  }
-
-
- private:
-  CurvesNet() = default;
-};
+using CurvesNet = NetSession<CurvesSession>;
 #endif
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "bench/floors.h"
 #include "bench/idle.h"
 #include "bench/lrpc_common.h"
+#include "bench/lrpc_sessions.h"
 #include "bench/paired.h"
 #include "bench/tail.h"
 #include "bench/async.h"
@@ -43,7 +44,7 @@ inline Bytes200 toBytes(const Blob200& in) {
 
 // The four calls through any Paper::Client (same host or network): the client side of a
 // session, whatever binding it holds.
-class PaperClientSession : public Session {
+class PaperClientSession : public ClientSession<Paper> {
  public:
   bool null() { return client_.null().isOk(); }
   bool add(int32_t a, int32_t b, int32_t* sum) {
@@ -59,7 +60,6 @@ class PaperClientSession : public Session {
     std::memcpy(out, &*r, sizeof *out);
     return true;
   }
-  const ServerProcess* server() const override { return server_.get(); }
   // Null/<path>_async: one thread keeps `inFlight` Null calls in flight; each iteration
   // completes the oldest, and calls restart in bursts of refillBurst() (async.h).
   bool nullPipelined(benchmark::State& state, size_t inFlight) {
@@ -67,14 +67,6 @@ class PaperClientSession : public Session {
   }
   // Same host: each call restarts at once (a start is a store to shared memory).
   virtual size_t refillBurst() const { return 1; }
-
- protected:
-  ~PaperClientSession() override {
-    client_ = Paper::Client();  // unbind before the server goes away
-    server_.reset();
-  }
-  std::unique_ptr<ServerProcess> server_;
-  Paper::Client client_;
 };
 
 }  // namespace

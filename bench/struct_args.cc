@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/lrpc_common.h"
+#include "bench/lrpc_sessions.h"
 #include "bench/paired.h"
 
 #if LRPC_BENCH_LOCAL || LRPC_BENCH_NET
@@ -52,8 +53,12 @@ class StructArgsImpl final : public StructArgs::Server {
   }
 };
 
-class StructArgsSession : public Session {
+class StructArgsSession : public ClientSession<StructArgs> {
  public:
+  static constexpr const char* kName = "structargs";
+  static constexpr const char* kLocalKind = "structargs_local";
+  static constexpr const char* kNetKind = "structargs_net";
+
   // One call of each form with `in`'s values, the reply checked against them.
   bool structEcho(const Rec& in) {
     Result<Rec> r = client_.structEcho(in);
@@ -71,15 +76,6 @@ class StructArgsSession : public Session {
     Result<StructArgs::FlatEchoResults> r = client_.flatEcho(in.name, in.note, in.nums);  // views of in's bytes
     return r && r->name == in.name && r->note == in.note && r->nums == in.nums;
   }
-  const ServerProcess* server() const override { return server_.get(); }
-
- protected:
-  ~StructArgsSession() override {
-    client_ = StructArgs::Client();  // unbind before the server goes away
-    server_.reset();
-  }
-  std::unique_ptr<ServerProcess> server_;
-  StructArgs::Client client_;
 };
 
 // Returns `loop(once)` with `once` one call of `form` (false when it failed or came back
@@ -166,35 +162,10 @@ void addForms(BenchContext& ctx, const std::string& path, Make make) {
 }
 
 #if LRPC_BENCH_LOCAL
-class StructArgsLocal final : private OwnsNamesDir, public StructArgsSession {
- public:
-  static Result<std::unique_ptr<StructArgsLocal>> start(TransferMode mode) {
-    std::unique_ptr<StructArgsLocal> s(new StructArgsLocal());
-    ServerSpec spec;
-    spec.kind = "structargs_local";
-    if (Status st = startLocal<StructArgs>(spec, "structargs", s->dir_, mode, s->server_, s->client_); !st) return st;
-    return s;
-  }
-
- private:
-  StructArgsLocal() = default;
-};
+using StructArgsLocal = LocalSession<StructArgsSession>;
 #endif
-
 #if LRPC_BENCH_NET
-class StructArgsNet final : public StructArgsSession {
- public:
-  static Result<std::unique_ptr<StructArgsNet>> start(net::ReceiveMode mode, const NetnsPair& netns) {
-    std::unique_ptr<StructArgsNet> s(new StructArgsNet());
-    ServerSpec spec;
-    spec.kind = "structargs_net";
-    if (Status st = startNet<StructArgs>(spec, "structargs", mode, &netns, s->server_, s->client_); !st) return st;
-    return s;
-  }
-
- private:
-  StructArgsNet() = default;
-};
+using StructArgsNet = NetSession<StructArgsSession>;
 #endif
 
 }  // namespace
@@ -207,7 +178,7 @@ void registerStructArgs(BenchContext& ctx) {
   addForms<StructArgsNet>(ctx, "net_veth", [&ctx]() -> Result<std::unique_ptr<StructArgsNet>> {
     Result<const NetnsPair*> netns = ctx.netns();
     if (!netns) return netns.status();
-    return StructArgsNet::start(net::ReceiveMode::kBusyPoll, *netns.value());
+    return StructArgsNet::start(net::ReceiveMode::kBusyPoll, netns.value());
   });
 #endif
   (void)ctx;
