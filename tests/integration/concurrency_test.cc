@@ -14,6 +14,7 @@
 
 #include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "tests/integration/exporter_process.h"
 #include "tests/integration/per_mode.h"
 #include "tests/integration/servers.h"
 
@@ -146,19 +147,8 @@ class GateServer final : public TestService::Server {
 // first. Each round begins with null()'s thread spinning and sleepMs's asleep, where helping
 // happens.
 TEST_P(ConcurrencyTest, ACallWaitingForAnotherCallOfItsClientCompletes) {
-  Pipe ready;
-  Child server([&] {
-    GateServer impl;
-    ServerOptions o;
-    o.dir = dir_.path();
-    Exporter exporter(o);
-    Status s = exporter.add("gate", TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
-    ready.putByte(s.isOk() ? 'k' : 'x');
-    if (!s.isOk()) return 1;
-    for (;;) ::pause();
-  });
-  char c = 0;
-  ASSERT_TRUE(ready.get(&c, 1) && c == 'k');
+  ExporterProcess server(dir_.path(), exportOne<TestService, GateServer>("gate"));
+  ASSERT_TRUE(server.up());
   Result<TestService::Client> gate = lrpc::import<TestService>("gate", opts());
   ASSERT_TRUE(gate.isOk()) << gate.status().toString();
   CallOptions bounded;
@@ -210,18 +200,8 @@ class AStackCacheCallTest : public ConcurrencyTest {
   static constexpr int kAddAStacks = 5;  // test_service.h
   void SetUp() override {
     ConcurrencyTest::SetUp();
-    server_ = std::make_unique<Child>([this] {
-      HoldingAddServer impl;
-      ServerOptions o;
-      o.dir = dir_.path();
-      Exporter exporter(o);
-      Status s = exporter.add("hold", TestService::kDescriptor, static_cast<TestService::Server*>(&impl));
-      ready_.putByte(s.isOk() ? 'k' : 'x');
-      if (!s.isOk()) return 1;
-      for (;;) ::pause();
-    });
-    char c = 0;
-    ASSERT_TRUE(ready_.get(&c, 1) && c == 'k');
+    server_ = std::make_unique<ExporterProcess>(dir_.path(), exportOne<TestService, HoldingAddServer>("hold"));
+    ASSERT_TRUE(server_->up());
   }
   Result<TestService::Client> bind() const {
     ImportOptions o = opts();
@@ -245,8 +225,7 @@ class AStackCacheCallTest : public ConcurrencyTest {
     for (auto& th : holders) th.join();
     EXPECT_EQ(failures.load(), 0);
   }
-  Pipe ready_;
-  std::unique_ptr<Child> server_;
+  std::unique_ptr<ExporterProcess> server_;
 };
 
 TEST_P(AStackCacheCallTest, ThreadsThatHaveGoneLeaveNoAStackBehind) {
