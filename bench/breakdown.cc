@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -196,8 +197,10 @@ class LocalBindingSession final : private OwnsNamesDir, public ClientSession<Pap
   LocalBindingSession() = default;
 };
 
-void addAStack(BenchContext& ctx) {
-  benchmark::RegisterBenchmark("Cost/astack", [&ctx](benchmark::State& state) {
+// Cost/astack takes the thread's cached A-stack; Cost/astackPool first holds it in an outer
+// call, so that the timed ones come from the shared pool.
+void addAStack(BenchContext& ctx, const char* name, bool fromPool) {
+  benchmark::RegisterBenchmark(name, [&ctx, fromPool](benchmark::State& state) {
     Result<LocalBindingSession*> session =
         ctx.sessions.get<LocalBindingSession>("Cost/astack", [] { return LocalBindingSession::start(); });
     if (!session) {
@@ -206,24 +209,10 @@ void addAStack(BenchContext& ctx) {
     }
     const Binding& binding = session.value()->binding();
     const CallOptions options = withDeadline();
+    std::optional<LocalCall> outer;
+    if (fromPool) outer.emplace(binding, Paper::kNull, options);
     timePiece(state, [&] {
       LocalCall call(binding, Paper::kNull, options);  // takes an A-stack; its destructor returns it
-      return call.status().isOk();
-    });
-  });
-  benchmark::RegisterBenchmark("Cost/astackPool", [&ctx](benchmark::State& state) {
-    Result<LocalBindingSession*> session =
-        ctx.sessions.get<LocalBindingSession>("Cost/astack", [] { return LocalBindingSession::start(); });
-    if (!session) {
-      state.SkipWithError(session.status().toString().c_str());
-      return;
-    }
-    const Binding& binding = session.value()->binding();
-    const CallOptions options = withDeadline();
-    // Holds this thread's cached A-stack, so that the timed ones come from the shared pool.
-    LocalCall outer(binding, Paper::kNull, options);
-    timePiece(state, [&] {
-      LocalCall call(binding, Paper::kNull, options);
       return call.status().isOk();
     });
   });
@@ -234,7 +223,8 @@ void addAStack(BenchContext& ctx) {
 
 void registerBreakdown(BenchContext& ctx) {
 #if LRPC_BENCH_LOCAL
-  addAStack(ctx);
+  addAStack(ctx, "Cost/astack", false);
+  addAStack(ctx, "Cost/astackPool", true);
   addCapDispatch();
 #else
   (void)ctx;
