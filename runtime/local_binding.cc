@@ -128,11 +128,7 @@ Result<uint32_t> LocalBinding::acquireSlow(uint32_t p, Duration callTimeout, det
     // A hint only (the list itself is under abandonedMu): skip the lock when nothing waits.
     if (slow_->anyAbandoned.load(std::memory_order_acquire)) reclaimAbandoned();
     if (reclaim.fn != nullptr) reclaim.fn(reclaim.context);
-    uint32_t index = procs_[p].pool.pop();
-    if (index != detail::AStackPool::kEmpty) return index;
-    // A thread that has gone, or an idle one, may still keep one cached.
-    index = procs_[p].cache.revoke();
-    if (index != detail::AStackCache::kNone) return index;
+    if (uint32_t index = procs_[p].takeAny(); index != detail::AStackPool::kEmpty) return index;
     if (dead()) return Status(Errc::kPeerDied, "server of this binding is gone");
     if (detail::monotonicNs() >= deadline) {
       if (callDeadline) return Status(Errc::kDeadlineExceeded, "deadline passed waiting for a free A-stack");

@@ -43,7 +43,7 @@ class CallbackHost;  // runtime/callbacks.h
 // to return, three times the cost of this scheme's one exchange and one store.
 class AStackPool {
  public:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
+  static constexpr uint32_t kEmpty = AStackCache::kNone;  // one "no A-stack" for both
 
   AStackPool() = default;
   AStackPool(const AStackPool&) = delete;
@@ -90,10 +90,33 @@ class AStackPool {
 
 class LocalBinding {
  public:
+  // One procedure's A-stacks: the calling thread's cached one first, else the shared pool.
   struct Proc {
     ProcedureLayout layout;
     detail::AStackPool pool;
-    detail::AStackCache cache;  // per-thread A-stacks, taken before the pool
+    detail::AStackCache cache;
+
+    // A free A-stack for the calling thread, or kEmpty; `lane` is set when it is the thread's
+    // cached one (give it back with give()).
+    uint32_t take(detail::AStackCache::Lane*& lane) noexcept {
+      lane = cache.take(detail::threadSelf());
+      return lane != nullptr ? lane->index : pool.pop();
+    }
+    // The slow path's try, after take() found none: the pool again, then the A-stack an idle
+    // or exited thread keeps cached.
+    uint32_t takeAny() noexcept {
+      const uint32_t index = pool.pop();
+      return index != detail::AStackPool::kEmpty ? index : cache.revoke();
+    }
+    // A call on `index` is over: it stays in its lane, or becomes the thread's cached one, or
+    // goes back to the pool.
+    void give(uint32_t index, detail::AStackCache::Lane* lane) noexcept {
+      if (lane != nullptr) {
+        detail::AStackCache::finish(*lane);
+      } else if (!cache.keep(index, detail::threadSelf())) {
+        pool.push(index);
+      }
+    }
   };
   // Client-private state of one A-stack; only its current owner touches it.
   struct Slot {

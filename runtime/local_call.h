@@ -49,13 +49,7 @@ class LocalCall {
       return;
     }
     proc_ = &lb_->procedure(procedure_);
-    uint32_t index;
-    if (detail::AStackCache::Lane* lane = proc_->cache.take(detail::threadSelf())) {
-      lane_ = lane;
-      index = lane->index;
-    } else {
-      index = proc_->pool.pop();
-    }
+    uint32_t index = proc_->take(lane_);
     if (index == detail::AStackPool::kEmpty) [[unlikely]] {
       Result<uint32_t> r = lb_->acquireSlow(procedure_, timeout_, reclaim);
       if (!r.isOk()) {
@@ -94,15 +88,11 @@ class LocalCall {
       return;
     }
     if (index_ == detail::AStackPool::kEmpty) return;
-    if (lane_ != nullptr) {
+    if (!keep_) {
+      proc_->give(index_, lane_);
+    } else if (lane_ != nullptr) [[unlikely]] {
       // Abandoned to a late return: out of the lane, until the return puts it in the pool.
-      if (keep_) [[unlikely]] {
-        detail::AStackCache::drop(*lane_);
-      } else {
-        detail::AStackCache::finish(*lane_);
-      }
-    } else if (!keep_ && !proc_->cache.keep(index_, detail::threadSelf())) {
-      proc_->pool.push(index_);
+      detail::AStackCache::drop(*lane_);
     }
   }
   LocalCall(const LocalCall&) = delete;
