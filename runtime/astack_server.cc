@@ -350,7 +350,9 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
     if (other == self) continue;
     // A call seen for the first time is left to its own thread, which may be about to take it:
     // taking it would move its A-stack's lines to this core for nothing.
-    const std::optional<uint32_t> waiting = waitingCall(*other, [&seen, i](uint32_t seq, const AStackControl&) {
+    const std::optional<uint32_t> waiting = waitingCall(*other, [this, other, &seen, i](uint32_t seq, const AStackControl&) {
+      // A callback whose caller waits for the call it serves is that caller's, as in serve().
+      if (forGuest(other)) return false;
       if (seen[i] == seq) return true;
       seen[i] = seq;
       return false;
