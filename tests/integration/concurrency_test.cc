@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -209,11 +210,15 @@ class AStackCacheCallTest : public ConcurrencyTest {
     return lrpc::import<TestService>("hold", o);
   }
   // kAddAStacks calls at once, each holding its A-stack for a while: every one must get one.
-  static void everyAStackAtOnce(const TestService::Client& client) {
+  // `first` runs once the holders' threads exist and before they call: threads it starts
+  // and ends cannot hand their thread control blocks, and with them their lanes, to a holder.
+  static void everyAStackAtOnce(const TestService::Client& client, const std::function<void()>& first = {}) {
     std::atomic<int> failures{0};
+    std::atomic<bool> go{!first};
     std::vector<std::thread> holders;
     for (int t = 0; t < kAddAStacks; ++t) {
       holders.emplace_back([&] {
+        while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         TestService::Client mine = client;
         Result<int32_t> r = mine.add(-1, 200);
         if (!r.isOk() || *r != 199) {
@@ -221,6 +226,10 @@ class AStackCacheCallTest : public ConcurrencyTest {
           failures.fetch_add(1);
         }
       });
+    }
+    if (first) {
+      first();
+      go.store(true);
     }
     for (auto& th : holders) th.join();
     EXPECT_EQ(failures.load(), 0);
@@ -232,22 +241,24 @@ TEST_P(AStackCacheCallTest, ThreadsThatHaveGoneLeaveNoAStackBehind) {
   Result<TestService::Client> c = bind();
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   // Rounds of threads that call for a while together (so that some keep A-stacks cached in
-  // lanes) and then exit.
+  // lanes) and then exit, while the holders wait. No more threads than A-stacks: none has to
+  // wait for one, which the short astackWait would turn into a failure on a loaded machine.
   for (int round = 0; round < 4; ++round) {
     std::atomic<int> failures{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 6; ++t) {
-      threads.emplace_back([&, t] {
-        TestService::Client mine = *c;
-        for (int i = 0; i < 200; ++i) {
-          Result<int32_t> r = mine.add(t, i);
-          if (!r.isOk() || *r != t + i) failures.fetch_add(1);
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
+    everyAStackAtOnce(*c, [&] {
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kAddAStacks; ++t) {
+        threads.emplace_back([&, t] {
+          TestService::Client mine = *c;
+          for (int i = 0; i < 200; ++i) {
+            Result<int32_t> r = mine.add(t, i);
+            if (!r.isOk() || *r != t + i) failures.fetch_add(1);
+          }
+        });
+      }
+      for (auto& th : threads) th.join();
+    });
     ASSERT_EQ(failures.load(), 0);
-    everyAStackAtOnce(*c);
   }
 }
 
