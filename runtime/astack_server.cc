@@ -345,9 +345,11 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   // whose calls all use one A-stack (one synchronous caller) has nobody to help: a look at a
   // counter instead of every A-stack, so that a frequent look costs such a binding nothing.
   if (self->stop.load(std::memory_order_relaxed) || threadsStarted.load(std::memory_order_relaxed) < 2) return false;
-  for (size_t i = 0; i < made().size(); ++i) {
-    ServerSlot* other = made()[i].get();
+  for (std::atomic<ServerSlot*>& entry : started()) {
+    // Relaxed: started()'s acquire made the entry visible.
+    ServerSlot* other = entry.load(std::memory_order_relaxed);
     if (other == self) continue;
+    const uint32_t i = other->index;
     // A call seen for the first time is left to its own thread, which may be about to take it:
     // taking it would move its A-stack's lines to this core for nothing.
     const std::optional<uint32_t> waiting = waitingCall(*other, [this, other, &seen, i](uint32_t seq, const AStackControl&) {
@@ -396,8 +398,9 @@ void Connection::leaveGuest() noexcept {
 }
 
 bool Connection::serveGuest(uint16_t origin) noexcept {
-  for (const auto& owned : made()) {
-    ServerSlot* slot = owned.get();
+  for (std::atomic<ServerSlot*>& entry : started()) {
+    // Relaxed: started()'s acquire made the entry visible.
+    ServerSlot* slot = entry.load(std::memory_order_relaxed);
     const std::optional<uint32_t> seq = waitingCall(
         *slot, [origin](uint32_t, const AStackControl& ctl) { return detail::loadOnce(ctl.origin) == origin; });
     if (!seq || !claim(*slot, *seq)) continue;

@@ -103,6 +103,7 @@ Status Connection::handshake() {
   std::memcpy(region->data(), &header, sizeof header);
   MutexLock lock(threadsMu);
   slots.reserve(layout.astackCount());
+  startedSlots = std::make_unique<std::atomic<ServerSlot*>[]>(layout.astackCount());
   for (uint32_t i = 0; i < layout.astackCount(); ++i) {
     new (control(i)) AStackControl{};
     new (region->data() + layout.returnOffset(i)) ReturnControl{};
@@ -193,8 +194,11 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
         // existed, by a client that did not wait for our reply, is served instead of missed.
         // Release: a thread helping with this A-stack's calls sees `served` as it is now (0).
         slot->started.store(true, std::memory_order_release);
-        // Relaxed: only tells helpers whether there is anything to look at (Connection::help).
-        threadsStarted.fetch_add(1, std::memory_order_relaxed);
+        // Only this clerk, under threadsMu, adds to the list: one entry per A-stack at most.
+        const uint32_t n = threadsStarted.load(std::memory_order_relaxed);
+        startedSlots[n].store(slot, std::memory_order_relaxed);
+        // Release: a helper or guest that reads the new count (started()) finds the entry.
+        threadsStarted.store(n + 1, std::memory_order_release);
         thread = std::thread([this, slot] { serve(slot, 0); });
         slot->threadId.get(threadsMu) = thread.get_id();
       }

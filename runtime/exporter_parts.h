@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,6 +140,16 @@ struct Connection {
   std::shared_ptr<Liveness> live = std::make_shared<Liveness>();  // held by deferred replies
   // Server threads started for this binding's A-stacks: with one, nobody needs help.
   std::atomic<uint32_t> threadsStarted{0};
+  // The slots whose threads have started, the first threadsStarted of them, in the order they
+  // started (written by the clerk, one per A-stack at most): what help() and serveGuest() look
+  // at on every pass. Most of a binding's A-stacks never get a thread, and a look at all of
+  // them on each pause is the time a spinning server thread or guest takes to see its call.
+  std::unique_ptr<std::atomic<ServerSlot*>[]> startedSlots;
+  // startedSlots, as far as threadsStarted says they are filled in.
+  std::span<std::atomic<ServerSlot*>> started() const noexcept {
+    // Acquire: pairs with the clerk's release after it wrote the newest entry.
+    return {startedSlots.get(), threadsStarted.load(std::memory_order_acquire)};
+  }
   std::atomic<bool> finished{false};
   // Set once the client has passed callbacks: its calls then say which call a callback serves.
   std::atomic<bool> hasCallbacks{false};
