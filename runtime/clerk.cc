@@ -132,7 +132,9 @@ bool Connection::runsOn(std::thread::id id) const {
 }
 
 std::shared_ptr<Binding> Connection::callbackBinding() const {
-  MutexLock lock(callbacksMu);
+  // Acquire: pairs with the clerk's release once `callbacks` was set; from then until the
+  // threads that call this are gone, it stays as it is (see its declaration).
+  if (!callbacksReady.load(std::memory_order_acquire)) return nullptr;
   return callbacks;
 }
 
@@ -158,6 +160,8 @@ bool Connection::importCallbacks(OwnedFd fd) {
       hasCallbacks.store(true, std::memory_order_relaxed);
       MutexLock lock(callbacksMu);
       callbacks = std::move(*b);
+      // Release: a server thread that sees it ready sees the binding set above.
+      callbacksReady.store(true, std::memory_order_release);
     } else {
       detail::logf(LogTopic::kBinding, "\"%s\": client's callbacks refused: %s", exp->name.c_str(),
                    b.status().toString().c_str());
@@ -281,6 +285,8 @@ void Connection::run() {
   if (caps) caps->close();
   {
     MutexLock lock(callbacksMu);
+    // Relaxed: every thread that read it without the lock is gone (joined, or no guest left).
+    callbacksReady.store(false, std::memory_order_relaxed);
     callbacks.reset();
   }
   {

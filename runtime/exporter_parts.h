@@ -126,9 +126,13 @@ struct Connection {
   // members die in reverse order, and no server thread may outlive the objects it calls.
   std::unique_ptr<CapTable> caps;
   // The client's callback binding (runtime/callbacks.h), once it has sent one: how calls on the
-  // objects it passed reach it. Set by the clerk, read by the server threads.
+  // objects it passed reach it. Set once by the clerk, under the lock, before callbacksReady;
+  // cleared by the teardown, under the lock, after it has joined the server threads and waited
+  // for the guests. Between the two it does not change, so those threads read it without the
+  // lock (callbackBinding): a callback's server side looks it up twice per call.
   mutable Mutex callbacksMu;
   std::shared_ptr<Binding> callbacks LRPC_GUARDED_BY(callbacksMu);
+  std::atomic<bool> callbacksReady{false};
   // Orders the changes below, and starting or joining a slot's thread, against stats() and
   // runsOn().
   mutable Mutex threadsMu;
@@ -167,7 +171,7 @@ struct Connection {
   Status handshake();
   bool handle(const Message& m, OwnedFd fd);
   bool importCallbacks(OwnedFd fd);
-  std::shared_ptr<Binding> callbackBinding() const;
+  std::shared_ptr<Binding> callbackBinding() const LRPC_NO_THREAD_SAFETY_ANALYSIS;
   // Whether `id` is this binding's clerk or one of its server threads.
   bool runsOn(std::thread::id id) const;
   // Runs calls on the slot's A-stack (and, after hand-overs, on another's); `last` is the
