@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/transfer.h"
+
 namespace lrpc::bench {
 
 namespace {
@@ -96,6 +98,7 @@ bool ShmFloor::roundTrip(uint32_t op) {
   ShmSlot& req = shm_->request;
   ShmSlot& rep = shm_->reply;
   req.op = op;
+  lrpc::detail::timeline(lrpc::detail::Mark::kFloorClientRing, seq_ + 1);
   req.seq.store(++seq_, std::memory_order_release);
   if (mode_ == WaitMode::kSpin) {
     uint32_t spins = 0;
@@ -109,6 +112,7 @@ bool ShmFloor::roundTrip(uint32_t op) {
         if (hasExited(server_->pid())) return false;
       }
     }
+    lrpc::detail::timeline(lrpc::detail::Mark::kFloorClientReturn, seq_);
   } else {
     futexWake(&req.seq);
     uint32_t v;
@@ -191,6 +195,7 @@ int serveShmFloor(int readyFd, int argc, char** argv) {
       while ((seq = req.seq.load(std::memory_order_acquire)) == last) futexWait(&req.seq, last);
     }
     last = seq;
+    lrpc::detail::timeline(lrpc::detail::Mark::kFloorServerCall, seq);
     switch (req.op) {
       case kOpAdd:
         rep.a = req.a + req.b;
@@ -218,6 +223,7 @@ int serveShmFloor(int readyFd, int argc, char** argv) {
       default:
         break;
     }
+    lrpc::detail::timeline(lrpc::detail::Mark::kFloorServerReturn, seq);
     rep.seq.store(seq, std::memory_order_release);
     if (!spin) futexWake(&rep.seq);
   }

@@ -320,6 +320,7 @@ void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
   auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   // Release: the next server of this A-stack, maybe another thread, starts after our writes.
   slot->finished.store(seq, std::memory_order_release);
+  detail::timeline(detail::Mark::kServerReturn, seq);
   detail::ring(ret->returnWord, ret->clientSleeping, seq);
   detail::demoteAfterFirstLine(ret, written);
 }
@@ -454,6 +455,7 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
       continue;
     }
     if (r != detail::WaitResult::kReady) return;
+    detail::timeline(detail::Mark::kServerCall, seq);
     last = seq;
     // A helper that took our call gave us its A-stack: serve that one instead. Looked at
     // before claiming too, so that both threads do not stay on one A-stack.

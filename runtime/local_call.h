@@ -181,6 +181,7 @@ class LocalCall {
         return s;
       }
     }
+    detail::timeline(detail::Mark::kClientReturn, seq);
     return readReturn();
   }
 
@@ -302,6 +303,7 @@ class LocalCall {
     if (lb_->reverse()) [[unlikely]] {
       lb_->ringReverse(ctl_, seq);
     } else {
+      detail::timeline(detail::Mark::kClientRing, seq);
       detail::ring(ctl_->callWord, ctl_->serverSleeping, seq);
     }
     return seq;

@@ -116,6 +116,28 @@ inline void ring(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleep
 
 inline bool seqIs(uint32_t word, uint32_t seq) noexcept { return word == seq; }
 
+// Timestamps of the points where a call changes hands, for bench/timeline.py: where a round
+// trip's time goes, call by call and process by process. A benchmark's mean per call hides a
+// difference of a few ns under the handoff's own spread; per-call stamps on the shared TSC do
+// not. Compiled in only with -DLRPC_TIMELINE=ON (bench/README.md, "Timeline"); otherwise a
+// mark is nothing. The floor_spin points are the raw floor's (bench/floors.cc).
+enum class Mark : uint32_t {
+  kClientRing = 0,     // a client is about to ring the call doorbell
+  kClientReturn = 1,   // it has seen the return
+  kServerCall = 2,     // a server thread has seen the call
+  kServerReturn = 3,   // it is about to ring the return doorbell
+  kFloorClientRing = 10,
+  kFloorClientReturn = 11,
+  kFloorServerCall = 12,
+  kFloorServerReturn = 13,
+};
+#if defined(LRPC_TIMELINE)
+void timelineRecord(Mark mark, uint32_t seq) noexcept;
+inline void timeline(Mark mark, uint32_t seq) noexcept { timelineRecord(mark, seq); }
+#else
+inline void timeline(Mark, uint32_t) noexcept {}
+#endif
+
 // kWouldSleep: a waiter that helps (below) reached the point where it would sleep.
 enum class WaitResult : uint8_t { kReady, kTimedOut, kPeerDied, kStopped, kHelped, kWouldSleep };
 
