@@ -535,7 +535,7 @@ bool ReplyReleases::take(const Binding& root, uint32_t id) noexcept {
   // its releases go by round trips, which do not depend on it.
   if (r->call_.cancelled()) return false;
   if (!r->looked_) {
-    // Looked up once, at the first drop: most calls drop nothing, and this takes a lock.
+    // Looked up once, at the first drop: most calls drop nothing, and this copies a shared_ptr.
     r->root_ = r->call_.peerCallbacks();
     r->looked_ = true;
   }
