@@ -18,58 +18,6 @@ std::shared_ptr<Binding> Capability::Client::nullIfRejected(std::shared_ptr<Bind
   return b;
 }
 
-// ---- a same-host capability's calls, in place on the tunnel's A-stack (LocalCall) ----
-
-Status LocalCall::aimAtCapability(uint32_t procedure) noexcept {
-  if (procedure >= binding_.iface->procedureCount) return Status(Errc::kInvalidArgument, "procedure out of range");
-  if (!lb_->iface().carriesCaps || lb_->procedureCount() == 0) {
-    return Status(Errc::kBadFrame, "capability received through a binding that carries none");
-  }
-  inner_ = &binding_.iface->procedures[procedure];
-  procedure_ = lb_->procedureCount() - 1;
-  return {};
-}
-
-Result<std::span<std::byte>> LocalCall::capabilityArgTail(size_t n) noexcept {
-  const size_t fixed = inner_->argsSize;
-  if (n > UINT32_MAX - fixed) return Status(Errc::kInvalidArgument, "argument frame too large");
-  const size_t total = fixed + n;
-  if (total <= proc_->layout.tailRoom) {
-    argTail_ = static_cast<uint32_t>(total);
-    return std::span<std::byte>(innerFrame_ + fixed, n);
-  }
-  Result<std::span<std::byte>> r = lb_->argOutOfBand(index_, total);
-  if (!r.isOk()) return r.status();
-  argTail_ = static_cast<uint32_t>(total);
-  argFlags_ = kTailOutOfBand;
-  innerFrame_ = r->data();
-  return r->subspan(fixed);
-}
-
-Status LocalCall::sealCapabilityArgs() noexcept {
-  const size_t fixed = inner_->argsSize;
-  if (argTail_ < fixed) {  // no tail: the frame is the fixed part alone
-    if (Result<std::span<std::byte>> r = capabilityArgTail(0); !r.isOk()) return r.status();
-  }
-  // An out-of-band frame: the stub wrote the fixed part inline, where args() pointed.
-  if (args_ != innerFrame_ && fixed != 0) std::memcpy(innerFrame_, args_, fixed);
-  const detail::CapCallArgs head{{0, argTail_}, binding_.capId, inner_->index, binding_.iface->id};
-  std::memcpy(frame_, &head, sizeof head);
-  return {};
-}
-
-Status LocalCall::openCapabilityResults() noexcept {
-  detail::CapCallResults r;
-  std::memcpy(&r, results_, sizeof r);  // once: the server may still rewrite it
-  if (!detail::varRefOk(r.frame, resultTail_.size(), 1)) {
-    return Status(Errc::kBadFrame, "capability call: reply frame outside the tail");
-  }
-  if (r.frame.length < inner_->resultsSize) return Status(Errc::kBadFrame, "reply shorter than its fixed part");
-  results_ = resultTail_.data() + r.frame.offset;
-  resultTail_ = resultTail_.subspan(size_t{r.frame.offset} + inner_->resultsSize, r.frame.length - inner_->resultsSize);
-  return {};
-}
-
 namespace detail {
 namespace {
 
@@ -500,7 +448,6 @@ void releaseByRoundTrip(const Binding& root, uint32_t id) noexcept {
 }
 
 namespace {
-thread_local ReplyReleases* tlsReplyReleases = nullptr;
 thread_local ExpectSession* tlsExpectSession = nullptr;
 }  // namespace
 
@@ -520,33 +467,6 @@ std::optional<uint32_t> takeExpectedSession(const CallChannel* channel) noexcept
 
 Status capSessionEnded() noexcept {
   return Status(Errc::kPeerDied, "the session that gave this capability ended (the server restarted or dropped it)");
-}
-
-ReplyReleases::ReplyReleases(ServerCall& call) noexcept : call_(call), outer_(tlsReplyReleases) {
-  tlsReplyReleases = this;
-}
-
-ReplyReleases::~ReplyReleases() { tlsReplyReleases = outer_; }
-
-bool ReplyReleases::take(const Binding& root, uint32_t id) noexcept {
-  ReplyReleases* r = tlsReplyReleases;
-  if (r == nullptr || !r->open_ || r->count_ == kMax) return false;
-  // Relaxed hint (ServerCall::cancelled): a caller that gave up may never read the reply, so
-  // its releases go by round trips, which do not depend on it.
-  if (r->call_.cancelled()) return false;
-  if (!r->looked_) {
-    // Looked up once, at the first drop: most calls drop nothing, and this copies a shared_ptr.
-    r->root_ = r->call_.peerCallbacks();
-    r->looked_ = true;
-  }
-  if (r->root_.get() != &root) return false;
-  r->ids_[r->count_++] = id;
-  return true;
-}
-
-void ReplyReleases::releaseFrom(size_t kept) noexcept {
-  for (size_t i = kept; i < count_; ++i) releaseByRoundTrip(*root_, ids_[i]);
-  if (kept < count_) count_ = static_cast<uint32_t>(kept);
 }
 
 Status attachCallbacks(const Binding& conn, std::span<const std::byte> where, const CallOptions& options) noexcept {

@@ -274,7 +274,7 @@ class LocalCall {
 
   // A call on a same-host capability (Binding::capId) rides on the binding's tunnel procedure
   // (runtime/capability.h): its frame is the tunnel's argument tail, its reply the tunnel's
-  // result tail, written and read in place. Out of line, in runtime/capability.cc.
+  // result tail, written and read in place. Out of line, in runtime/local_call_caps.cc.
   Status aimAtCapability(uint32_t procedure) noexcept;
   Result<std::span<std::byte>> capabilityArgTail(size_t n) noexcept;
   Status sealCapabilityArgs() noexcept;
