@@ -327,8 +327,6 @@ void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
 
 template <class Wanted>
 std::optional<uint32_t> Connection::waitingCall(const ServerSlot& slot, Wanted&& wanted) const noexcept {
-  // Acquire: pairs with the clerk's release before it started the slot's thread.
-  if (!slot.started.load(std::memory_order_acquire)) return std::nullopt;
   // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
   const AStackControl* ctl = control(slot.index);
   const uint32_t seq = ctl->callWord.load(std::memory_order_acquire);
@@ -342,11 +340,12 @@ std::optional<uint32_t> Connection::waitingCall(const ServerSlot& slot, Wanted&&
 
 bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
   ServerSlot* self = *selfp;
-  // Relaxed: only whether to look; the binding's teardown joins this thread anyway. A binding
-  // whose calls all use one A-stack (one synchronous caller) has nobody to help: a look at a
-  // counter instead of every A-stack, so that a frequent look costs such a binding nothing.
-  if (self->stop.load(std::memory_order_relaxed) || threadsStarted.load(std::memory_order_relaxed) < 2) return false;
-  for (std::atomic<ServerSlot*>& entry : started()) {
+  // `stop` relaxed: only whether to look; the binding's teardown joins this thread anyway. A
+  // binding with one server thread (one synchronous caller) has nobody to help: the list's
+  // length says so, so that a frequent look costs such a binding one load.
+  const std::span<std::atomic<ServerSlot*>> all = started();
+  if (self->stop.load(std::memory_order_relaxed) || all.size() < 2) return false;
+  for (std::atomic<ServerSlot*>& entry : all) {
     // Relaxed: started()'s acquire made the entry visible.
     ServerSlot* other = entry.load(std::memory_order_relaxed);
     if (other == self) continue;

@@ -196,12 +196,11 @@ bool Connection::handle(const Message& m, OwnedFd fd) {
         // A fresh region's doorbell holds sequence 0 and a client's first call is 1. Starting
         // from 0 (not from whatever the word holds now) means a call rung before this thread
         // existed, by a client that did not wait for our reply, is served instead of missed.
-        // Release: a thread helping with this A-stack's calls sees `served` as it is now (0).
-        slot->started.store(true, std::memory_order_release);
         // Only this clerk, under threadsMu, adds to the list: one entry per A-stack at most.
         const uint32_t n = threadsStarted.load(std::memory_order_relaxed);
         startedSlots[n].store(slot, std::memory_order_relaxed);
-        // Release: a helper or guest that reads the new count (started()) finds the entry.
+        // Release: a helper or guest that reads the new count (started()) finds the entry, and
+        // sees `served` as it is now (0). Only then do its doorbell's calls count as real.
         threadsStarted.store(n + 1, std::memory_order_release);
         thread = std::thread([this, slot] { serve(slot, 0); });
         slot->threadId.get(threadsMu) = thread.get_id();

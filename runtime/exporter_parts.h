@@ -76,8 +76,6 @@ struct ServerSlot {
   uint32_t index = 0;
   uint32_t procedure = 0;
   std::atomic<bool> stop{false};
-  // Its thread exists (so its doorbell's calls are real); set before the thread starts.
-  std::atomic<bool> started{false};
   // The last call taken on this A-stack, by its own thread or one helping (Connection::help):
   // whoever moves it to a call's sequence number runs that call, exactly once.
   std::atomic<uint32_t> served{0};
@@ -198,8 +196,9 @@ struct Connection {
   // busy than the server has cores). Its own A-stack is handed over first (ServerSlot::handoff);
   // *self becomes the A-stack it serves afterwards. True if it served one or moved.
   bool help(ServerSlot** self, std::vector<uint32_t>& seen);
-  // The call rung on `slot` and not yet served, if `wanted(seq, control)` takes it and the A-stack is
-  // not stopping: what help() and serveGuest() look at before they claim() a call.
+  // The call rung on `slot` (one of started()) and not yet served, if `wanted(seq, control)`
+  // takes it and the A-stack is not stopping: what help() and serveGuest() look at before they
+  // claim() a call.
   template <class Wanted>
   std::optional<uint32_t> waitingCall(const ServerSlot& slot, Wanted&& wanted) const noexcept;
   // A callback binding's guests (CallbackHost::enterGuest and the rest).
