@@ -15,6 +15,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 namespace lrpc {
 
@@ -57,7 +58,7 @@ constexpr Errc errcFromWire(uint8_t byte) noexcept {
 class [[nodiscard]] Status {
  public:
   Status() noexcept = default;
-  Status(Errc code) noexcept : bits_(bare(code)) {}  // NOLINT: implicit on purpose
+  constexpr Status(Errc code) noexcept : bits_(bare(code)) {}  // NOLINT: implicit on purpose
   Status(Errc code, std::string&& detail) noexcept;
   Status(Errc code, std::string_view detail) noexcept;
   Status(Errc code, const char* detail) noexcept : Status(code, std::string_view(detail)) {}
@@ -75,7 +76,7 @@ class [[nodiscard]] Status {
     if (this != &o) reset(std::exchange(o.bits_, 0));
     return *this;
   }
-  ~Status() {
+  constexpr ~Status() {
     if (isHeap()) [[unlikely]] freeRecord();
   }
 
@@ -99,7 +100,7 @@ class [[nodiscard]] Status {
   static constexpr uintptr_t bare(Errc code) noexcept {
     return code == Errc::kOk ? 0 : (uintptr_t{static_cast<uint8_t>(code)} << 1) | 1;
   }
-  bool isHeap() const noexcept { return bits_ != 0 && (bits_ & 1) == 0; }
+  constexpr bool isHeap() const noexcept { return bits_ != 0 && (bits_ & 1) == 0; }
   void reset(uintptr_t bits) noexcept {
     if (isHeap()) freeRecord();
     bits_ = bits;
@@ -138,6 +139,11 @@ class Decimal {
 
 [[noreturn]] void checkFailed(const char* file, int line, const char* cond, const char* msg) noexcept;
 [[noreturn]] void valueOfError(const Status& status) noexcept;
+
+// What Result::status() refers to when the Result holds a value (ok), or holds nothing
+// because a throwing move of its value left the variant empty.
+inline constexpr Status kOkStatus{};
+inline constexpr Status kValuelessStatus{Errc::kServerFault};
 }  // namespace detail
 
 }  // namespace lrpc
@@ -154,82 +160,58 @@ class Decimal {
 namespace lrpc {
 
 // A value or the error Status that explains why there is none (std::expected is C++23).
-// The Status is ok exactly when a value is held, so a Result is its value plus one word.
+// The variant holds exactly one of them, so a Result is its value plus the variant's index, and
+// construction, copy and assignment are the variant's own.
 template <class T>
 class [[nodiscard]] Result {
   static_assert(!std::is_same_v<T, Status>, "use Status for no value");
   static_assert(!std::is_reference_v<T>, "a Result holds a value");
 
  public:
-  Result(T value) noexcept(std::is_nothrow_move_constructible_v<T>) {  // NOLINT: implicit on purpose
-    new (&value_) T(std::move(value));
-  }
+  Result(T value) noexcept(std::is_nothrow_move_constructible_v<T>)  // NOLINT: implicit on purpose
+      : v_(std::in_place_index<kValue>, std::move(value)) {}
   // An ok Status carries no value: building a Result from one is a bug in the caller.
-  Result(Status status) noexcept : status_(std::move(status)) {  // NOLINT: implicit on purpose
-    LRPC_DCHECK(!status_.isOk(), "Result built from an ok Status");
-    if (status_.isOk()) [[unlikely]] status_ = Status(Errc::kServerFault, "Result built from an ok Status");
-  }
+  Result(Status status) noexcept  // NOLINT: implicit on purpose
+      : v_(std::in_place_index<kError>, errorOf(std::move(status))) {}
   Result(Errc code) noexcept : Result(Status(code)) {}
   template <class D>
   Result(Errc code, D&& detail) noexcept : Result(Status(code, std::forward<D>(detail))) {}
 
-  Result(const Result& o) : status_(o.status_) {
-    if (o.isOk()) new (&value_) T(o.value_);
-  }
-  Result(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>) : status_(o.status_) {
-    if (o.isOk()) new (&value_) T(std::move(o.value_));
-  }
-  Result& operator=(const Result& o) {
-    if (this != &o) assign(o);
-    return *this;
-  }
-  Result& operator=(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T> &&
-                                         std::is_nothrow_move_assignable_v<T>) {
-    if (this != &o) assign(std::move(o));
-    return *this;
-  }
-  ~Result() {
-    if (isOk()) value_.~T();
-  }
-
-  bool isOk() const noexcept { return status_.isOk(); }
+  bool isOk() const noexcept { return v_.index() == kValue; }
   explicit operator bool() const noexcept { return isOk(); }
-  const Status& status() const noexcept { return status_; }
+  const Status& status() const noexcept {
+    if (const Status* s = std::get_if<kError>(&v_)) return *s;
+    return isOk() ? detail::kOkStatus : detail::kValuelessStatus;
+  }
 
   // Accessing the value of an error Result is a bug in the caller: it aborts with context.
-  T& value() & { check(); return value_; }
-  const T& value() const& { check(); return value_; }
-  T&& value() && { check(); return std::move(value_); }
-  T* operator->() { check(); return &value_; }
-  const T* operator->() const { check(); return &value_; }
-  T& operator*() & { check(); return value_; }
-  const T& operator*() const& { check(); return value_; }
-  T&& operator*() && { check(); return std::move(value_); }
+  T& value() & { return *get(); }
+  const T& value() const& { return *get(); }
+  T&& value() && { return std::move(*get()); }
+  T* operator->() { return get(); }
+  const T* operator->() const { return get(); }
+  T& operator*() & { return *get(); }
+  const T& operator*() const& { return *get(); }
+  T&& operator*() && { return std::move(*get()); }
 
  private:
-  void check() const noexcept {
-    if (!isOk()) [[unlikely]] detail::valueOfError(status_);
+  static constexpr size_t kError = 0;
+  static constexpr size_t kValue = 1;
+  static Status errorOf(Status status) noexcept {
+    LRPC_DCHECK(!status.isOk(), "Result built from an ok Status");
+    if (status.isOk()) [[unlikely]] return Status(Errc::kServerFault, "Result built from an ok Status");
+    return status;
   }
-  // Each case keeps the invariant "status ok exactly when value_ lives".
-  template <class R>
-  void assign(R&& o) {
-    if (isOk() && o.isOk()) {
-      value_ = std::forward<R>(o).value_;
-    } else if (isOk()) {
-      value_.~T();
-      status_ = o.status_;
-    } else if (o.isOk()) {
-      new (&value_) T(std::forward<R>(o).value_);
-      status_ = Status();
-    } else {
-      status_ = o.status_;
-    }
+  T* get() noexcept {
+    if (!isOk()) [[unlikely]] detail::valueOfError(status());
+    return std::get_if<kValue>(&v_);
+  }
+  const T* get() const noexcept {
+    if (!isOk()) [[unlikely]] detail::valueOfError(status());
+    return std::get_if<kValue>(&v_);
   }
 
-  Status status_;
-  union {
-    T value_;
-  };
+  std::variant<Status, T> v_;
 };
 
 }  // namespace lrpc

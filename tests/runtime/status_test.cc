@@ -129,6 +129,7 @@ TEST(ResultTest, AssignsAcrossValueAndError) {
   EXPECT_EQ(r.status().detail(), "gone");
   r = Result<std::string>(std::string("back"));
   ASSERT_TRUE(r.isOk());
+  EXPECT_TRUE(r.status().isOk());
   EXPECT_EQ(*r, "back");
   Result<std::string> other(std::string("other"));
   r = other;
