@@ -582,7 +582,7 @@ Curve handoffCurve(const Config& cfg, HandoffFloor& floor) {
 int serveLocal(int readyFd, int argc, char** argv) {
   if (argc < 1) return 2;
   sigset_t term = blockTerm();
-  ServerOptions options;
+  ExporterOptions options;
   options.dir = argv[0];
   CurvesImpl impl;
   Exporter exporter(options);

@@ -102,7 +102,7 @@ template <class Iface>
 int serveLocalUntilTerm(int readyFd, int argc, char** argv, typename Iface::Server& impl) {
   if (argc < 2) return 2;
   sigset_t term = blockTerm();  // before the exporter starts threads, which inherit it
-  ServerOptions options;
+  ExporterOptions options;
   options.dir = argv[1];
   Exporter exporter(options);
   if (Status s = exporter.add<Iface>(argv[0], impl); !s) {

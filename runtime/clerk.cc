@@ -63,7 +63,7 @@ Status Connection::handshake() {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Status::fromErrno(errno, "SO_PEERCRED");
-  const ServerOptions& opts = exp->owner->options;
+  const ExporterOptions& opts = exp->owner->options;
   if (!uidAllowed(opts, cred.uid)) {
     return Status(Errc::kPermissionDenied, "uid " + std::to_string(cred.uid) + " may not import \"" + exp->name + "\"");
   }

@@ -350,7 +350,7 @@ bool callCancelled() noexcept;
 // In a handler: an empty vector to build a large Data result in, whose capacity is that of a
 // large result an earlier call returned: on the same host the last one copied out of this
 // A-stack's handler, on the network the largest one a client has received whole (of at most
-// ServerOptions::keepBufferBytes). Filling it then writes warm memory: a new vector of more
+// ExporterOptions::keepBufferBytes). Filling it then writes warm memory: a new vector of more
 // than 32 MiB (glibc's largest mmap threshold) is fresh pages on every call. Outside a
 // handler, or with nothing kept, a new empty vector. Never holds an earlier call's bytes.
 std::vector<uint8_t> resultBuffer() noexcept;

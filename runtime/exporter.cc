@@ -20,7 +20,7 @@ namespace lrpc {
 
 namespace exporter {
 
-bool uidAllowed(const ServerOptions& opts, uid_t uid) {
+bool uidAllowed(const ExporterOptions& opts, uid_t uid) {
   return uid == ::geteuid() || std::find(opts.allowUids.begin(), opts.allowUids.end(), uid) != opts.allowUids.end();
 }
 
@@ -44,7 +44,7 @@ std::string hex(uint64_t v) {
 
 }  // namespace exporter
 
-Exporter::Exporter(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+Exporter::Exporter(ExporterOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->self = this;
   impl_->options = std::move(options);
   impl_->dir = detail::namesDir(impl_->options.dir, true);

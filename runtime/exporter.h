@@ -1,6 +1,6 @@
 // The server side of same-host lrpc: an Exporter serves interfaces under names.
 //
-//   lrpc::Exporter exporter;                       // ServerOptions: directory, allowed uids, limits
+//   lrpc::Exporter exporter;                       // ExporterOptions: directory, allowed uids, limits
 //   PaperImpl impl;                                // a generated Foo::Server subclass
 //   if (auto s = exporter.add<lrpc::paper::Paper>("paper", impl); !s.isOk()) ...
 //   ... serve until the Exporter is destroyed (its destructor stops and joins everything).
@@ -30,7 +30,7 @@
 
 namespace lrpc {
 
-struct ServerOptions {
+struct ExporterOptions {
   // Where names live (see runtime/names.h); empty: $LRPC_DIR, $XDG_RUNTIME_DIR/lrpc, /tmp/lrpc-<uid>.
   std::string dir;
   // Uids besides our own effective uid that may import (checked with SO_PEERCRED). When not
@@ -60,7 +60,7 @@ struct ExporterStats {
 
 class Exporter {
  public:
-  explicit Exporter(ServerOptions options = {});
+  explicit Exporter(ExporterOptions options = {});
   // Stops accepting, ends every binding (clients see kPeerDied), joins every thread, removes
   // the sockets and lock files.
   ~Exporter();

@@ -51,7 +51,7 @@ inline constexpr uint64_t kMinSegmentBytes = 64 * 1024;
 // live client that stops writing must not hold the server thread forever.
 inline constexpr int64_t kStreamStallNs = 1'000'000'000;
 
-bool uidAllowed(const ServerOptions& opts, uid_t uid);
+bool uidAllowed(const ExporterOptions& opts, uid_t uid);
 uint64_t segmentSize(uint64_t n);
 // Makes an eventfd readable.
 void signal(int eventFd);
@@ -232,7 +232,7 @@ struct Export {
 
 struct Exporter::Impl {
   const Exporter* self = nullptr;  // for the stats a query asks for (an Exporter never moves)
-  ServerOptions options;
+  ExporterOptions options;
   Result<std::string> dir = Status(Errc::kNotFound);
   std::string noDir;  // what dir() returns when `dir` failed
   std::atomic<uint64_t> bindingsLive{0}, bindingsTotal{0}, bindingsRejected{0}, serverThreads{0};

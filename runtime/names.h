@@ -2,7 +2,7 @@
 // a lock file `<dir>/<name>.lock` that the exporting process holds with flock() for as long as
 // it serves the name (and removes, with the socket, when it stops). The directory is, in order:
 //   $LRPC_DIR if set, else $XDG_RUNTIME_DIR/lrpc, else /tmp/lrpc-<uid>
-// (or ServerOptions::dir / ImportOptions::dir). A directory we create gets mode 0700; one we
+// (or ExporterOptions::dir / ImportOptions::dir). A directory we create gets mode 0700; one we
 // find must be a directory owned by our effective uid, root, or a uid the caller trusts, and
 // not writable by group or others unless sticky (/tmp style), else kPermissionDenied.
 #pragma once

@@ -57,7 +57,7 @@ class SharedBuffer {
  public:
   // Takes a free A-stack of `procedure` (waiting as a call would, within options.timeout) and
   // reserves `bytes` of argument tail in shared memory. kUnsupported for a remote binding,
-  // kResourceExhausted beyond the server's ServerOptions::maxOutOfBandBytes.
+  // kResourceExhausted beyond the server's ExporterOptions::maxOutOfBandBytes.
   static Result<SharedBuffer> allocate(const Binding& binding, uint32_t procedure, size_t bytes,
                                        const CallOptions& options = {}) {
     if (binding.remote) return Status(Errc::kUnsupported, "a SharedBuffer needs a same-host binding");

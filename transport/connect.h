@@ -44,7 +44,7 @@ namespace net {
 class NetExporter {
  public:
   struct Options {
-    lrpc::ServerOptions local;
+    lrpc::ExporterOptions local;
     net::ServerOptions remote;
   };
   explicit NetExporter(Options options = {}) : exporter_(std::move(options.local)), udp_(options.remote) {}

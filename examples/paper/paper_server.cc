@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
   std::string name = "paper";
-  lrpc::ServerOptions options;
+  lrpc::ExporterOptions options;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--allow-uid") == 0 && i + 1 < argc) {
       options.allowUids.push_back(static_cast<uid_t>(std::atoi(argv[++i])));

@@ -56,8 +56,8 @@ class BulkServer : public ExporterProcess {
   bool ok() const { return up(); }
 
  private:
-  static ServerOptions bigTails() {
-    ServerOptions o;
+  static ExporterOptions bigTails() {
+    ExporterOptions o;
     o.maxOutOfBandBytes = kBig;
     return o;
   }

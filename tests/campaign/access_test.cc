@@ -61,7 +61,7 @@ TEST_F(Access, AccessOtherUidCannotHijackALiveName) {
   Child attacker([&] {
     if (!becomeNobody()) return 90;
     TestService::Server impl;
-    ServerOptions o;
+    ExporterOptions o;
     o.dir = dir;
     Exporter exporter(o);
     if (exporter.add("svc", TestService::kDescriptor, static_cast<TestService::Server*>(&impl)).isOk()) return 1;
@@ -93,7 +93,7 @@ TEST_F(Access, AccessPlantedSymlinkToAnotherUidsServerIsRefused) {
   Child attacker([&] {
     if (!becomeNobody()) return 90;
     TestService::Server impl;
-    ServerOptions o;
+    ExporterOptions o;
     o.dir = dir;
     o.allowUids = {0};  // so that a root client can connect at all
     Exporter exporter(o);
@@ -145,7 +145,7 @@ TEST_F(Access, AccessNamesDirOwnedByAnotherUidIsRefused) {
   ImportOptions o;
   o.dir = dir;
   EXPECT_EQ(lrpc::import<TestService>("svc", o).status().code(), Errc::kPermissionDenied);
-  ServerOptions so;
+  ExporterOptions so;
   so.dir = dir;
   Exporter exporter(so);
   TestService::Server impl;

@@ -1,4 +1,4 @@
-// When ServerOptions::allowUids is set, the name's socket is mode 0666, so every uid can
+// When ExporterOptions::allowUids is set, the name's socket is mode 0666, so every uid can
 // connect. A uid that is NOT allowed must not be able to hold binding slots by connecting and
 // saying nothing: the acceptor checks SO_PEERCRED before a connection counts against
 // maxBindings, and answers a refused uid at once.
@@ -32,7 +32,7 @@ TEST(AccessExhaust, BindingsCannotBeFilledByAUidThatIsNotAllowed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch uids";
   TempDir dir;
   ::chmod(dir.path().c_str(), 0711);
-  ServerOptions so;
+  ExporterOptions so;
   so.allowUids = {kNobody + 1};  // someone else: the socket becomes connectable by all
   so.maxBindings = 4;
   TestServer server(dir.path(), "svc", so);

@@ -34,7 +34,7 @@ class Limits : public ::testing::Test {
 };
 
 TEST_F(Limits, ExhaustBindingsThenRecover) {
-  ServerOptions so;
+  ExporterOptions so;
   so.maxBindings = 3;
   TestServer server(dir_.path(), "svc", so);
   ASSERT_TRUE(server.ok());
@@ -59,7 +59,7 @@ TEST_F(Limits, ExhaustBindingsThenRecover) {
 }
 
 TEST_F(Limits, ExhaustServerThreads) {
-  ServerOptions so;
+  ExporterOptions so;
   so.maxServerThreads = 2;
   TestServer server(dir_.path(), "svc", so);
   ASSERT_TRUE(server.ok());
@@ -74,7 +74,7 @@ TEST_F(Limits, ExhaustServerThreads) {
 }
 
 TEST_F(Limits, ExhaustOutOfBandLimit) {
-  ServerOptions so;
+  ExporterOptions so;
   so.maxOutOfBandBytes = 256 * 1024;
   TestServer server(dir_.path(), "svc", so);
   ASSERT_TRUE(server.ok());

@@ -37,8 +37,8 @@ namespace {
 using net::testing::ForkedServer;
 
 // Exports a fresh Factory as "factory", with a Keeper and a Publisher, in `dir`.
-ServerOptions capabilityLimit(uint32_t maxCapabilities) {
-  ServerOptions o;
+ExporterOptions capabilityLimit(uint32_t maxCapabilities) {
+  ExporterOptions o;
   o.maxCapabilities = maxCapabilities;
   return o;
 }

@@ -68,7 +68,7 @@ TEST(LogMask, ParsesTopicsAndAll) {
 class QueryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServerOptions so;
+    ExporterOptions so;
     so.dir = dir_.path();
     exporter_.emplace(so);
     ASSERT_TRUE(exporter_->add<Paper>("paper", impl_).isOk());
@@ -170,7 +170,7 @@ TEST_F(QueryTest, SilentByDefaultAndLogsBindingAndErrorsWhenAsked) {
     io.dir = dir_.path();
     ASSERT_TRUE(import<Paper>("paper", io).isOk());
     // A second exporter of the same name fails; an import with another interface is refused.
-    ServerOptions so;
+    ExporterOptions so;
     so.dir = dir_.path();
     Exporter second(so);
     PaperImpl impl;

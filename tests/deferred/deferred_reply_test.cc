@@ -316,7 +316,7 @@ TEST(DeferredRepliesOutlive, TheirCallerAndTheirServerOnTheSameHost) {
   testing::Child client([&] { return takeTwoAndWait(importOnGo(go, dir)); });
   MailboxImpl impl;
   auto exporter = std::make_unique<Exporter>([&] {
-    ServerOptions o;
+    ExporterOptions o;
     o.dir = dir.path();
     return o;
   }());
@@ -381,7 +381,7 @@ TEST(DeferredRepliesOutlive, AnObjectKeepingItsCallersReplyGoesWithTheBinding) {
     return mail.isOk() ? holdAndStay(*mail, done) : 2;
   });
   MailboxImpl impl;
-  ServerOptions o;
+  ExporterOptions o;
   o.dir = dir.path();
   Exporter exporter(o);
   ASSERT_TRUE(exporter.add<Mailbox>("mail", impl).isOk());

@@ -60,7 +60,7 @@ struct Target {
     char tmpl[] = "/tmp/lrpc-fuzz-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) __builtin_trap();
     dir = tmpl;
-    ServerOptions o;
+    ExporterOptions o;
     o.dir = dir;
     o.maxOutOfBandBytes = 1u << 20;
     exporter.emplace(o);

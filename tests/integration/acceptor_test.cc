@@ -44,7 +44,7 @@ TEST(AcceptorTest, OutOfDescriptorsWaitsInsteadOfSpinning) {
   Pipe ready;
   Child server([&] {
     TestService::Server impl;
-    ServerOptions options;
+    ExporterOptions options;
     options.dir = dir.path();
     Exporter exporter(options);
     if (!exporter.add("svc", TestService::kDescriptor, static_cast<TestService::Server*>(&impl)).isOk()) return 1;

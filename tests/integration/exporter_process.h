@@ -19,7 +19,7 @@ namespace lrpc::testing {
 class ExporterProcess {
  public:
   using Setup = std::function<std::shared_ptr<void>(Exporter&)>;
-  ExporterProcess(const std::string& dir, const Setup& setup, ServerOptions options = {})
+  ExporterProcess(const std::string& dir, const Setup& setup, ExporterOptions options = {})
       : child_([&] {
           options.dir = dir;
           Exporter exporter(options);

@@ -217,7 +217,7 @@ TEST_F(FailureTest, UnknownNameIsNotFound) {
 }
 
 TEST_F(FailureTest, ServerThreadLimitGivesResourceExhausted) {
-  ServerOptions limited;
+  ExporterOptions limited;
   limited.maxServerThreads = 1;
   TestServer server(dir_.path(), "svc", limited);
   ASSERT_TRUE(server.ok());
@@ -230,7 +230,7 @@ TEST_F(FailureTest, ServerThreadLimitGivesResourceExhausted) {
 }
 
 TEST_F(FailureTest, BindingLimitGivesResourceExhausted) {
-  ServerOptions limited;
+  ExporterOptions limited;
   limited.maxBindings = 1;
   TestServer server(dir_.path(), "svc", limited);
   ASSERT_TRUE(server.ok());

@@ -19,7 +19,7 @@ namespace lrpc::testing {
 // The constructor returns once it serves (or the child failed: ok() is false).
 class TestServer {
  public:
-  TestServer(const std::string& dir, const std::string& name, ServerOptions options = {}) {
+  TestServer(const std::string& dir, const std::string& name, ExporterOptions options = {}) {
     options.dir = dir;
     child_ = std::make_unique<Child>([&] {
       TestService::Server impl;
@@ -88,7 +88,7 @@ inline ServerSnapshot snapshotSelf(const Exporter& exporter) {
 template <class Report>
 int serveReports(TestService::Server& impl, const std::string& dir, const std::string& name, Pipe& ready,
                  Pipe& commands, Pipe& answers, Report report) {
-  ServerOptions options;
+  ExporterOptions options;
   options.dir = dir;
   Exporter exporter(options);
   Status s = exporter.add(name, TestService::kDescriptor, &impl);

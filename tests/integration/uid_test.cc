@@ -32,7 +32,7 @@ class UidTest : public ::testing::Test {
 };
 
 TEST_F(UidTest, OtherUidIsRefusedByDefault) {
-  ServerOptions opts;
+  ExporterOptions opts;
   opts.allowUids = {kNobody + 1};  // someone else: the socket is connectable, the uid check refuses
   TestServer server(dir_.path(), "svc", opts);
   ASSERT_TRUE(server.ok());
@@ -50,7 +50,7 @@ TEST_F(UidTest, OtherUidWithoutAnyAllowListCannotConnect) {
 }
 
 TEST_F(UidTest, AllowedUidImportsAndCalls) {
-  ServerOptions opts;
+  ExporterOptions opts;
   opts.allowUids = {kNobody};
   TestServer server(dir_.path(), "svc", opts);
   ASSERT_TRUE(server.ok());

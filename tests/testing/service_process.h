@@ -25,7 +25,7 @@ class ServiceProcess {
   Result<std::shared_ptr<Binding>> startLocal(const std::function<bool(Exporter&)>& add, const InterfaceDescriptor& iface,
                                               const std::string& name, TransferMode mode) {
     child_ = std::make_unique<Child>([&] {
-      ServerOptions o;
+      ExporterOptions o;
       o.dir = dir_.path();
       Exporter exporter(o);
       const bool ok = add(exporter);
