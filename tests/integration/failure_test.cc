@@ -216,31 +216,6 @@ TEST_F(FailureTest, UnknownNameIsNotFound) {
   EXPECT_EQ(lrpc::import<TestService>("bad/name", opts()).status().code(), Errc::kInvalidArgument);
 }
 
-TEST_F(FailureTest, ServerThreadLimitGivesResourceExhausted) {
-  ExporterOptions limited;
-  limited.maxServerThreads = 1;
-  TestServer server(dir_.path(), "svc", limited);
-  ASSERT_TRUE(server.ok());
-  Result<TestService::Client> c = lrpc::import<TestService>("svc", opts());
-  ASSERT_TRUE(c.isOk()) << c.status().toString();
-  EXPECT_TRUE(c->null().isOk());  // the one thread: null's first A-stack
-  Status s = c->add(1, 2).status();  // add's A-stack would need a second thread
-  EXPECT_EQ(s.code(), Errc::kResourceExhausted) << s.toString();
-  EXPECT_TRUE(c->null().isOk());  // what already works keeps working
-}
-
-TEST_F(FailureTest, BindingLimitGivesResourceExhausted) {
-  ExporterOptions limited;
-  limited.maxBindings = 1;
-  TestServer server(dir_.path(), "svc", limited);
-  ASSERT_TRUE(server.ok());
-  Result<TestService::Client> first = lrpc::import<TestService>("svc", opts());
-  ASSERT_TRUE(first.isOk()) << first.status().toString();
-  Result<TestService::Client> second = lrpc::import<TestService>("svc", opts());
-  EXPECT_EQ(second.status().code(), Errc::kResourceExhausted) << second.status().toString();
-  EXPECT_TRUE(first->null().isOk());
-}
-
 TEST_F(FailureTest, UnboundClientIsRejected) {
   TestService::Client c(std::make_shared<Binding>(TestService::kDescriptor, static_cast<LocalBinding*>(nullptr),
                                                   nullptr));
