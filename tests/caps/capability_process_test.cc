@@ -73,6 +73,16 @@ Result<caps::Publisher::Client> importPublisher(const std::string& dir, Transfer
   return lrpc::import<caps::Publisher>("publisher", io);
 }
 
+// A FactoryProcess in a fresh directory, up before the test starts.
+class FactoryServer : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_->up()); }
+  TempDir dir_;
+  std::unique_ptr<FactoryProcess> server_ = std::make_unique<FactoryProcess>(dir_.path());
+};
+using SameHostCaps = FactoryServer;
+using SameHostCallbacks = FactoryServer;
+
 class SameHost : public ::testing::TestWithParam<TransferMode> {
  protected:
   // Starts a FactoryProcess in a fresh directory and imports its Publisher in this test's mode.
@@ -365,11 +375,8 @@ TEST_P(SameHost, ACallerRunningItsCallbackStillHasADeadline) {
 INSTANTIATE_TEST_SUITE_P(Modes, SameHost,
                          ::testing::ValuesIn(kTransferModes), modeTestName);
 
-TEST(SameHostCaps, ManyThreadsCallCapabilities) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto factory = importFactory(dir.path());
+TEST_F(SameHostCaps, ManyThreadsCallCapabilities) {
+  auto factory = importFactory(dir_.path());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   auto shared = factory->make("shared", 0);
   ASSERT_TRUE(shared.isOk());
@@ -389,15 +396,12 @@ TEST(SameHostCaps, ManyThreadsCallCapabilities) {
   EXPECT_EQ(*factory->live(), 1u);  // every `own` was released when it went out of scope
 }
 
-TEST(SameHostCaps, ObjectsOfADeadClientAreReleased) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
+TEST_F(SameHostCaps, ObjectsOfADeadClientAreReleased) {
   Pipe held;
-  Child client([&] { return holdCountersUntilKilled(importFactory(dir.path()), [&] { held.putByte('k'); }); });
+  Child client([&] { return holdCountersUntilKilled(importFactory(dir_.path()), [&] { held.putByte('k'); }); });
   char c = 0;
   ASSERT_TRUE(held.get(&c, 1) && c == 'k');
-  auto factory = importFactory(dir.path());
+  auto factory = importFactory(dir_.path());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   EXPECT_EQ(*factory->live(), 5u);
   client.kill();
@@ -410,11 +414,11 @@ TEST(SameHostCaps, ObjectsOfADeadClientAreReleased) {
   EXPECT_EQ(live, 0u) << "the dead client's counters are still alive";
 }
 
-TEST(SameHostCaps, ABindingHoldsAtMostTheLimit) {
-  TempDir dir;
-  FactoryProcess server(dir.path(), 4);
-  ASSERT_TRUE(server.up());
-  auto factory = importFactory(dir.path());
+TEST_F(SameHostCaps, ABindingHoldsAtMostTheLimit) {
+  server_.reset();  // first, so that the name is free for a server with a limit of 4
+  server_ = std::make_unique<FactoryProcess>(dir_.path(), 4);
+  ASSERT_TRUE(server_->up());
+  auto factory = importFactory(dir_.path());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   std::vector<caps::Counter::Client> kept;
   for (int i = 0; i < 4; ++i) {
@@ -427,20 +431,17 @@ TEST(SameHostCaps, ABindingHoldsAtMostTheLimit) {
   kept.pop_back();  // released: room for one more
   EXPECT_TRUE(factory->make("again", 0).isOk());
   // Another binding has a table of its own.
-  auto other = importFactory(dir.path());
+  auto other = importFactory(dir_.path());
   ASSERT_TRUE(other.isOk());
   EXPECT_TRUE(other->make("other", 0).isOk());
 }
 
-TEST(SameHostCaps, CallsFailCleanlyOnceTheServerDies) {
-  TempDir dir;
-  auto server = std::make_unique<FactoryProcess>(dir.path());
-  ASSERT_TRUE(server->up());
-  auto factory = importFactory(dir.path());
+TEST_F(SameHostCaps, CallsFailCleanlyOnceTheServerDies) {
+  auto factory = importFactory(dir_.path());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   auto counter = factory->make("c", 1);
   ASSERT_TRUE(counter.isOk());
-  server.reset();  // kills the server process
+  server_.reset();  // kills the server process
   auto r = counter->add(1);
   EXPECT_EQ(r.status().code(), Errc::kPeerDied) << r.status().toString();
   counter = Status(Errc::kCancelled);  // the release finds the server gone: no hang, no crash
@@ -488,11 +489,8 @@ void checkForgedAndStaleIds(caps::Factory::Client& factory) {
   EXPECT_EQ(*factory.live(), 0u);
 }
 
-TEST(SameHostCaps, ForgedAndStaleIdsAreBadFrames) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto factory = importFactory(dir.path());
+TEST_F(SameHostCaps, ForgedAndStaleIdsAreBadFrames) {
+  auto factory = importFactory(dir_.path());
   ASSERT_TRUE(factory.isOk()) << factory.status().toString();
   checkForgedAndStaleIds(*factory);
 }
@@ -580,11 +578,8 @@ void checkManyThreadsCallBack(caps::Publisher::Client& publisher) {
   EXPECT_EQ(live->load(), 0u);
 }
 
-TEST(SameHostCallbacks, ManyThreadsCallBack) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto publisher = importPublisher(dir.path());
+TEST_F(SameHostCallbacks, ManyThreadsCallBack) {
+  auto publisher = importPublisher(dir_.path());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   checkManyThreadsCallBack(*publisher);
 }
@@ -607,13 +602,10 @@ void checkDeadClientsListenerIsDropped(caps::Publisher::Client& publisher, Child
   EXPECT_EQ(after->sum, 2);
 }
 
-TEST(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
+TEST_F(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
   Pipe held;
   Child client([&] {
-    auto publisher = importPublisher(dir.path());
+    auto publisher = importPublisher(dir_.path());
     if (!publisher.isOk()) return 1;
     auto live = std::make_shared<std::atomic<uint32_t>>(0);
     if (!publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 500))).isOk()) return 2;
@@ -622,7 +614,7 @@ TEST(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
   });
   char c = 0;
   ASSERT_TRUE(held.get(&c, 1) && c == 'k');
-  auto publisher = importPublisher(dir.path());
+  auto publisher = importPublisher(dir_.path());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   auto live = std::make_shared<std::atomic<uint32_t>>(0);
   checkDeadClientsListenerIsDropped(*publisher, client, live);
@@ -630,30 +622,24 @@ TEST(SameHostCallbacks, ServerDropsTheCallbacksOfADeadClient) {
   EXPECT_EQ(live->load(), 0u);
 }
 
-TEST(SameHostCallbacks, ClientDropsItsObjectsWhenTheServerDies) {
-  TempDir dir;
-  auto server = std::make_unique<FactoryProcess>(dir.path());
-  ASSERT_TRUE(server->up());
-  auto publisher = importPublisher(dir.path());
+TEST_F(SameHostCallbacks, ClientDropsItsObjectsWhenTheServerDies) {
+  auto publisher = importPublisher(dir_.path());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   auto live = std::make_shared<std::atomic<uint32_t>>(0);
   ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
   EXPECT_EQ(live->load(), 1u);  // only the server holds it
-  server.reset();
+  server_.reset();
   EXPECT_EQ(settle(*live, 0), 0u) << "the dead server's reference kept our object alive";
   auto late = caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1));
   EXPECT_EQ(publisher->subscribe(late).status().code(), Errc::kPeerDied);
 }
 
-TEST(SameHostCallbacks, UnbindingReleasesTheObjectsAndTheServersCallsFail) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
+TEST_F(SameHostCallbacks, UnbindingReleasesTheObjectsAndTheServersCallsFail) {
   auto live = std::make_shared<std::atomic<uint32_t>>(0);
-  auto watcher = importPublisher(dir.path());
+  auto watcher = importPublisher(dir_.path());
   ASSERT_TRUE(watcher.isOk()) << watcher.status().toString();
   {
-    auto publisher = importPublisher(dir.path());
+    auto publisher = importPublisher(dir_.path());
     ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
     ASSERT_TRUE(publisher->subscribe(caps::Listener::Client::serve(std::make_shared<ListenerImpl>(live, 1))).isOk());
   }  // the binding ends: our callback host with it
@@ -663,11 +649,8 @@ TEST(SameHostCallbacks, UnbindingReleasesTheObjectsAndTheServersCallsFail) {
   EXPECT_EQ(after->answered, 0u);
 }
 
-TEST(SameHostCallbacks, AForgedCallbackIdIsABadFrame) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto publisher = importPublisher(dir.path());
+TEST_F(SameHostCallbacks, AForgedCallbackIdIsABadFrame) {
+  auto publisher = importPublisher(dir_.path());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   // Before this client has passed any callback: the server has no callback binding to use.
   auto forged = detail::capFromFrame(*publisher->binding(), 1, caps::Listener::kDescriptor);
@@ -687,11 +670,8 @@ TEST(SameHostCallbacks, AForgedCallbackIdIsABadFrame) {
 
 // A listener the server held and let go, called by its id: the client's table no longer
 // names it (its slot's generation moved on), and the object that reuses the slot is not reached.
-TEST(SameHostCallbacks, AStaleCallbackIdIsABadFrame) {
-  TempDir dir;
-  FactoryProcess server(dir.path());
-  ASSERT_TRUE(server.up());
-  auto publisher = importPublisher(dir.path());
+TEST_F(SameHostCallbacks, AStaleCallbackIdIsABadFrame) {
+  auto publisher = importPublisher(dir_.path());
   ASSERT_TRUE(publisher.isOk()) << publisher.status().toString();
   auto live = std::make_shared<std::atomic<uint32_t>>(0);
   auto first = std::make_shared<ListenerImpl>(live, 1);
