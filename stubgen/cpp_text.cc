@@ -1,23 +1,8 @@
 #include "stubgen/cpp_text.h"
 
-namespace lrpc::stubgen {
+#include "stubgen/kinds.h"
 
-const char* primitive(Kind k) {
-  switch (k) {
-    case Kind::kBool: return "bool";
-    case Kind::kInt8: return "int8_t";
-    case Kind::kInt16: return "int16_t";
-    case Kind::kInt32: return "int32_t";
-    case Kind::kInt64: return "int64_t";
-    case Kind::kUInt8: return "uint8_t";
-    case Kind::kUInt16: return "uint16_t";
-    case Kind::kUInt32: return "uint32_t";
-    case Kind::kUInt64: return "uint64_t";
-    case Kind::kFloat32: return "float";
-    case Kind::kFloat64: return "double";
-    default: return nullptr;
-  }
-}
+namespace lrpc::stubgen {
 
 // A List element as a Type of its own.
 Type elemOf(const Type& list) {
@@ -33,8 +18,7 @@ Type elemOf(const Type& list) {
 
 // How a value sits in a frame (and a List element in the tail).
 std::string frameType(const Type& t) {
-  if (t.kind == Kind::kBool) return "uint8_t";  // 0/1, read as != 0
-  if (const char* p = primitive(t.kind)) return p;
+  if (const Scalar* s = scalarOf(t.kind)) return s->frameType;
   if (isVariable(t)) return "::lrpc::VarRef";
   if (t.kind == Kind::kInterface) return "uint32_t";  // a capability id (runtime/capability.h)
   return t.cppName;  // an enum or a flattened struct
@@ -42,8 +26,7 @@ std::string frameType(const Type& t) {
 
 // A member of a generated plain struct (an owning value: std::string, std::vector, ...).
 std::string memberType(const Type& t) {
-  if (t.kind == Kind::kBool) return "bool";
-  if (const char* p = primitive(t.kind)) return p;
+  if (const Scalar* s = scalarOf(t.kind)) return s->cppType;
   if (t.kind == Kind::kStruct && t.boxed) return "::lrpc::Box<" + t.cppName + ">";
   if (t.kind == Kind::kEnum || t.kind == Kind::kStruct) return t.cppName;
   // Inside a value: a type that needs no complete Client (runtime/codec.h, Cap).

@@ -12,8 +12,6 @@
 
 namespace lrpc::stubgen {
 
-// "int32_t" for a number or Bool's "bool"; nullptr for anything else.
-const char* primitive(Kind k);
 // A List element as a Type of its own.
 Type elemOf(const Type& list);
 // How a value sits in a frame's fixed part (and a List element in the tail).

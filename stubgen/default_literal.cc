@@ -30,30 +30,37 @@ std::string cppStringLiteral(std::string_view text) {
   return out + "\"";
 }
 
-// An exact C++ literal of a float or double (hex float), or the numeric_limits expression.
-std::string floatLiteral(double v, bool isFloat) {
-  const std::string type = isFloat ? "float" : "double";
+// An exact C++ literal of a floating-point scalar (hex float), or the numeric_limits expression.
+std::string floatLiteral(double v, const Scalar& s) {
+  const std::string type = s.cppType;
   if (std::isnan(v)) return "std::numeric_limits<" + type + ">::quiet_NaN()";
   if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + type + ">::infinity()";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%a", v);
-  return std::string(buf) + (isFloat ? "f" : "");
+  return std::string(buf) + s.suffix;
+}
+
+// A scalar's C++ literal, suffixed so that it has the scalar's type. Defaults and List elements
+// both come as capnp's dynamic values, so one formatter serves every scalar kind.
+bool scalarLiteral(const Scalar& s, capnp::DynamicValue::Reader v, std::string& out, std::string& refused) {
+  switch (v.getType()) {
+    case capnp::DynamicValue::BOOL: out = v.as<bool>() ? "true" : "false"; return true;
+    case capnp::DynamicValue::INT: {
+      const int64_t n = v.as<int64_t>();
+      out = n == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(n) + s.suffix;
+      return true;
+    }
+    case capnp::DynamicValue::UINT: out = std::to_string(v.as<uint64_t>()) + s.suffix; return true;
+    case capnp::DynamicValue::FLOAT: out = floatLiteral(v.as<double>(), s); return true;
+    default: refused = "of this kind"; return false;
+  }
 }
 
 // The C++ expression of one element of a List literal of element type `t`.
 bool listElementLiteral(const ::lrpc::stubgen::Type& t, capnp::DynamicValue::Reader e, std::string& out,
                         std::string& refused) {
+  if (const Scalar* s = scalarOf(t.kind)) return scalarLiteral(*s, e, out, refused);
   switch (e.getType()) {
-    case capnp::DynamicValue::BOOL: out = e.as<bool>() ? "true" : "false"; return true;
-    case capnp::DynamicValue::INT: {
-      const int64_t v = e.as<int64_t>();
-      out = v == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(v) + (t.kind == Kind::kInt64 ? "LL" : "");
-      return true;
-    }
-    case capnp::DynamicValue::UINT:
-      out = std::to_string(e.as<uint64_t>()) + (t.kind == Kind::kUInt64 ? "ull" : "u");
-      return true;
-    case capnp::DynamicValue::FLOAT: out = floatLiteral(e.as<double>(), t.kind == Kind::kFloat32); return true;
     case capnp::DynamicValue::TEXT: {
       auto text = e.as<capnp::Text>();
       out = cppStringLiteral(std::string_view(text.cStr(), text.size()));
@@ -102,20 +109,13 @@ bool listElementLiteral(const ::lrpc::stubgen::Type& t, capnp::DynamicValue::Rea
 // its own for the view), are refused, named in `refused`.
 bool ModelBuilder::defaultLiteral(const ::lrpc::stubgen::Type& t, CType::Reader type, schema::Value::Reader v,
                                   bool member, std::string& out, std::string& refused) const {
+  if (const Scalar* s = scalarOf(t.kind)) {
+    const capnp::DynamicStruct::Reader value = capnp::toDynamic(v);
+    KJ_IF_MAYBE(which, value.which()) {
+      return scalarLiteral(*s, value.get(*which), out, refused);
+    }
+  }
   switch (v.which()) {
-    case schema::Value::BOOL: out = v.getBool() ? "true" : "false"; return true;
-    case schema::Value::INT8: out = std::to_string(v.getInt8()); return true;
-    case schema::Value::INT16: out = std::to_string(v.getInt16()); return true;
-    case schema::Value::INT32: out = std::to_string(v.getInt32()); return true;
-    case schema::Value::INT64:
-      out = v.getInt64() == INT64_MIN ? "(-9223372036854775807LL - 1)" : std::to_string(v.getInt64()) + "LL";
-      return true;
-    case schema::Value::UINT8: out = std::to_string(v.getUint8()) + "u"; return true;
-    case schema::Value::UINT16: out = std::to_string(v.getUint16()) + "u"; return true;
-    case schema::Value::UINT32: out = std::to_string(v.getUint32()) + "u"; return true;
-    case schema::Value::UINT64: out = std::to_string(v.getUint64()) + "ull"; return true;
-    case schema::Value::FLOAT32: out = floatLiteral(v.getFloat32(), true); return true;
-    case schema::Value::FLOAT64: out = floatLiteral(v.getFloat64(), false); return true;
     case schema::Value::ENUM: {
       auto enumerants = node(t.id).getProto().getEnum().getEnumerants();
       if (v.getEnum() >= enumerants.size()) {

@@ -9,13 +9,13 @@
 
 #include <capnp/schema.capnp.h>
 
+#include "stubgen/kinds.h"
 #include "stubgen/model.h"
 #include "stubgen/names.h"
 
 namespace lrpc::stubgen {
 
 using capnp::schema::Node;
-using CType = capnp::schema::Type;
 namespace schema = capnp::schema;
 
 inline uint32_t alignUp(uint32_t n, uint32_t a) { return (n + a - 1) / a * a; }
@@ -30,10 +30,9 @@ bool getUInt32Annotation(capnp::List<schema::Annotation>::Reader anns, uint64_t 
 // one's index in capnp's list.
 std::vector<schema::Field::Reader> fieldsInCodeOrder(Node::Reader n, std::vector<unsigned>* indexes);
 
-// type_convert.cc: the scalar kinds.
-const char* primitiveName(Kind k);
-bool primitiveKind(CType::Which w, Kind& out);
-uint32_t primitiveSize(Kind k);
+// type_convert.cc: the bytes a value of a kind other than struct takes in a frame (also its
+// alignment).
+uint32_t fixedSize(Kind k);
 
 // declaration_order.cc: C++ needs a struct's member types complete first, so siblings are
 // ordered by their dependencies; and one order for a file's top-level structs (first: false)

@@ -10,7 +10,7 @@ ModelBuilder::Layout ModelBuilder::layoutOf(const ::lrpc::stubgen::Type& t) cons
     auto it = layouts_.find(t.id);
     return it == layouts_.end() ? Layout{1, 1} : it->second;
   }
-  uint32_t s = primitiveSize(t.kind);
+  uint32_t s = fixedSize(t.kind);
   return {s, s};
 }
 

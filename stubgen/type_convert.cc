@@ -7,49 +7,11 @@
 
 namespace lrpc::stubgen {
 
-const char* primitiveName(Kind k) {
+uint32_t fixedSize(Kind k) {
+  if (const Scalar* s = scalarOf(k)) return s->size;
   switch (k) {
-    case Kind::kBool: return "Bool";
-    case Kind::kInt8: return "Int8";
-    case Kind::kInt16: return "Int16";
-    case Kind::kInt32: return "Int32";
-    case Kind::kInt64: return "Int64";
-    case Kind::kUInt8: return "UInt8";
-    case Kind::kUInt16: return "UInt16";
-    case Kind::kUInt32: return "UInt32";
-    case Kind::kUInt64: return "UInt64";
-    case Kind::kFloat32: return "Float32";
-    case Kind::kFloat64: return "Float64";
-    case Kind::kText: return "Text";
-    case Kind::kData: return "Data";
-    default: return "?";
-  }
-}
-
-bool primitiveKind(CType::Which w, Kind& out) {
-  switch (w) {
-    case CType::BOOL: out = Kind::kBool; return true;
-    case CType::INT8: out = Kind::kInt8; return true;
-    case CType::INT16: out = Kind::kInt16; return true;
-    case CType::INT32: out = Kind::kInt32; return true;
-    case CType::INT64: out = Kind::kInt64; return true;
-    case CType::UINT8: out = Kind::kUInt8; return true;
-    case CType::UINT16: out = Kind::kUInt16; return true;
-    case CType::UINT32: out = Kind::kUInt32; return true;
-    case CType::UINT64: out = Kind::kUInt64; return true;
-    case CType::FLOAT32: out = Kind::kFloat32; return true;
-    case CType::FLOAT64: out = Kind::kFloat64; return true;
-    default: return false;
-  }
-}
-
-uint32_t primitiveSize(Kind k) {
-  switch (k) {
-    case Kind::kBool: case Kind::kInt8: case Kind::kUInt8: return 1;
-    case Kind::kInt16: case Kind::kUInt16: case Kind::kEnum: return 2;
-    case Kind::kInt32: case Kind::kUInt32: case Kind::kFloat32: return 4;
+    case Kind::kEnum: return 2;  // enum class : uint16_t
     case Kind::kInterface: return 4;  // a capability id
-    case Kind::kInt64: case Kind::kUInt64: case Kind::kFloat64: return 8;
     default: return 8;  // VarRef
   }
 }
@@ -76,9 +38,8 @@ bool ModelBuilder::convertType(CType::Reader t, bool inStruct, const std::string
     diags.push_back(diag(fileId, line, path + ": " + what));
     return false;
   };
-  Kind k;
-  if (primitiveKind(t.which(), k)) {
-    out.kind = k;
+  if (const Scalar* s = scalarOf(t.which())) {
+    out.kind = s->kind;
     return true;
   }
   switch (t.which()) {
@@ -243,8 +204,12 @@ std::string ModelBuilder::canonicalType(const ::lrpc::stubgen::Type& t, std::set
       e.id = t.elemId;
       return "List(" + canonicalType(e, seen) + ")";
     }
+    case Kind::kText:
+      return "Text";
+    case Kind::kData:
+      return "Data";
     default:
-      return primitiveName(t.kind);
+      return scalarOf(t.kind) != nullptr ? scalarOf(t.kind)->schemaName : "?";
   }
 }
 }  // namespace lrpc::stubgen
