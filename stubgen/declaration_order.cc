@@ -16,8 +16,7 @@ void structDeps(const StructDecl& s, std::set<uint64_t>& out) {
   for (const auto& n : s.nestedInterfaces) completeDeps(n, out);
   if (s.genericId != 0) out.insert(s.genericId);  // a specialization follows its template
   for (const auto& f : s.fields) {
-    // A Box holds an incomplete struct: its forward declaration is enough.
-    if ((f.type.kind == Kind::kStruct && !f.type.boxed) || f.type.kind == Kind::kEnum) out.insert(f.type.id);
+    if (uint64_t id = memberNeeds(f.type)) out.insert(id);
   }
   for (const auto& n : s.nestedStructs) structDeps(n, out);
 }
@@ -56,23 +55,12 @@ void interfaceDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
 // What an interface's struct needs complete: its bases, enums anywhere in its frames, structs its
 // frames hold by value (flattened ones) and those its several-result structs hold; the same
 // for the structs and interfaces nested in it.
-void enumIds(const Type& t, std::set<uint64_t>& out) {
-  if (t.kind == Kind::kEnum) out.insert(t.id);
-  if (t.kind == Kind::kList && t.elemType) enumIds(*t.elemType, out);
-}
-
 void completeDeps(const InterfaceDecl& d, std::set<uint64_t>& deps) {
   deps.insert(d.bases.begin(), d.bases.end());
   for (size_t i = d.ownBegin; i < d.methods.size(); ++i) {
     const Method& m = d.methods[i];
     for (const auto* fields : {&m.params, &m.results}) {
-      for (const auto& f : *fields) {
-        enumIds(f.type, deps);
-        // Its Client, held by value (lrpc::Capability's is the runtime's).
-        if (f.type.kind == Kind::kInterface && f.type.id != 0) deps.insert(f.type.id);
-        const bool held = !isVariable(f.type) || (fields == &m.results && m.results.size() > 1);
-        if (f.type.kind == Kind::kStruct && held) deps.insert(f.type.id);
-      }
+      for (const auto& f : *fields) frameNeeds(f.type, fields == &m.results && m.results.size() > 1, deps);
     }
   }
   for (const auto& s : d.nestedStructs) structDeps(s, deps);

@@ -8,6 +8,7 @@
 
 #include "stubgen/cpp_text.h"
 #include "stubgen/names.h"
+#include "stubgen/type_rules.h"
 
 namespace lrpc::stubgen {
 namespace {

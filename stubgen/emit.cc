@@ -13,6 +13,7 @@
 #include "stubgen/emit_parts.h"
 #include "stubgen/emit_struct.h"
 #include "stubgen/names.h"
+#include "stubgen/type_rules.h"
 
 namespace lrpc::stubgen {
 namespace {
@@ -68,12 +69,8 @@ FileText emitFile(const FileModel& f) {
   emitForwards(f.structs, 0, h);
   // Interfaces a struct holds capabilities of (a Cap<Foo> member) before their stubs.
   std::set<uint64_t> held;
-  std::function<void(const Type&)> capsIn = [&](const Type& t) {
-    if (t.kind == Kind::kInterface && t.id != 0) held.insert(t.id);  // 0: lrpc::Capability
-    if (t.kind == Kind::kList && t.elemType) capsIn(*t.elemType);
-  };
   forEachStruct(f, [&](const StructDecl& s) {
-    for (const auto& fl : s.fields) capsIn(fl.type);
+    for (const auto& fl : s.fields) capabilitiesIn(fl.type, held);
   });
   for (const auto& d : f.interfaces) {
     if (d.refusals.empty() && held.count(d.id) != 0) h += "struct " + d.name + ";\n";

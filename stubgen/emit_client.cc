@@ -8,6 +8,7 @@
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_struct.h"
 #include "stubgen/names.h"
+#include "stubgen/type_rules.h"
 
 namespace lrpc::stubgen {
 namespace {
@@ -167,7 +168,7 @@ namespace {
 const Field* apartResult(const Method& m) {
   const auto isVar = [](const Field& f) { return isVariable(f.type); };
   const auto var = std::find_if(m.results.begin(), m.results.end(), isVar);
-  if (var == m.results.end() || var->type.kind != Kind::kData) return nullptr;
+  if (var == m.results.end() || !isBytes(var->type)) return nullptr;
   return std::count_if(m.results.begin(), m.results.end(), isVar) == 1 ? &*var : nullptr;
 }
 
@@ -231,16 +232,8 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
     const bool single = m.results.size() == 1;
     for (const auto& f : m.results) {
       const std::string target = single ? "out_" : "out_." + f.name;
-      if (f.type.kind == Kind::kBool) {
-        out += "  " + target + " = frame_." + f.name + " != 0;\n";
-      } else if (f.type.kind == Kind::kInterface) {
-        out += "  {\n";
-        out += "    auto cap_ = caps_.in(frame_." + f.name + ", " + f.type.cppName + "::kDescriptor);\n";
-        out += "    if (!cap_.isOk()) return cap_.status();\n";
-        out += "    " + target + " = " + f.type.cppName + "::Client(std::move(*cap_));\n";
-        out += "  }\n";
-      } else if (!isVariable(f.type)) {
-        out += "  " + target + " = frame_." + f.name + ";\n";
+      if (!isVariable(f.type)) {
+        emitFrameResult(f, target, out);
       } else {
         emitReadVar(f, "frame_." + f.name, target, m.qualifiedName + ": result", 2, false, out);
       }

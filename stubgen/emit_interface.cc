@@ -9,6 +9,7 @@
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_struct.h"
 #include "stubgen/names.h"
+#include "stubgen/type_rules.h"
 
 namespace lrpc::stubgen {
 
@@ -55,7 +56,7 @@ std::string handlerSignature(const Method& m) {
 
 bool holdsCapability(const Method& m) {
   return m.results.size() > 1 && std::any_of(m.results.begin(), m.results.end(),
-                                             [](const Field& f) { return f.type.kind == Kind::kInterface; });
+                                             [](const Field& f) { return isCapability(f.type); });
 }
 
 // `complete`: the interfaces whose Client class is defined above this point.
@@ -67,7 +68,7 @@ void emitResultsStruct(const Method& m, const std::string& name, int in, const s
     out += docLines(f.doc, in + 2);
     // A capability of an interface whose Client is not complete yet (the interface itself, or
     // one emitted later: its nested interfaces are emitted first) is held as a Cap, which converts.
-    const bool later = f.type.kind == Kind::kInterface && !complete.count(f.type.cppName);
+    const bool later = isCapability(f.type) && !complete.count(f.type.cppName);
     out += I + "  " + (later ? memberType(f.type) : valueType(f.type)) + " " + f.name + ";\n";
   }
   out += I + "};\n";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stubgen/model.h"
+#include "stubgen/value_code.h"
 
 namespace lrpc::stubgen {
 
@@ -31,18 +32,6 @@ void emitResultsStruct(const Method& m, const std::string& name, int in, const s
                        std::string& out);
 
 // ---- Copy code (emit_copy.cc) ----
-struct WriteSpec {
-  std::string what;         // "Calc.add: argument" / "Calc.add: result"
-  std::string tooBigCode;   // ::lrpc::Errc::kInvalidArgument / kServerFault
-  std::string fixedBase;    // expression: std::byte* of the fixed part
-  std::string reserveTail;  // "call_.argTail" / "call_.resultTail"
-  bool fixedFirst;          // client: args() before argTail(); server: tail first
-  std::string copyTail;     // copies one value into the tail: "call_.copyTail" (may stream) / "std::memcpy"
-  bool moveTail = false;    // results: "call_.moveResultTail(dst, value)", which may take the value over
-  std::string depth = "::lrpc::codec::kMaxDepth";  // levels a nested value may take (the reader's limit)
-  // The id of a capability: this, then the Client's binding and ")" (runtime/capability.h).
-  std::string capId;
-};
 // The Reader's nesting limit: $Lrpc.maxDepth, else the codec's default.
 std::string depthArg(const Method& m);
 bool anyCoded(const std::vector<Field>& fields);
@@ -54,12 +43,6 @@ void emitWrite(const std::vector<Field>& fields, uint32_t frameSize,
                std::string& out);
 // Where the Bools of `fields` sit in the frame (each checked to be 0 or 1 on receipt).
 std::vector<uint32_t> frameBoolOffsets(const std::vector<Field>& fields);
-// Reads the variable value named by `ref` (a VarRef already copied out of the frame) from
-// `tail_` into `target`, after checking it lies inside the tail (and under maxBytes).
-// `streamed`: the server reading arguments, which may still be arriving (awaitArgTail).
-// `view` (server, Data only): a span set to the bytes, in place when the tail is private.
-void emitReadVar(const Field& f, const std::string& ref, const std::string& target, const std::string& what,
-                 int in, bool streamed, std::string& out, const std::string& view = "");
 
 // ---- Client (emit_client.cc) ----
 // The class goes to `out` (the header) and its methods' definitions to `defs` (the source file,

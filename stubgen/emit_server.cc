@@ -9,6 +9,7 @@
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_struct.h"
 #include "stubgen/names.h"
+#include "stubgen/type_rules.h"
 
 namespace lrpc::stubgen {
 
@@ -96,20 +97,8 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
       out += "  ::lrpc::codec::Reader rd_(tail_" + depthArg(m) + ");\n";
     }
     for (const auto& f : m.params) {
-      if (f.type.kind == Kind::kBool) {
-        callArgs.push_back("frame_." + f.name + " != 0");
-        continue;
-      }
-      if (f.type.kind == Kind::kInterface) {
-        out += "  auto " + f.name + "ArgCap_ = ::lrpc::detail::capArg(call_, frame_." + f.name + ", " + f.type.cppName +
-               "::kDescriptor);\n";
-        out += "  if (!" + f.name + "ArgCap_.isOk()) return " + f.name + "ArgCap_.status();\n";
-        out += "  const " + f.type.cppName + "::Client " + f.name + "Store_(std::move(*" + f.name + "ArgCap_));\n";
-        callArgs.push_back(f.name + "Store_");
-        continue;
-      }
       if (!isVariable(f.type)) {
-        callArgs.push_back("frame_." + f.name);
+        callArgs.push_back(frameArg(f, out));
         continue;
       }
       if (asViews) {
@@ -117,32 +106,7 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
         callArgs.push_back(f.name + "View_");
         continue;
       }
-      const std::string store = f.name + "Store_";
-      const std::string view = f.name + "View_";
-      if (!f.inPlace) out += "  " + valueType(f.type) + " " + store + ";\n";
-      if (!f.inPlace && f.type.kind == Kind::kData) {
-        out += "  const ::lrpc::detail::SpareBytes " + f.name + "Spare_(call_, " + store + ");  // a large copy's buffer, kept\n";
-      }
-      if (f.type.kind == Kind::kData) out += "  std::span<const uint8_t> " + view + ";\n";
-      emitReadVar(f, "frame_." + f.name, store, m.qualifiedName + ": argument", 2, true, out, view);
-      Type e = elemOf(f.type);
-      if (f.type.kind == Kind::kStruct) {
-        callArgs.push_back(store);
-      } else if (f.type.kind == Kind::kText) {
-        callArgs.push_back("std::string_view(" + store + ")");
-      } else if (f.type.kind == Kind::kData) {
-        callArgs.push_back(view);
-      } else if (e.kind == Kind::kBool) {
-        out += "  std::unique_ptr<bool[]> " + f.name + "Bools_ = std::make_unique<bool[]>(" + store + ".size());\n";
-        out += "  for (size_t i_ = 0; i_ < " + store + ".size(); ++i_) " + f.name + "Bools_[i_] = " + store + "[i_];\n";
-        callArgs.push_back("std::span<const bool>(" + f.name + "Bools_.get(), " + store + ".size())");
-      } else if (e.kind == Kind::kText || e.kind == Kind::kData) {
-        const std::string views = f.name + "Views_";
-        out += "  const std::vector<" + elemParamType(e) + "> " + views + "(" + store + ".begin(), " + store + ".end());\n";
-        callArgs.push_back("std::span<const " + elemParamType(e) + ">(" + views + ")");
-      } else {
-        callArgs.push_back("std::span<const " + memberType(e) + ">(" + store + ")");
-      }
+      callArgs.push_back(tailArg(f, m.qualifiedName + ": argument", out));
     }
   }
   if (m.params.empty() && m.results.empty()) out += "  static_cast<void>(call_);  // no arguments, no results\n";

@@ -7,6 +7,8 @@
 
 #include "stubgen/cpp_text.h"
 #include "stubgen/names.h"
+#include "stubgen/type_rules.h"
+#include "stubgen/value_code.h"
 
 namespace lrpc::stubgen {
 namespace {
@@ -28,8 +30,7 @@ std::string whichName(const StructDecl& s, const Field& f) { return s.cppName + 
 // the vector's destructor where its element type may still be incomplete.)
 std::string initializer(const Field& f) {
   if (!f.defaultValue.empty()) return " = " + f.defaultValue;
-  const bool container = f.type.kind == Kind::kText || f.type.kind == Kind::kData || f.type.kind == Kind::kList;
-  return container ? "" : "{}";
+  return startsEmpty(f.type) ? "" : "{}";
 }
 
 void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
@@ -72,45 +73,6 @@ void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
   for (const Field* f : members) {
     if (!f->isVoid) out += I + memberType(f->type) + " " + f->member + initializer(*f) + ";\n";
   }
-}
-
-// One field's bytes into the fixed part f_ (values after it, from end_).
-void putField(const Field& f, const std::string& I, std::string& out) {
-  if (f.isVoid) return;
-  const std::string off = std::to_string(f.offset);
-  const std::string v = "v_." + f.member;
-  if (f.type.kind == Kind::kBool) {
-    out += I + "f_[" + off + "] = std::byte{static_cast<uint8_t>(" + v + " ? 1 : 0)};\n";
-  } else if (f.type.kind == Kind::kInterface) {
-    out += I + "::lrpc::codec::putCap(f_ + " + off + ", " + v + ", caps_);\n";
-  } else if (isVariable(f.type)) {
-    out += I + "end_ = ::lrpc::codec::putRef(t_, end_, f_ + " + off + ", " + v + ", caps_);\n";
-  } else {
-    out += I + "std::memcpy(f_ + " + off + ", &" + v + ", sizeof " + v + ");\n";
-    if (f.type.kind == Kind::kStruct) emitZeroPadding("f_ + " + off, f.type.padding, I, out);
-  }
-}
-
-// One field out of the fixed part f_ (n_ bytes of it were sent: a field past them keeps its
-// default, as a newer reader of an older writer's frame must).
-void getField(const Field& f, const std::string& I, std::string& out) {
-  if (f.isVoid) return;
-  const std::string off = std::to_string(f.offset);
-  const std::string v = "out_." + f.member;
-  out += I + "if (n_ >= " + std::to_string(f.offset + f.size) + ") {\n";
-  if (f.type.kind == Kind::kBool) {
-    out += I + "  " + v + " = f_[" + off + "] != std::byte{0};\n";
-  } else if (f.type.kind == Kind::kInterface) {
-    out += I + "  if (!::lrpc::codec::getCap(r_, f_ + " + off + ", " + v + ")) return false;\n";
-  } else if (isVariable(f.type)) {
-    out += I + "  ::lrpc::VarRef ref;\n";
-    out += I + "  std::memcpy(&ref, f_ + " + off + ", sizeof ref);\n";
-    out += I + "  if (!::lrpc::codec::get(r_, ref, " + v + ")) return false;\n";
-  } else {
-    out += I + "  std::memcpy(&" + v + ", f_ + " + off + ", sizeof " + v + ");\n";
-    if (f.type.kind == Kind::kStruct) emitBoolFix(v, f.type.boolOffsets, static_cast<int>(I.size()) + 2, out);
-  }
-  out += I + "}\n";
 }
 
 // `view`: the functions for S::View, whose members have the same names (their union setters are
@@ -161,7 +123,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
   out += "}\n\n";
 
   const bool anyCapOrVar = anyVar || std::any_of(s.fields.begin(), s.fields.end(), [](const Field& f) {
-                            return f.type.kind == Kind::kInterface;
+                            return isCapability(f.type);
                           });
   out += "uint64_t lrpcPut(std::byte* t_, uint64_t at_, const " + S + "& v_, ::lrpc::codec::CapCodec*" +
          (anyCapOrVar ? " caps_" : "") + ") noexcept {\n";
@@ -169,7 +131,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
   out += "  std::memset(f_, 0, " + F + ");  // gaps and fields not set\n";
   out += "  uint64_t end_ = at_ + " + F + ";\n";
   for (const auto& f : s.fields) {
-    if (f.discriminant < 0) putField(f, "  ", out);
+    if (f.discriminant < 0) emitCodecPut(f, "  ", out);
   }
   if (!members.empty()) {
     out += "  const uint16_t w_ = static_cast<uint16_t>(v_.which_);\n";
@@ -177,7 +139,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
     out += "  switch (v_.which_) {\n";
     for (const Field* f : members) {
       out += "    case " + whichName(s, *f) + ":\n";
-      putField(*f, "      ", out);
+      emitCodecPut(*f, "      ", out);
       out += "      break;\n";
     }
     out += "    default: break;  // a value no reader accepts: the peer answers kBadFrame\n";
@@ -193,7 +155,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
   out += "  const uint32_t n_ = ref_.length < " + F + " ? ref_.length : " + F + ";\n";
   out += "  if (n_ != 0) std::memcpy(f_, r_.at(ref_), n_);  // (an empty tail has no data pointer)\n";
   for (const auto& f : s.fields) {
-    if (f.discriminant < 0) getField(f, "  ", out);
+    if (f.discriminant < 0) emitCodecGet(f, "  ", out);
   }
   if (!members.empty()) {
     out += "  uint16_t w_ = 0;\n";
@@ -203,7 +165,7 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
     for (const Field* f : members) {
       out += "    case " + std::to_string(f->discriminant) + ":\n";
       out += "      out_.which_ = " + whichName(s, *f) + ";\n";
-      getField(*f, "      ", out);
+      emitCodecGet(*f, "      ", out);
       out += "      break;\n";
     }
     out += "    default: return false;  // a member this schema does not have\n";
@@ -255,9 +217,7 @@ void emitConversions(const StructDecl& s, std::string& out) {
 // runtime/codec_view.h; `source` receives it, `scope` names the View ("::ns::S::View").
 std::string viewInitializer(const Field& f, const std::string& scope, std::string& source) {
   if (f.defaultValue.empty()) return "{}";
-  const Kind k = f.type.kind;
-  const bool literal = k == Kind::kText && !f.defaultValue.empty() && f.defaultValue.front() == '"';
-  if (k == Kind::kData || k == Kind::kList || (k == Kind::kText && !literal)) {
+  if (viewDefaultIsStored(f)) {
     const std::string fn = "lrpcDefault_" + f.member;
     source += "auto " + scope + "::" + fn + "() -> " + viewType(f.type) + " {\n";
     source += "  static const ::lrpc::codec::Frozen<" + memberType(f.type) + "> d_{" + f.defaultValue + "};\n";
@@ -269,10 +229,7 @@ std::string viewInitializer(const Field& f, const std::string& scope, std::strin
 
 // The declaration of the function viewInitializer() writes for `f`, if it writes one.
 std::string viewDefaultDecl(const Field& f) {
-  if (f.defaultValue.empty()) return "";
-  const Kind k = f.type.kind;
-  const bool literal = k == Kind::kText && f.defaultValue.front() == '"';
-  if (k == Kind::kData || k == Kind::kList || (k == Kind::kText && !literal)) {
+  if (viewDefaultIsStored(f)) {
     return "  static " + viewType(f.type) + " lrpcDefault_" + f.member + "();  // the schema's default\n";
   }
   return "";
@@ -331,7 +288,7 @@ void emitViews(const std::vector<const StructDecl*>& all, const std::string& cpp
   std::function<void(const StructDecl&)> define = [&](const StructDecl& s) {
     if (!done.insert(s.cppName).second) return;
     for (const auto& f : s.fields) {
-      if (f.type.kind != Kind::kStruct || !f.type.coded || f.type.boxed) continue;
+      if (!holdsCodedByValue(f.type)) continue;
       auto it = byName.find(f.type.cppName);
       if (it != byName.end()) define(*it->second);
     }
@@ -383,7 +340,7 @@ namespace {
 // Whether `n` (or a struct nested in it) holds a value of struct `id` as a member.
 bool holds(const StructDecl& n, uint64_t id) {
   for (const auto& f : n.fields) {
-    if (f.type.kind == Kind::kStruct && f.type.id == id) return true;
+    if (f.type.id == id) return true;  // an id names one declaration, of whatever kind
   }
   return std::any_of(n.nestedStructs.begin(), n.nestedStructs.end(), [&](const StructDecl& m) { return holds(m, id); });
 }

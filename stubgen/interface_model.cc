@@ -75,7 +75,7 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, 
       continue;
     }
     p.inPlace = hasAnnotation(f.getAnnotations(), kInPlaceId);
-    if (p.inPlace && (p.type.kind != Kind::kData || !params)) {
+    if (p.inPlace && (!isBytes(p.type) || !params)) {
       diags.push_back(diag(fileId, line,
                            path + ": $Lrpc.inPlace applies only to Data parameters (anything else is checked, so "
                                   "it must be copied first: remove it)"));
@@ -302,7 +302,7 @@ InterfaceDecl ModelBuilder::makeInterface(uint64_t id) {
 }
 
 bool ModelBuilder::holdsCaps(const ::lrpc::stubgen::Type& t) const {
-  if (t.kind == Kind::kInterface) return true;
+  if (isCapability(t)) return true;
   if (t.kind == Kind::kList) return t.elemType && holdsCaps(*t.elemType);
   std::set<uint64_t> seen;
   return t.kind == Kind::kStruct && structHoldsCaps(t.id, seen);

@@ -273,7 +273,7 @@ FileModel ModelBuilder::build(uint64_t fileId) {
         bool uses = false;
         for (const auto& me : d.methods) {
           for (const auto* fields : {&me.params, &me.results}) {
-            for (const auto& fl : *fields) uses = uses || (fl.type.kind == Kind::kInterface && fl.type.id == other.id);
+            for (const auto& fl : *fields) uses = uses || (isCapability(fl.type) && fl.type.id == other.id);
           }
         }
         if (!uses) continue;

@@ -64,11 +64,6 @@ struct Type {
   std::vector<std::pair<uint32_t, uint32_t>> padding;
 };
 
-// Whether a value sits in a frame's tail (named by a VarRef) rather than in its fixed part.
-inline bool isVariable(const Type& t) {
-  return t.kind == Kind::kText || t.kind == Kind::kData || t.kind == Kind::kList || (t.kind == Kind::kStruct && t.coded);
-}
-
 // One member of a generated plain struct, or one parameter / result of a method.
 struct Field {
   std::string name;       // C++ identifier (keyword-escaped)

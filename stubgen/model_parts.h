@@ -11,6 +11,7 @@
 
 #include "stubgen/kinds.h"
 #include "stubgen/model.h"
+#include "stubgen/type_rules.h"
 #include "stubgen/names.h"
 
 namespace lrpc::stubgen {
@@ -29,10 +30,6 @@ bool getUInt32Annotation(capnp::List<schema::Annotation>::Reader anns, uint64_t 
 // Fields in declaration order (capnp lists them by ordinal); `indexes` (if given) gets each
 // one's index in capnp's list.
 std::vector<schema::Field::Reader> fieldsInCodeOrder(Node::Reader n, std::vector<unsigned>* indexes);
-
-// type_convert.cc: the bytes a value of a kind other than struct takes in a frame (also its
-// alignment).
-uint32_t fixedSize(Kind k);
 
 // declaration_order.cc: C++ needs a struct's member types complete first, so siblings are
 // ordered by their dependencies; and one order for a file's top-level structs (first: false)

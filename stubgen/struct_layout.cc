@@ -101,7 +101,7 @@ bool ModelBuilder::checkStruct(uint64_t id, std::vector<Diag>& diags) {
       continue;
     }
     // A capability inside a value is written and read with the call's capability codec.
-    coded = coded || isVariable(t) || t.kind == Kind::kInterface;
+    coded = coded || isVariable(t) || isCapability(t);
     std::string literal, refused;
     if (f.getSlot().getHadExplicitDefault() &&
         !defaultLiteral(t, f.getSlot().getType(), f.getSlot().getDefaultValue(), true, literal, refused)) {
@@ -149,10 +149,7 @@ std::vector<std::pair<::lrpc::stubgen::Type, uint32_t>> ModelBuilder::membersAt(
 
 void ModelBuilder::boolOffsets(uint64_t structId, uint32_t base, std::vector<uint32_t>& out) {
   for (const auto& [t, at] : membersAt(structId)) {
-    if (t.kind == Kind::kBool) out.push_back(base + at);
-    if (t.kind == Kind::kStruct) {
-      for (uint32_t o : t.boolOffsets) out.push_back(base + at + o);
-    }
+    for (uint32_t o : boolBytes(t)) out.push_back(base + at + o);
   }
 }
 
@@ -161,9 +158,7 @@ void ModelBuilder::paddingOf(uint64_t structId, uint32_t base, std::vector<std::
   uint32_t end = 0;
   for (const auto& [t, at] : membersAt(structId)) {
     if (at != end) out.emplace_back(base + end, at - end);
-    if (t.kind == Kind::kStruct) {
-      for (auto [o, n] : t.padding) out.emplace_back(base + at + o, n);
-    }
+    for (auto [o, n] : paddingInside(t)) out.emplace_back(base + at + o, n);
     end = at + layoutOf(t).size;
   }
   const uint32_t size = layouts_[structId].size;

@@ -7,15 +7,6 @@
 
 namespace lrpc::stubgen {
 
-uint32_t fixedSize(Kind k) {
-  if (const Scalar* s = scalarOf(k)) return s->size;
-  switch (k) {
-    case Kind::kEnum: return 2;  // enum class : uint16_t
-    case Kind::kInterface: return 4;  // a capability id
-    default: return 8;  // VarRef
-  }
-}
-
 namespace {
 
 // How the schema spells an AnyPointer type.
