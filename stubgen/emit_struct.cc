@@ -75,6 +75,22 @@ void emitCodedMembers(const StructDecl& s, int in, std::string& out) {
   }
 }
 
+// A switch over the union's members, a case each: `label` is its case label, `body` writes its
+// statements (indented for a case), `otherwise` is the default's.
+void emitMemberSwitch(const std::vector<const Field*>& members, const std::string& on,
+                      const std::function<std::string(const Field&)>& label,
+                      const std::function<void(const Field&)>& body, const std::string& otherwise,
+                      std::string& out) {
+  out += "  switch (" + on + ") {\n";
+  for (const Field* f : members) {
+    out += "    case " + label(*f) + ":\n";
+    body(*f);
+    out += "      break;\n";
+  }
+  out += "    default: " + otherwise + "\n";
+  out += "  }\n";
+}
+
 // `view`: the functions for S::View, whose members have the same names (their union setters are
 // defined in the class).
 // The union setters go to `header` (inline), the codec functions to `out` (the source file).
@@ -136,14 +152,10 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
   if (!members.empty()) {
     out += "  const uint16_t w_ = static_cast<uint16_t>(v_.which_);\n";
     out += "  std::memcpy(f_ + " + std::to_string(s.discriminantOffset) + ", &w_, sizeof w_);\n";
-    out += "  switch (v_.which_) {\n";
-    for (const Field* f : members) {
-      out += "    case " + whichName(s, *f) + ":\n";
-      emitCodecPut(*f, "      ", out);
-      out += "      break;\n";
-    }
-    out += "    default: break;  // a value no reader accepts: the peer answers kBadFrame\n";
-    out += "  }\n";
+    emitMemberSwitch(
+        members, "v_.which_", [&](const Field& f) { return whichName(s, f); },
+        [&](const Field& f) { emitCodecPut(f, "      ", out); },
+        "break;  // a value no reader accepts: the peer answers kBadFrame", out);
   }
   out += "  return end_;\n";
   out += "}\n\n";
@@ -161,15 +173,13 @@ void emitCodedDefinitions(const StructDecl& s, bool view, std::string& header, s
     out += "  uint16_t w_ = 0;\n";
     out += "  if (n_ >= " + std::to_string(s.discriminantOffset + 2) + ") std::memcpy(&w_, f_ + " +
            std::to_string(s.discriminantOffset) + ", sizeof w_);\n";
-    out += "  switch (w_) {\n";
-    for (const Field* f : members) {
-      out += "    case " + std::to_string(f->discriminant) + ":\n";
-      out += "      out_.which_ = " + whichName(s, *f) + ";\n";
-      emitCodecGet(*f, "      ", out);
-      out += "      break;\n";
-    }
-    out += "    default: return false;  // a member this schema does not have\n";
-    out += "  }\n";
+    emitMemberSwitch(
+        members, "w_", [](const Field& f) { return std::to_string(f.discriminant); },
+        [&](const Field& f) {
+          out += "      out_.which_ = " + whichName(s, f) + ";\n";
+          emitCodecGet(f, "      ", out);
+        },
+        "return false;  // a member this schema does not have", out);
   }
   out += "  r_.leave();\n";
   out += "  return true;\n";
