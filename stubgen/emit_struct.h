@@ -1,6 +1,7 @@
 // The schema's own types in generated code: enums, structs (flattened ones, and coded ones
-// with their owning members, union accessors and groups) and the per-struct functions that
-// runtime/codec.h calls to write and read coded structs inside a frame's tail.
+// with their owning members, union accessors and groups; emit_struct.cc), their views
+// (emit_view.cc) and the per-struct functions that runtime/codec.h calls to write and read coded
+// structs inside a frame's tail (emit_codec.cc).
 #pragma once
 
 #include <string>
@@ -26,6 +27,8 @@ void emitStruct(const StructDecl& s, int in, std::string& out, const std::string
 void emitLayoutAsserts(const std::string& cppName, uint32_t size, uint32_t align, const std::vector<Field>& fields,
                        std::string& out);
 void emitStructAsserts(const StructDecl& s, std::string& out);
+// A coded struct's union members, by discriminant.
+std::vector<const Field*> unionMembers(const StructDecl& s);
 // S::View for every coded struct among `structs`, once every struct is complete, in the order
 // their by-value members need (runtime/codec_view.h); the functions that make their Data and
 // List defaults go to `source`.
