@@ -1,7 +1,9 @@
 // The generated files of one schema file: the header's includes, declarations in the order C++
 // needs them, and the source file's definitions. Each declaration's text comes from its part:
-// emit_struct.cc (the schema's structs and enums), emit_interface.cc (an interface's frames and
-// descriptor), emit_client.cc, emit_server.cc, and emit_copy.cc (the copy code both share).
+// emit_struct.cc (the schema's structs and enums), emit_view.cc and emit_codec.cc (a coded
+// struct's View and codec functions), emit_interface.cc (an interface's frames and descriptor),
+// emit_client.cc, emit_server.cc, and emit_copy.cc (the copy code both share). What each kind
+// of value needs is asked of type_rules.h and value_code.h.
 #include "stubgen/emit.h"
 
 #include <functional>
