@@ -68,7 +68,11 @@ thread_local ThreadLog tlog;
 void timelineRecord(Mark mark, uint32_t seq) noexcept {
   ThreadLog& log = tlog;
   if (log.dumps == kMaxDumps) return;
-  const uint64_t tsc = __rdtsc();
+  // RDTSCP, not RDTSC: it waits for every earlier load to complete, so a stamp taken just
+  // after seeing a doorbell is not read early, while the doorbell's line is still on its way
+  // (RDTSC may run ahead of it and put the handoff's time into the next span).
+  unsigned int cpu = 0;
+  const uint64_t tsc = __rdtscp(&cpu);
   if (!log.ring) {
     log.ring.reset(new (std::nothrow) Record[kRing]);
     if (!log.ring) {
