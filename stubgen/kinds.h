@@ -6,7 +6,9 @@
 
 #include <capnp/schema.capnp.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 #include "stubgen/model.h"
 
@@ -37,6 +39,16 @@ inline constexpr Scalar kScalars[] = {
     {Kind::kFloat32, CType::FLOAT32, "Float32", "float", "float", 4, "f"},
     {Kind::kFloat64, CType::FLOAT64, "Float64", "double", "double", 8, ""},
 };
+
+// Every scalar kind has its row, in the enum's order (the scalars come first in Kind): an
+// enumerator added without a row stops the build here rather than generating wrong code.
+constexpr bool rowsMatchKinds() {
+  for (size_t i = 0; i < std::size(kScalars); ++i) {
+    if (static_cast<size_t>(kScalars[i].kind) != i) return false;
+  }
+  return std::size(kScalars) == static_cast<size_t>(Kind::kEnum);
+}
+static_assert(rowsMatchKinds(), "kScalars needs one row per scalar Kind, in Kind's order");
 
 // The row of a scalar kind; nullptr for any other kind.
 constexpr const Scalar* scalarOf(Kind k) {

@@ -33,6 +33,7 @@ inline constexpr uint64_t kStreamResultId = 0x995f9a3377c0b16eull;  // capnp/str
 inline constexpr uint32_t kDefaultAstacks = 5;
 inline constexpr uint32_t kDefaultAstackBytes = 1500;  // the Ethernet payload
 
+// The scalar kinds come first, each with its row in kinds.h (in this order).
 enum class Kind {
   kBool, kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64,
   kFloat32, kFloat64, kEnum, kStruct, kText, kData, kList,
