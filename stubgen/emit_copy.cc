@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <set>
 
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_struct.h"

@@ -3,7 +3,6 @@
 #include "stubgen/emit_parts.h"
 
 #include <algorithm>
-#include <functional>
 #include <set>
 
 #include "stubgen/cpp_text.h"

@@ -3,8 +3,6 @@
 #include "stubgen/emit_parts.h"
 
 #include <algorithm>
-#include <functional>
-#include <set>
 
 #include "stubgen/cpp_text.h"
 #include "stubgen/emit_struct.h"
