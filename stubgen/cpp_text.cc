@@ -10,19 +10,6 @@ std::string offsetList(const std::vector<uint32_t>& offsets) {
   return s + "}";
 }
 
-std::string indentLines(const std::string& text, int n) {
-  std::string out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    end = end == std::string::npos ? text.size() : end + 1;
-    out += ind(n);
-    out.append(text, pos, end - pos);
-    pos = end;
-  }
-  return out;
-}
-
 void emitZeroPadding(const std::string& base, const std::vector<std::pair<uint32_t, uint32_t>>& padding,
                      const std::string& I, std::string& out) {
   for (auto [o, n] : padding) {

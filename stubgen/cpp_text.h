@@ -12,8 +12,6 @@
 namespace lrpc::stubgen {
 
 std::string ind(int n);
-// `text` with every line indented by n more spaces.
-std::string indentLines(const std::string& text, int n);
 std::string offsetList(const std::vector<uint32_t>& offsets);
 // Zeroes the padding ranges of a struct value at `base` (a std::byte* expression).
 void emitZeroPadding(const std::string& base, const std::vector<std::pair<uint32_t, uint32_t>>& padding,
