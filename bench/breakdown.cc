@@ -177,6 +177,21 @@ void addCapDispatch() {
   });
 }
 
+// What passing one of its own objects costs a caller, and what the return's release costs it:
+// the export table's add and release, with the object's shared ownership copied in and dropped.
+void addCapExport() {
+  benchmark::RegisterBenchmark("Cost/capExport", [](benchmark::State& state) {
+    std::thread([] {}).join();  // as in Cost/capDispatch: a process with threads
+    CapTable table;
+    const HostedObject object{&capsb::Obj::kDescriptor, std::make_shared<NullObj>()};
+    timePiece(state, [&] {
+      Result<uint32_t> id = table.add(object);
+      benchmark::DoNotOptimize(id);
+      return id.isOk() && table.release(*id).isOk();
+    });
+  });
+}
+
 // A same-host binding to a real server process, for the pieces that need one.
 class LocalBindingSession final : private OwnsNamesDir, public ClientSession<Paper> {
  public:
@@ -232,6 +247,7 @@ void registerBreakdown(BenchContext& ctx) {
   addAStack(ctx, "Cost/astack", false);
   addAStack(ctx, "Cost/astackPool", true);
   addCapDispatch();
+  addCapExport();
 #else
   (void)ctx;
 #endif
