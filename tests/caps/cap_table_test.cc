@@ -312,5 +312,109 @@ TEST(CapTable, ThreadsFindCallAddAndReleaseAtOnce) {
   EXPECT_GT(calledOk.load(), 0);
 }
 
+// Adds race close(): each either gets an id or kPeerDied, and close() leaves nothing live, however
+// the two interleave, with every object destroyed exactly once.
+TEST(CapTable, CloseRacesAdds) {
+  constexpr int kThreads = 3;
+  Tally tally;
+  std::atomic<int> made{0};
+  std::atomic<int> unexpected{0};
+  for (int round = 0; round < 200; ++round) {
+    CapTable table(1000);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> adders;
+    for (int t = 0; t < kThreads; ++t) {
+      adders.emplace_back([&] {
+        while (!go.load()) std::this_thread::yield();
+        for (int i = 0; i < 50; ++i) {
+          made.fetch_add(1);
+          auto id = table.add(counter(tally));
+          if (!id.isOk() && id.status().code() != Errc::kPeerDied) unexpected.fetch_add(1);
+        }
+      });
+    }
+    go.store(true);
+    std::this_thread::yield();
+    table.close();
+    for (std::thread& t : adders) t.join();
+    EXPECT_EQ(table.live(), 0u) << round;
+    EXPECT_EQ(tally.destroyed.load(), made.load()) << round;
+  }
+  EXPECT_EQ(unexpected.load(), 0);
+}
+
+// Threads add and release at the table's bound: none ever gets past it, an add refused there
+// succeeds once a slot is given back, and the slots are reused (the table does not grow).
+TEST(CapTable, ThreadsAddAndReleaseAtTheBound) {
+  constexpr int kThreads = 4;
+  constexpr uint32_t kLimit = 8;
+  Tally tally;
+  std::atomic<int> made{0};
+  std::atomic<int> unexpected{0};
+  std::atomic<int> refused{0};
+  std::atomic<int> arrived{0};
+  {
+    CapTable table(kLimit);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        std::vector<uint32_t> mine;
+        // First, all at once: four threads ask for four each, so exactly the bound's worth
+        // succeed, whatever the order.
+        for (int i = 0; i < 4; ++i) {
+          made.fetch_add(1);
+          auto id = table.add(counter(tally));
+          if (id.isOk()) {
+            mine.push_back(*id);
+          } else if (id.status().code() == Errc::kResourceExhausted) {
+            refused.fetch_add(1);
+          } else {
+            unexpected.fetch_add(1);
+          }
+        }
+        arrived.fetch_add(1);
+        while (arrived.load() < kThreads) std::this_thread::yield();
+        for (int i = 0; i < 5000; ++i) {
+          if (mine.size() < 4) {  // four threads would hold twice the bound
+            made.fetch_add(1);
+            auto id = table.add(counter(tally));
+            if (id.isOk()) {
+              mine.push_back(*id);
+            } else if (id.status().code() == Errc::kResourceExhausted) {
+              refused.fetch_add(1);
+            } else {
+              unexpected.fetch_add(1);
+            }
+          }
+          if (table.live() > kLimit) unexpected.fetch_add(1);
+          if (!mine.empty() && (i % 5 == 0 || mine.size() == 4)) {
+            if (!table.release(mine.back()).isOk()) unexpected.fetch_add(1);
+            mine.pop_back();
+          }
+        }
+        for (uint32_t id : mine) {
+          if (!table.release(id).isOk()) unexpected.fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(table.live(), 0u);
+    // Every slot is free again: the bound's worth of adds succeed at once.
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < kLimit; ++i) {
+      made.fetch_add(1);
+      auto id = table.add(counter(tally));
+      ASSERT_TRUE(id.isOk()) << i;
+      EXPECT_LE(*id & 0xFFFFFu, kLimit) << "a slot past the bound";
+      ids.push_back(*id);
+    }
+    made.fetch_add(1);
+    EXPECT_EQ(table.add(counter(tally)).status().code(), Errc::kResourceExhausted);
+  }
+  EXPECT_EQ(tally.destroyed.load(), made.load());
+  EXPECT_EQ(unexpected.load(), 0);
+  EXPECT_GE(refused.load(), kThreads * 4 - static_cast<int>(kLimit));
+}
+
 }  // namespace
 }  // namespace lrpc::testing
