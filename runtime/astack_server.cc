@@ -385,10 +385,13 @@ bool Connection::help(ServerSlot** selfp, std::vector<uint32_t>& seen) {
 bool Connection::enterGuest() noexcept {
   // Acquire: pairs with the clerk's release after the handshake.
   if (!guestReady.load(std::memory_order_acquire)) return false;
-  MutexLock lock(live->mu);
-  if (!live->alive) return false;
-  // Relaxed: the teardown reads it after it cleared `alive` under the same lock.
-  guests.fetch_add(1, std::memory_order_relaxed);
+  // Seq_cst, both, as the teardown's store of guestsClosed and its loads of guests: either it
+  // sees this guest counted and waits for it, or this sees it closed and leaves.
+  guests.fetch_add(1, std::memory_order_seq_cst);
+  if (guestsClosed.load(std::memory_order_seq_cst)) {
+    leaveGuest();
+    return false;
+  }
   return true;
 }
 
@@ -397,13 +400,14 @@ void Connection::leaveGuest() noexcept {
   guests.fetch_sub(1, std::memory_order_release);
 }
 
-bool Connection::serveGuest(uint16_t origin) noexcept {
+bool Connection::serveGuest(uint16_t origin, detail::LazyDeadline* arm) noexcept {
   for (std::atomic<ServerSlot*>& entry : started()) {
     // Relaxed: started()'s acquire made the entry visible.
     ServerSlot* slot = entry.load(std::memory_order_relaxed);
     const std::optional<uint32_t> seq = waitingCall(
         *slot, [origin](uint32_t, const AStackControl& ctl) { return detail::loadOnce(ctl.origin) == origin; });
     if (!seq || !claim(*slot, *seq)) continue;
+    if (arm != nullptr) (void)arm->ns();
     runCall(slot, *seq);
     return true;
   }

@@ -81,7 +81,9 @@ CapTable& CallbackHost::table() noexcept { return *parts_->conn.caps; }
 
 bool CallbackHost::enterGuest() noexcept { return parts_->conn.enterGuest(); }
 void CallbackHost::leaveGuest() noexcept { parts_->conn.leaveGuest(); }
-bool CallbackHost::serveGuest(uint16_t origin) noexcept { return parts_->conn.serveGuest(origin); }
+bool CallbackHost::serveGuest(uint16_t origin, LazyDeadline* arm) noexcept {
+  return parts_->conn.serveGuest(origin, arm);
+}
 
 bool GuestSeats::taken(uint16_t origin) const noexcept {
   if (base == nullptr || origin == 0 || origin > layout->astackCount()) return false;

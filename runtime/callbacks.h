@@ -34,6 +34,8 @@ class RegionLayout;
 
 namespace detail {
 
+class LazyDeadline;  // runtime/transfer.h
+
 // What a callback binding serves: the tunnel, and nothing else.
 extern const InterfaceDescriptor kCallbackInterface;
 
@@ -97,7 +99,8 @@ class CallbackHost {
   // with `origin`, if there is one.
   bool enterGuest() noexcept;
   void leaveGuest() noexcept;
-  bool serveGuest(uint16_t origin) noexcept;
+  // `arm`, if given, is fixed just before the call runs (its time counts to the guest's call).
+  bool serveGuest(uint16_t origin, LazyDeadline* arm = nullptr) noexcept;
 
  private:
   struct Parts;

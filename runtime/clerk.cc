@@ -274,10 +274,13 @@ void Connection::run() {
     live->alive = false;
   }
   // A callback binding's guests (threads of our own process running callbacks their calls
-  // caused) finish the call they run first: they see `alive` cleared and enter no more. They
+  // caused) finish the call they run first: they see guestsClosed and enter no more. They
   // wait for a forward call, whose server is gone or going, so they leave soon.
-  // Acquire: pairs with leaveGuest's release; after it nothing they did touches the region.
-  while (guests.load(std::memory_order_acquire) != 0) ::sched_yield();
+  // Seq_cst: see enterGuest.
+  guestsClosed.store(true, std::memory_order_seq_cst);
+  // Seq_cst (acquire at least: pairs with leaveGuest's release; after it nothing they did
+  // touches the region).
+  while (guests.load(std::memory_order_seq_cst) != 0) ::sched_yield();
   stopThreads();
   // Its objects go now, not when the acceptor reaps us: they may hold the client's callbacks,
   // which we drop too (the client's callback host then sees us leave and drops ours).

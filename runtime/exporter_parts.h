@@ -161,6 +161,9 @@ struct Connection {
   std::atomic<uint32_t> guests{0};
   // The handshake made the region and the slots: guests may look at them from now on.
   std::atomic<bool> guestReady{false};
+  // The teardown has begun: no guest enters any more. Apart from live->alive, so that a guest
+  // enters with no lock (enterGuest runs on every call of a binding that passed callbacks).
+  std::atomic<bool> guestsClosed{false};
   bool query = false;  // an operator's query (runtime/introspect.h), not a binding
   std::thread clerk;
 
@@ -204,7 +207,7 @@ struct Connection {
   // A callback binding's guests (CallbackHost::enterGuest and the rest).
   bool enterGuest() noexcept;
   void leaveGuest() noexcept;
-  bool serveGuest(uint16_t origin) noexcept;
+  bool serveGuest(uint16_t origin, detail::LazyDeadline* arm) noexcept;
   // Whether call `seq` just rung on `slot` is for a waiting guest to run, not for us.
   bool forGuest(ServerSlot* slot) const noexcept;
   void stopThreads();

@@ -207,26 +207,27 @@ Status LocalBinding::endWait(uint32_t index, uint32_t seq, detail::WaitResult wa
   return Status(Errc::kPeerDied, "server process went away during the call");
 }
 
-Status LocalBinding::waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept {
+Status LocalBinding::waitReturnAsGuest(uint32_t index, uint32_t seq, detail::LazyDeadline& deadline) noexcept {
   ReturnControl* ret = returnControl(index);
   // Acquire: pairs with exportCallback's release; the host is complete.
   detail::CallbackHost* host = slow_->guestHost.load(std::memory_order_acquire);
   if (host == nullptr || !host->enterGuest()) {
     // Relaxed: nobody runs this call's callbacks now; the server reads it after its own fence.
     ret->guestSeq.store(0, std::memory_order_relaxed);
-    return waitReturn(index, seq, deadlineNs);
+    return waitReturn(index, seq, deadline.ns());
   }
   struct Guest {
     detail::CallbackHost* host;
     uint16_t origin;
-  } guest{host, static_cast<uint16_t>(index + 1)};
+    detail::LazyDeadline* deadline;  // fixed before a callback runs: its time counts
+  } guest{host, static_cast<uint16_t>(index + 1), &deadline};
   const detail::Help runCallbacks{[](void* g) {
                                     auto* self = static_cast<Guest*>(g);
-                                    return self->host->serveGuest(self->origin);
+                                    return self->host->serveGuest(self->origin, self->deadline);
                                   },
                                   &guest};
   const detail::WaitResult waited = detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_,
-                                                          slow_->socket.get(), deadlineNs, detail::kAdaptiveSpins,
+                                                          slow_->socket.get(), deadline, detail::kAdaptiveSpins,
                                                           runCallbacks);
   // No longer a guest. Relaxed, then a seq_cst fence before the last look at the callbacks: the
   // server fences between ringing a callback and reading this word (ringReverse), so either it
@@ -238,7 +239,7 @@ Status LocalBinding::waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t dea
     }
   }
   host->leaveGuest();
-  if (waited == detail::WaitResult::kWouldSleep) return waitReturn(index, seq, deadlineNs, 0);
+  if (waited == detail::WaitResult::kWouldSleep) return waitReturn(index, seq, deadline.ns(), 0);
   return endWait(index, seq, waited);
 }
 

@@ -167,7 +167,7 @@ class LocalBinding {
                     uint32_t adaptiveSpins = detail::kAdaptiveSpins) noexcept;
   // waitReturn, for a call that said in its return block (guestSeq) that its thread runs the
   // callbacks it causes: runs them as they come, and clears guestSeq before it returns.
-  Status waitReturnAsGuest(uint32_t index, uint32_t seq, int64_t deadlineNs) noexcept;
+  Status waitReturnAsGuest(uint32_t index, uint32_t seq, detail::LazyDeadline& deadline) noexcept;
   // What a wait's outcome means for the call: kDeadlineExceeded (the A-stack abandoned), or
   // kPeerDied (the binding marked dead).
   Status endWait(uint32_t index, uint32_t seq, detail::WaitResult waited) noexcept;

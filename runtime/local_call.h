@@ -240,7 +240,9 @@ class LocalCall {
     // Relaxed: published with the call by the release in ring(); the number publish() gives it.
     ret_->guestSeq.store(lb_->slot(index_).seq + 1, std::memory_order_relaxed);
     const uint32_t seq = launch();
-    const int64_t deadline = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
+    // Read off the clock only if the wait needs it: before running a callback, or when it
+    // checks, as invoke()'s is read only after its inline spin.
+    detail::LazyDeadline deadline = detail::LazyDeadline::after(timeout_.count());
     if (Status s = lb_->waitReturnAsGuest(index_, seq, deadline); !s.isOk()) {
       keep_ = true;  // as in invoke()
       return s;

@@ -77,7 +77,7 @@ int sleepOn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32
 }  // namespace
 
 WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sleeping, uint32_t seq, TransferMode mode,
-                         int liveFd, int64_t deadlineNs, uint32_t adaptiveSpins, Help help) noexcept {
+                         int liveFd, LazyDeadline& deadline, uint32_t adaptiveSpins, Help help) noexcept {
   uint32_t spins = 0;
   for (;;) {
     // Acquire: pairs with the server's release in ring(); after it we may read the results.
@@ -85,7 +85,7 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
     if (seqIs(v, seq)) return WaitResult::kReady;
     if (help.fn != nullptr && help.fn(help.context)) {
       // What it served ran to its end; only then is the deadline looked at again.
-      if (deadlineNs != 0 && monotonicNs() >= deadlineNs) return WaitResult::kTimedOut;
+      if (deadline.passed()) return WaitResult::kTimedOut;
       spins = 0;
       continue;
     }
@@ -96,13 +96,13 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
       if (spins % kYieldEvery == 0) ::sched_yield();
       if (spins % kCheckEvery == 0) {
         if (peerGone(liveFd)) return WaitResult::kPeerDied;
-        if (deadlineNs != 0 && monotonicNs() >= deadlineNs) return WaitResult::kTimedOut;
+        if (deadline.passed()) return WaitResult::kTimedOut;
       }
       continue;
     }
     if (help.fn != nullptr) return WaitResult::kWouldSleep;
     int64_t slice = kSleepSliceNs;
-    if (deadlineNs != 0) {
+    if (const int64_t deadlineNs = deadline.ns(); deadlineNs != 0) {
       int64_t left = deadlineNs - monotonicNs();
       if (left <= 0) return WaitResult::kTimedOut;
       if (left < slice) slice = left;
@@ -111,7 +111,7 @@ WaitResult waitForReturn(std::atomic<uint32_t>& word, std::atomic<uint32_t>& sle
       // Acquire, as above: a return that landed as the slice ran out is still a return.
       if (seqIs(word.load(std::memory_order_acquire), seq)) return WaitResult::kReady;
       if (peerGone(liveFd)) return WaitResult::kPeerDied;
-      if (deadlineNs != 0 && monotonicNs() >= deadlineNs) return WaitResult::kTimedOut;
+      if (deadline.passed()) return WaitResult::kTimedOut;
     }
   }
 }
