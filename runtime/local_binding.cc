@@ -229,11 +229,18 @@ Status LocalBinding::waitReturnAsGuest(uint32_t index, uint32_t seq, detail::Laz
   const detail::WaitResult waited = detail::waitForReturn(ret->returnWord, ret->clientSleeping, seq, mode_,
                                                           slow_->socket.get(), deadline, detail::kAdaptiveSpins,
                                                           runCallbacks);
-  // No longer a guest. Relaxed, then a seq_cst fence before the last look at the callbacks: the
+  // No longer a guest (relaxed: published to the callback threads by the next doorbell's
+  // fence at the latest).
+  ret->guestSeq.store(0, std::memory_order_relaxed);
+  // After the return, the last look below sees every callback of this call with no fence: the
+  // server rang them before the return (the thread that ran the handler rings the return, or
+  // hands it to the answering thread through deferRace's acq_rel exchange), and our acquire of
+  // the return made those rings visible. A fence there would wait for this store's line, which
+  // the return has just moved to the server's core: a cross-core round trip on every call.
+  // Any other way out leaves while the server may still ring one: then a seq_cst fence, as the
   // server fences between ringing a callback and reading this word (ringReverse), so either it
   // sees us gone and wakes the callback thread, or we see its callback here.
-  ret->guestSeq.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (waited != detail::WaitResult::kReady) std::atomic_thread_fence(std::memory_order_seq_cst);
   if (waited != detail::WaitResult::kPeerDied) {
     while (runCallbacks.fn(runCallbacks.context)) {
     }
