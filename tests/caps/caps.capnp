@@ -115,6 +115,11 @@ interface Publisher {
   # The audience, returned: the client gets its own objects back inside a struct.
   subscribeAudience @13 (audience :Audience) -> (count :UInt32);
   # Keeps first and each of all, as subscribe does; how many are kept.
+  notifyLater @14 (listener :Listener, n :Int64) -> ();
+  # Starts listener.notify(n) and returns without waiting for it: a callback rung before the
+  # return, which the client's waiting thread may find only after it has seen the return.
+  collectLater @15 () -> (sum :Int64);
+  # Waits for the replies of every notifyLater since the last collect: their sum.
 }
 
 struct Audience {

@@ -550,6 +550,26 @@ class PublisherImpl final : public caps::Publisher::Server {
     if (!all.isOk()) return all;
     return wrapAdd(*first, *all);
   }
+  Status notifyLater(const caps::Listener::Client& listener, int64_t n) override {
+    Pending<Result<int64_t>> started = listener.async().notify(n);
+    MutexLock lock(mu_);
+    later_.push_back(std::move(started));
+    return {};
+  }
+  Result<int64_t> collectLater() override {
+    std::vector<Pending<Result<int64_t>>> later;
+    {
+      MutexLock lock(mu_);
+      later.swap(later_);
+    }
+    int64_t sum = 0;
+    for (auto& p : later) {
+      Result<int64_t> r = p.wait();
+      if (!r.isOk()) return r.status();
+      sum = wrapAdd(sum, *r);
+    }
+    return sum;
+  }
   Result<caps::Audience> echo(const caps::Audience& audience) override { return audience; }
   Result<uint32_t> subscribeAudience(const caps::Audience& audience) override {
     MutexLock lock(mu_);
@@ -562,6 +582,7 @@ class PublisherImpl final : public caps::Publisher::Server {
   std::shared_ptr<std::atomic<uint32_t>> live_ = std::make_shared<std::atomic<uint32_t>>(0);
   Mutex mu_;
   std::vector<caps::Listener::Client> kept_ LRPC_GUARDED_BY(mu_);
+  std::vector<Pending<Result<int64_t>>> later_ LRPC_GUARDED_BY(mu_);  // notifyLater's
 };
 
 
