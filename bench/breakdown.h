@@ -11,6 +11,9 @@
 //   Cost/capDispatch/Null the server side of Null on a capability, as the tunnel delivers it:
 //                         table lookup, inner dispatch over the frame where it lies, and the
 //                         tunnel's results (set beside Cost/dispatch/Null)
+//   Cost/capExport        a caller passing one of its own objects: the export table's add
+//                         (the object's ownership copied in) and the release its call's return
+//                         brings back, as a callback round trip pays them
 // <Call>/inproc (lrpc_paths.cc) is the whole generated client and server code of a call in one
 // thread (through the in-process channel, so a message buffer instead of an A-stack), and
 // <Call>/direct the handler's virtual call alone. The client stub's own copy-in and copy-out

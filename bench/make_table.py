@@ -63,7 +63,9 @@ COST_PIECES = [("astack", "take and return an A-stack (a LocalCall made and drop
                ("astackPool", "the same from the shared pool, for a thread whose cached one is in use"),
                ("result", "a Result<int32_t> built ok, checked and read"),
                ("capDispatch/Null", "the server side of Null on a capability: table lookup, inner frame, inner dispatch, "
-                "the tunnel's results (against dispatch/Null)")]
+                "the tunnel's results (against dispatch/Null)"),
+               ("capExport", "a caller passing one of its own objects: the export table's add, then the release "
+                "its return brings (a callback pays it once a call)")]
 
 # A struct against flat parameters (bench/struct_args.h): StructArgs/<path> and FlatArgs/<path>
 # pass the same values as one struct or as three parameters, StructArgs/<key> alternates them
