@@ -359,9 +359,7 @@ TEST(CapTable, ThreadsAddAndReleaseAtTheBound) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
         std::vector<uint32_t> mine;
-        // First, all at once: four threads ask for four each, so exactly the bound's worth
-        // succeed, whatever the order.
-        for (int i = 0; i < 4; ++i) {
+        auto tryAdd = [&] {
           made.fetch_add(1);
           auto id = table.add(counter(tally));
           if (id.isOk()) {
@@ -371,21 +369,14 @@ TEST(CapTable, ThreadsAddAndReleaseAtTheBound) {
           } else {
             unexpected.fetch_add(1);
           }
-        }
+        };
+        // First, all at once: four threads ask for four each, so exactly the bound's worth
+        // succeed, whatever the order.
+        for (int i = 0; i < 4; ++i) tryAdd();
         arrived.fetch_add(1);
         while (arrived.load() < kThreads) std::this_thread::yield();
         for (int i = 0; i < 5000; ++i) {
-          if (mine.size() < 4) {  // four threads would hold twice the bound
-            made.fetch_add(1);
-            auto id = table.add(counter(tally));
-            if (id.isOk()) {
-              mine.push_back(*id);
-            } else if (id.status().code() == Errc::kResourceExhausted) {
-              refused.fetch_add(1);
-            } else {
-              unexpected.fetch_add(1);
-            }
-          }
+          if (mine.size() < 4) tryAdd();  // four threads would hold twice the bound
           if (table.live() > kLimit) unexpected.fetch_add(1);
           if (!mine.empty() && (i % 5 == 0 || mine.size() == 4)) {
             if (!table.release(mine.back()).isOk()) unexpected.fetch_add(1);
