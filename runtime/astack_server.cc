@@ -195,8 +195,8 @@ Status Connection::dispatchWithCallbacks(ServerSlot* slot, uint32_t procedure, S
 }
 
 void Connection::runCall(ServerSlot* slot, uint32_t seq) {
-  AStackControl* ctl = slot->ctl;
-  const ProcedureLayout& pl = *slot->layout;
+  AStackControl* ctl = control(slot->index);
+  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
   uint64_t callKey = detail::loadOnce(ctl->key);
@@ -265,7 +265,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
 
 uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s,
                                  uint32_t resultTail, uint8_t resultFlags, uint32_t releasedId) {
-  const ProcedureLayout& pl = *slot->layout;
+  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
   auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
   // On every return, ok or not: the block keeps what the last call left in it.
   detail::storeOnce(ret->releasedId, releasedId);
@@ -317,8 +317,7 @@ bool claim(ServerSlot& slot, uint32_t seq) noexcept {
 }  // namespace
 
 void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
-  auto* ret = reinterpret_cast<ReturnControl*>(reinterpret_cast<std::byte*>(slot->ctl) + kControlBytes +
-                                                slot->layout->returnOff);
+  auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   // Release: the next server of this A-stack, maybe another thread, starts after our writes.
   slot->finished.store(seq, std::memory_order_release);
   detail::timeline(detail::Mark::kServerReturn, seq);
@@ -329,7 +328,7 @@ void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
 template <class Wanted>
 std::optional<uint32_t> Connection::waitingCall(const ServerSlot& slot, Wanted&& wanted) const noexcept {
   // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
-  const AStackControl* ctl = slot.ctl;
+  const AStackControl* ctl = control(slot.index);
   const uint32_t seq = ctl->callWord.load(std::memory_order_acquire);
   // Relaxed: a first look only; claim() decides.
   if (!newer(seq, slot.served.load(std::memory_order_relaxed))) return std::nullopt;
@@ -417,7 +416,7 @@ bool Connection::serveGuest(uint16_t origin, detail::LazyDeadline* arm) noexcept
 
 bool Connection::forGuest(ServerSlot* slot) const noexcept {
   if (guestSeats.base == nullptr) return false;
-  return guestSeats.taken(detail::loadOnce(slot->ctl->origin));
+  return guestSeats.taken(detail::loadOnce(control(slot->index)->origin));
 }
 
 void Connection::serve(ServerSlot* slot, uint32_t last) {
@@ -449,7 +448,7 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
   TransferMode waitMode = mode;
   for (;;) {
     ServerSlot* at = helper.slot;
-    AStackControl* ctl = at->ctl;
+    AStackControl* ctl = control(at->index);
     uint32_t seq = 0;
     const detail::WaitResult r = detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, waitMode, at->stop, &seq, help);
     waitMode = mode;

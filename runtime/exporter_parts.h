@@ -75,10 +75,6 @@ struct Liveness {
 struct ServerSlot {
   uint32_t index = 0;
   uint32_t procedure = 0;
-  // Where its A-stack lies in the mapped region, and its procedure's layout: set with the
-  // region, so that a call does not walk the layout's tables to find them.
-  AStackControl* ctl = nullptr;
-  const ProcedureLayout* layout = nullptr;
   std::atomic<bool> stop{false};
   // The last call taken on this A-stack, by its own thread or one helping (Connection::help):
   // whoever moves it to a call's sequence number runs that call, exactly once.
