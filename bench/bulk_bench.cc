@@ -24,6 +24,10 @@
 //                     with it. Writing, then reading on the other core, one after the other, is
 //                     why they reach about a third of memcpy where lrpc_sink, whose server copies
 //                     while the client is still writing, reaches about half
+//   xcore_copy_handoff xcore_handoff, but the bytes are copied from this process's own buffer
+//                     instead of written afresh: lrpc_sink_inplace's pattern with no framework
+//                     (its stub copies the caller's vector into the segment), three passes over
+//                     the bytes where memcpy and xcore_handoff make two
 //   udp_stream        the same with one 1472-byte datagram per send(): plain UDP, no offloads
 //   udp_gso_headers   udp_gso_stream, but each datagram is a 32-byte header from an array of
 //                     its own plus 1440 bytes of the message, gathered by the kernel (two
@@ -565,11 +569,13 @@ PairedRatio pairedWithMemcpy(const std::string& name, const std::function<bool()
   });
 }
 
-Curve handoffCurve(const Config& cfg, HandoffFloor& floor) {
-  Curve c{"xcore_handoff", {}, {}};
+// xcore_handoff, or with `from` (the caller's bytes, at least cfg.maxBytes) xcore_copy_handoff.
+Curve handoffCurve(const Config& cfg, HandoffFloor& floor, const std::byte* from = nullptr) {
+  Curve c{from == nullptr ? "xcore_handoff" : "xcore_copy_handoff", {}, {}};
   uint8_t n = 0;
   for (size_t size : sizes(cfg)) {
-    Point p = measure(size, 1.0, cfg.budgetMs, [&] { return floor.handOff(size, ++n); });
+    Point p = measure(size, 1.0, cfg.budgetMs,
+                      [&] { return from == nullptr ? floor.handOff(size, ++n) : floor.copyOver(from, size); });
     c.points.push_back(p);
     if (!p.ok) {
       c.note = "the reader did not answer at " + human(static_cast<double>(size));
@@ -633,9 +639,15 @@ std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* pair
       // then reading them on the server's CPU.
       if (Result<std::unique_ptr<HandoffFloor>> floor = HandoffFloor::start(cfg.maxBytes); floor.isOk()) {
         out.push_back(handoffCurve(cfg, **floor));
+        // The caller's bytes for xcore_copy_handoff, faulted in before anything is timed.
+        std::vector<std::byte> source(cfg.maxBytes, std::byte{0x5a});
+        out.push_back(handoffCurve(cfg, **floor, source.data()));
         auto handOff = [&] { return (*floor)->handOff(data.size(), ++n); };
         paired->push_back(pairedAtMiB("lrpc_sink_inplace", "xcore_handoff", [&] { return c.sinkInPlace(data).isOk(); },
                                       handOff));
+        paired->push_back(pairedAtMiB("lrpc_sink_inplace", "xcore_copy_handoff",
+                                      [&] { return c.sinkInPlace(data).isOk(); },
+                                      [&] { return (*floor)->copyOver(source.data(), data.size()); }));
         paired->push_back(pairedAtMiB("lrpc_sink_zerocopy", "xcore_handoff",
                                       [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }, handOff));
       } else {
@@ -872,6 +884,7 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
   for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_inplace", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"},
                   Ratio{"lrpc_sink_zerocopy", "memcpy"}, Ratio{"xcore_handoff", "memcpy"},
                   Ratio{"lrpc_sink_inplace", "xcore_handoff"}, Ratio{"lrpc_sink_zerocopy", "xcore_handoff"},
+                  Ratio{"xcore_copy_handoff", "memcpy"}, Ratio{"lrpc_sink_inplace", "xcore_copy_handoff"},
                   Ratio{"lrpc_echo", "memcpy"},
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
                   Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},

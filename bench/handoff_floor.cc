@@ -54,6 +54,17 @@ bool HandoffFloor::handOff(size_t size, uint8_t fill) {
   // memset of megabytes takes glibc's non-temporal path, which sends the lines to memory
   // instead of leaving them in a cache for the reader.
   for (size_t done = 0; done < size; done += kPiece) std::memset(bytes_ + done, fill, std::min(kPiece, size - done));
+  return ringAndWait(size);
+}
+
+bool HandoffFloor::copyOver(const std::byte* from, size_t size) {
+  if (size > maxBytes_) return false;
+  // In pieces, as LocalCall::copyTail copies a streamed tail, for the same reason as above.
+  for (size_t done = 0; done < size; done += kPiece) std::memcpy(bytes_ + done, from + done, std::min(kPiece, size - done));
+  return ringAndWait(size);
+}
+
+bool HandoffFloor::ringAndWait(size_t size) {
   block_->size = size;
   // Release (in ring): the reader must see the bytes and the size before the new seq.
   detail::ring(block_->seq, block_->sleeping, ++seq_);

@@ -4,8 +4,10 @@
 // writes a message into shared memory, rings, and a server process on the other CPU reads
 // every word of it where it lies, then answers. What writing the lines on one core and then
 // reading them on the other costs, one after the other, as a handler that starts only once
-// the last byte is ready must. A reference rather than a strict floor: lrpc's in-place calls
-// have measured above its bandwidth at 1 MiB, for a reason not yet found.
+// the last byte is ready must. copyOver is the same with the bytes copied from the writer's
+// own buffer, as lrpc_sink_inplace's stub copies its caller's vector: a third pass over them.
+// References rather than strict floors: lrpc's in-place calls have measured above both at
+// 1 MiB, for a reason not yet found.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +25,14 @@ class HandoffFloor {
   // Writes `size` bytes of `fill`, hands them over and waits until the reader has read them
   // all; false if it does not answer within seconds (it died).
   bool handOff(size_t size, uint8_t fill);
+  // The same, but the bytes are copied from `from` (this process's memory), as an in-place
+  // call's stub copies its caller's vector into the segment: three passes over the bytes
+  // (read here, write here, read there) where handOff makes two.
+  bool copyOver(const std::byte* from, size_t size);
 
  private:
   HandoffFloor(SharedMemory region, std::unique_ptr<ServerProcess> reader, size_t maxBytes) noexcept;
+  bool ringAndWait(size_t size);
   SharedMemory region_;
   std::unique_ptr<ServerProcess> reader_;
   HandoffBlock* block_;
