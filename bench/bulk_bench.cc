@@ -18,12 +18,12 @@
 //   lrpc_sink_zerocopy Curves.sinkInPlace through lrpc::SharedBuffer: no copy at all, the server
 //                     reads the bytes where the caller produced them (not streamed: an in-place
 //                     handler gets the whole span, so it starts once the last byte is ready)
-//   xcore_handoff     those two's pattern with no framework: this process writes the bytes into
-//                     shared memory, then a process on the other CPU reads every word where it
-//                     lies, then answers (bench/handoff_floor.h); the in-place rows are paired
-//                     with it. Writing, then reading on the other core, one after the other, is
-//                     why they reach about a third of memcpy where lrpc_sink, whose server copies
-//                     while the client is still writing, reaches about half
+//   xcore_handoff     lrpc_sink_zerocopy's pattern with no framework: this process writes the
+//                     bytes into shared memory, then a process on the other CPU reads every word
+//                     where it lies, then answers (bench/handoff_floor.h; rung before the write
+//                     from 256 KiB, as lrpc streams). Writing, then reading on the other core,
+//                     one after the other, is why the in-place modes trail lrpc_sink, whose
+//                     server copies while the client is still writing
 //   xcore_copy_handoff xcore_handoff, but the bytes are copied from this process's own buffer
 //                     instead of written afresh: lrpc_sink_inplace's pattern with no framework
 //                     (its stub copies the caller's vector into the segment), three passes over

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "runtime/local_call.h"
 #include "runtime/transfer.h"
 
 namespace lrpc::bench {
@@ -18,13 +19,14 @@ struct HandoffBlock {
   alignas(64) std::atomic<uint32_t> seq{0};  // the message to read (the writer's doorbell)
   std::atomic<uint32_t> sleeping{0};          // the reader sleeps on seq
   uint64_t size = 0;
+  std::atomic<uint32_t> ready{0};             // the last message whose bytes are all written
   alignas(64) std::atomic<uint32_t> done{0};  // the last message read
   uint64_t sum = 0;                           // what the reader read, so that it must read it
 };
 
 namespace {
 constexpr size_t kBytesOffset = 4096;  // the message starts on its own page
-constexpr size_t kPiece = 64 * 1024;   // LocalCall::kStreamChunk
+constexpr size_t kPiece = LocalCall::kStreamChunk;
 }  // namespace
 
 HandoffFloor::HandoffFloor(SharedMemory region, std::unique_ptr<ServerProcess> reader,
@@ -49,25 +51,35 @@ Result<std::unique_ptr<HandoffFloor>> HandoffFloor::start(size_t maxBytes) {
 }
 
 bool HandoffFloor::handOff(size_t size, uint8_t fill) {
-  if (size > maxBytes_) return false;
-  // Written in pieces, as lrpc_sink_zerocopy's producer writes (bulk_bench.cc, sharedSink): one
-  // memset of megabytes takes glibc's non-temporal path, which sends the lines to memory
-  // instead of leaving them in a cache for the reader.
-  for (size_t done = 0; done < size; done += kPiece) std::memset(bytes_ + done, fill, std::min(kPiece, size - done));
-  return ringAndWait(size);
+  return deliver(size, [this, fill](size_t at, size_t n) { std::memset(bytes_ + at, fill, n); });
 }
 
 bool HandoffFloor::copyOver(const std::byte* from, size_t size) {
-  if (size > maxBytes_) return false;
-  // In pieces, as LocalCall::copyTail copies a streamed tail, for the same reason as above.
-  for (size_t done = 0; done < size; done += kPiece) std::memcpy(bytes_ + done, from + done, std::min(kPiece, size - done));
-  return ringAndWait(size);
+  return deliver(size, [this, from](size_t at, size_t n) { std::memcpy(bytes_ + at, from + at, n); });
 }
 
-bool HandoffFloor::ringAndWait(size_t size) {
+template <class Write>
+bool HandoffFloor::deliver(size_t size, Write write) {
+  if (size > maxBytes_) return false;
   block_->size = size;
-  // Release (in ring): the reader must see the bytes and the size before the new seq.
-  detail::ring(block_->seq, block_->sleeping, ++seq_);
+  const uint32_t seq = seq_ + 1;
+  // As lrpc publishes a call whose tail it streams: rung when the writing starts, so that the
+  // reader spins through the write instead of sleeping, as lrpc's server does (it waits for
+  // the whole tail before an in-place handler runs). A smaller message is rung once written.
+  const bool early = size >= LocalCall::kStreamBytes;
+  // Release (in ring): the reader must see the size before the new seq.
+  if (early) detail::ring(block_->seq, block_->sleeping, ++seq_);
+  // Written in pieces, as lrpc's callers write (LocalCall::copyTail; bulk_bench.cc,
+  // sharedSink): one memset or memcpy of megabytes takes glibc's non-temporal path, which
+  // sends the lines to memory instead of leaving them in a cache for the reader.
+  for (size_t done = 0; done < size; done += kPiece) write(done, std::min(kPiece, size - done));
+  // Release: the reader reads the bytes once it sees them ready.
+  block_->ready.store(seq, std::memory_order_release);
+  if (!early) detail::ring(block_->seq, block_->sleeping, ++seq_);
+  return awaitRead();
+}
+
+bool HandoffFloor::awaitRead() {
   // This CPU is the benchmark's own: it spins without backing off, as lrpc's client does.
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (uint32_t spins = 1;; ++spins) {
@@ -97,6 +109,20 @@ int serveHandoffFloor(int readyFd, int argc, char** argv) {
       continue;
     }
     last = seq;
+    // Acquire: pairs with the writer's release of ready after the last byte. A writer that
+    // stops for seconds mid-copy has died: its message is never read.
+    if (block->ready.load(std::memory_order_acquire) != seq) {
+      const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      bool ready = true;
+      for (uint32_t spins = 1; block->ready.load(std::memory_order_acquire) != seq; ++spins) {
+        detail::cpuRelax();
+        if ((spins & 0xFFFF) == 0 && std::chrono::steady_clock::now() > giveUp) {
+          ready = false;
+          break;
+        }
+      }
+      if (!ready) continue;
+    }
     // The in-place handler's loop (bulk_bench.cc, sinkInPlace): every word, where it lies.
     const size_t words = std::min<uint64_t>(block->size, maxBytes) / sizeof(uint64_t);
     uint64_t acc = 0;

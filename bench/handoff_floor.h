@@ -2,12 +2,12 @@
 // The pattern of the same-host modes that hand bytes over without copying them
 // (lrpc_sink_inplace, lrpc_sink_zerocopy in lrpc_bulk_bench), with no framework: this process
 // writes a message into shared memory, rings, and a server process on the other CPU reads
-// every word of it where it lies, then answers. What writing the lines on one core and then
+// every word of it where it lies, then answers. A message that lrpc would stream is rung
+// before it is written, as lrpc publishes such a call, so that the reader spins through the
+// write instead of sleeping and paying a wake-up. What writing the lines on one core and then
 // reading them on the other costs, one after the other, as a handler that starts only once
 // the last byte is ready must. copyOver is the same with the bytes copied from the writer's
 // own buffer, as lrpc_sink_inplace's stub copies its caller's vector: a third pass over them.
-// References rather than strict floors: lrpc's in-place calls have measured above both at
-// 1 MiB, for a reason not yet found.
 
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +32,11 @@ class HandoffFloor {
 
  private:
   HandoffFloor(SharedMemory region, std::unique_ptr<ServerProcess> reader, size_t maxBytes) noexcept;
-  bool ringAndWait(size_t size);
+  // Writes a message with write(offset, n) piece by piece and hands it over.
+  template <class Write>
+  bool deliver(size_t size, Write write);
+  // Waits until the reader has read the message just rung; false if it does not answer.
+  bool awaitRead();
   SharedMemory region_;
   std::unique_ptr<ServerProcess> reader_;
   HandoffBlock* block_;
