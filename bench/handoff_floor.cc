@@ -27,6 +27,18 @@ struct HandoffBlock {
 namespace {
 constexpr size_t kBytesOffset = 4096;  // the message starts on its own page
 constexpr size_t kPiece = LocalCall::kStreamChunk;
+
+// Spins until `word` holds `seq`: false after 10 s, when the other side has died. Each side
+// has its CPU to itself here, so it spins without backing off, as lrpc's client does.
+bool spinUntil(const std::atomic<uint32_t>& word, uint32_t seq) {
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (uint32_t spins = 1;; ++spins) {
+    // Acquire: pairs with the other side's release of `word` after what it publishes.
+    if (word.load(std::memory_order_acquire) == seq) return true;
+    detail::cpuRelax();
+    if ((spins & 0xFFFF) == 0 && std::chrono::steady_clock::now() > giveUp) return false;
+  }
+}
 }  // namespace
 
 HandoffFloor::HandoffFloor(SharedMemory region, std::unique_ptr<ServerProcess> reader,
@@ -80,14 +92,8 @@ bool HandoffFloor::deliver(size_t size, Write write) {
 }
 
 bool HandoffFloor::awaitRead() {
-  // This CPU is the benchmark's own: it spins without backing off, as lrpc's client does.
-  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (uint32_t spins = 1;; ++spins) {
-    // Acquire: pairs with the reader's release of done after it read the bytes.
-    if (block_->done.load(std::memory_order_acquire) == seq_) return true;
-    detail::cpuRelax();
-    if ((spins & 0xFFFF) == 0 && std::chrono::steady_clock::now() > giveUp) return false;
-  }
+  // The reader releases done after it read the bytes.
+  return spinUntil(block_->done, seq_);
 }
 
 int serveHandoffFloor(int readyFd, int argc, char** argv) {
@@ -109,20 +115,9 @@ int serveHandoffFloor(int readyFd, int argc, char** argv) {
       continue;
     }
     last = seq;
-    // Acquire: pairs with the writer's release of ready after the last byte. A writer that
-    // stops for seconds mid-copy has died: its message is never read.
-    if (block->ready.load(std::memory_order_acquire) != seq) {
-      const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      bool ready = true;
-      for (uint32_t spins = 1; block->ready.load(std::memory_order_acquire) != seq; ++spins) {
-        detail::cpuRelax();
-        if ((spins & 0xFFFF) == 0 && std::chrono::steady_clock::now() > giveUp) {
-          ready = false;
-          break;
-        }
-      }
-      if (!ready) continue;
-    }
+    // The writer releases ready after the last byte. One that stops for seconds mid-write
+    // has died: its message is never read.
+    if (!spinUntil(block->ready, seq)) continue;
     // The in-place handler's loop (bulk_bench.cc, sinkInPlace): every word, where it lies.
     const size_t words = std::min<uint64_t>(block->size, maxBytes) / sizeof(uint64_t);
     uint64_t acc = 0;
