@@ -42,6 +42,18 @@ inline constexpr uint8_t kTailOutOfBand = 1;  // the tail is in the A-stack's ou
 // With kTailOutOfBand in argFlags: the call was published before its argument tail was all
 // written; AStackControl::argReady says how much of it is final (astack_format.md, "Streaming").
 inline constexpr uint8_t kTailStreaming = 2;
+// In argFlags only: the client reads the result tail through LocalCall::takeResultBytes alone
+// (its one variable-size result is Data), so the server may stream a large one. With
+// kTailOutOfBand in resultFlags, kTailStreaming then says the return was published before the
+// result tail was all written; ReturnControl::resultReady says how much of it is final.
+inline constexpr uint8_t kResultStreamable = 4;
+// A tail at least this long is streamed (arguments: always; results: where the client allows
+// it), kStreamChunk bytes at a time, so that the writer's and the reader's copies overlap.
+inline constexpr size_t kStreamBytes = 256 * 1024;
+inline constexpr size_t kStreamChunk = 64 * 1024;
+// A stream whose count makes no progress for this long ends its call with kBadFrame: a live
+// peer that stops writing must not hold the reader forever.
+inline constexpr int64_t kStreamStallNs = 1'000'000'000;
 
 // The first 64 bytes of the region, written once by the server before it sends the memfd.
 struct RegionHeader {
@@ -66,7 +78,7 @@ struct AStackControl {
   uint32_t procedure;                // PDL index; must match the A-stack's own procedure
   uint64_t key;                      // the binding's key, checked by the server on every call
   uint32_t argTail;                  // bytes of argument tail (inline or out of band)
-  uint8_t argFlags;                  // kTailOutOfBand, kTailStreaming
+  uint8_t argFlags;                  // kTailOutOfBand, kTailStreaming, kResultStreamable
   uint8_t reserved;
   // A callback binding's call only (runtime/callbacks.h): 1 + the index of the caller's
   // A-stack whose call this callback serves, so that the thread waiting for that call may run
@@ -89,7 +101,7 @@ struct ReturnControl {
   std::atomic<uint32_t> returnWord;  // server -> client doorbell: the sequence number of the call returned
   uint32_t resultTail;               // bytes of result tail; on error: bytes of detail text
   uint8_t status;                    // Errc of the call, written by the server
-  uint8_t resultFlags;               // kTailOutOfBand
+  uint8_t resultFlags;               // kTailOutOfBand, kTailStreaming
   uint8_t reserved[2];
   std::atomic<uint32_t> clientSleeping;  // 1 while the client sleeps (or is about to) on returnWord
   // Client -> server: the sequence number of a call the client gave up (cancelled, or past its
@@ -101,13 +113,14 @@ struct ReturnControl {
   // Server -> client: a callback of this client's (its id in the client's table) that the
   // handler dropped, released by the client as it reads the return; 0 for none.
   uint32_t releasedId;
-  uint8_t reserved2[4];
+  // Server -> client, a streamed result tail only: its first resultReady bytes are final.
+  std::atomic<uint32_t> resultReady;
 };
 static_assert(sizeof(ReturnControl) == kControlBytes);
 static_assert(offsetof(ReturnControl, resultTail) == 4 && offsetof(ReturnControl, status) == 8 &&
               offsetof(ReturnControl, resultFlags) == 9 && offsetof(ReturnControl, clientSleeping) == 12 &&
               offsetof(ReturnControl, cancelWord) == 16 && offsetof(ReturnControl, guestSeq) == 20 &&
-              offsetof(ReturnControl, releasedId) == 24);
+              offsetof(ReturnControl, releasedId) == 24 && offsetof(ReturnControl, resultReady) == 28);
 
 // Where one procedure's A-stacks and the parts of their frames lie. Frame offsets are
 // relative to the frame, which starts kControlBytes into the A-stack.

@@ -25,7 +25,8 @@ class AStackServerCall final : public ServerCall {
  public:
   AStackServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, std::byte* results,
                    Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame,
-                   const std::atomic<uint32_t>* argReady, const std::atomic<uint32_t>* cancelWord, uint32_t seq) noexcept
+                   const std::atomic<uint32_t>* argReady, const std::atomic<uint32_t>* cancelWord, uint32_t seq,
+                   bool resultStreamable = false) noexcept
       : ServerCall(args, tail, results),
         conn_(conn),
         slot_(slot),
@@ -33,7 +34,8 @@ class AStackServerCall final : public ServerCall {
         frame_(frame),
         argReady_(argReady),
         cancelWord_(cancelWord),
-        seq_(seq) {}
+        seq_(seq),
+        streamable_(resultStreamable) {}
 
   std::vector<uint8_t>* spareBytes() noexcept override { return &slot_->spareBytes; }
   std::vector<uint8_t> takeResultStorage() noexcept override { return std::move(slot_->spareResultBytes); }
@@ -100,6 +102,7 @@ class AStackServerCall final : public ServerCall {
       if (Status s = detail::sendMessage(conn_->sock.get(), &m, sizeof m, fresh->fd()); !s.isOk()) return s;
       slot_->resultSegment = std::move(fresh);
     }
+    segment_ = slot_->resultSegment;
     reserved_ = true;
     length_ = static_cast<uint32_t>(n);
     flags_ = kTailOutOfBand;
@@ -110,8 +113,22 @@ class AStackServerCall final : public ServerCall {
 
   uint32_t length() const noexcept { return length_; }
   uint8_t flags() const noexcept { return flags_; }
+  // The large result value kept to be streamed after the return is published, if any.
+  bool streams() const noexcept { return kept_ != nullptr; }
+  StreamedResult takeStreamed() noexcept {
+    const auto at = static_cast<uint32_t>(keptAt_ - segment_->data());
+    return StreamedResult{std::move(kept_), at, std::move(segment_)};
+  }
 
  private:
+  bool keepsResults(size_t n) const noexcept override {
+    return streamable_ && kept_ == nullptr && flags_ == kTailOutOfBand && n >= kStreamBytes;
+  }
+  void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept override {
+    keptAt_ = dst;
+    kept_ = std::move(kept);
+  }
+
   Connection* conn_;
   ServerSlot* slot_;
   const ProcedureLayout& pl_;
@@ -120,9 +137,13 @@ class AStackServerCall final : public ServerCall {
   const std::atomic<uint32_t>* cancelWord_;
   uint32_t seq_;                           // the call's sequence number
   uint32_t ready_ = 0;                      // argument tail bytes known final
+  bool streamable_;                         // the client allows a streamed result tail
   bool reserved_ = false;
   uint32_t length_ = 0;
   uint8_t flags_ = 0;
+  std::shared_ptr<SharedMemory> segment_;   // the out-of-band result tail's, once reserved
+  std::unique_ptr<KeptResult> kept_;        // a value to stream, and where it goes
+  std::byte* keptAt_ = nullptr;
 };
 
 // A call of an A-stack answered later (runtime/pending.h). The A-stack stays the call's until
@@ -203,6 +224,8 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   uint32_t procedure = detail::loadOnce(ctl->procedure);
   uint32_t argTail = detail::loadOnce(ctl->argTail);
   uint8_t argFlags = detail::loadOnce(ctl->argFlags);
+  const bool resultStreamable = (argFlags & kResultStreamable) != 0;
+  argFlags &= static_cast<uint8_t>(~kResultStreamable);
 
   Status s;
   std::shared_ptr<SharedMemory> argSegment;  // keeps a segment mapped while the handler reads it
@@ -237,7 +260,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     // between fields hold only what this server wrote there before (astack_format.md).
     AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
                           pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr, &ret->cancelWord,
-                          seq);
+                          seq, resultStreamable);
     const detail::CurrentCall current(call);
     // Relaxed: set by the clerk before the client passes its first callback, which it does in
     // a call's frame; a call that races it names no origin, and its callbacks go to the host.
@@ -249,6 +272,11 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     resultTail = call.length();
     resultFlags = call.flags();
     deferred = call.deferred();
+    if (call.streams() && s.isOk() && !deferred) [[unlikely]] {
+      slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      streamReturn(slot, frame, procedure, seq, resultTail, released, call.takeStreamed());
+      return;
+    }
   }
   slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (deferred) {
@@ -317,12 +345,48 @@ bool claim(ServerSlot& slot, uint32_t seq) noexcept {
 }  // namespace
 
 void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
-  auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   // Release: the next server of this A-stack, maybe another thread, starts after our writes.
   slot->finished.store(seq, std::memory_order_release);
+  ringReturn(slot, seq, written);
+}
+
+void Connection::ringReturn(ServerSlot* slot, uint32_t seq, uint32_t written) {
+  auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
   detail::timeline(detail::Mark::kServerReturn, seq);
   detail::ring(ret->returnWord, ret->clientSleeping, seq);
   detail::demoteAfterFirstLine(ret, written);
+}
+
+void Connection::streamReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, uint32_t seq, uint32_t tail,
+                              uint32_t released, StreamedResult r) {
+  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
+  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
+  const std::span<const std::byte> value = r.value->bytes();
+  // Relaxed: published with the return by the release in ring(). The tail before the value
+  // is final already (values are written in offset order).
+  ret->resultReady.store(r.at, std::memory_order_relaxed);
+  ringReturn(slot, seq, writeReturn(slot, frame, procedure, Status{}, tail, kTailOutOfBand | kTailStreaming, released));
+  std::byte* dst = r.segment->data() + r.at;
+  for (size_t done = 0; done < value.size();) {
+    const size_t c = std::min(value.size() - done, kStreamChunk);
+    std::memcpy(dst + done, value.data() + done, c);
+    done += c;
+    if (done == value.size()) break;  // the last count is the whole tail's, below
+    // Release: the client reads these bytes once it sees them counted.
+    ret->resultReady.store(static_cast<uint32_t>(r.at + done), std::memory_order_release);
+    // Relaxed, both: hints to stop early. A client that gave up reads none of it, and the
+    // binding's end stops it; either way the count below still says "done".
+    if (ret->cancelWord.load(std::memory_order_relaxed) == seq || slot->stop.load(std::memory_order_relaxed)) break;
+  }
+  std::vector<uint8_t> storage = r.value->takeStorage();
+  detail::keepLargerStorage(slot->spareResultBytes, storage);
+  r.value.reset();
+  // Release: the next server of this A-stack starts after our writes (as in publish()), and
+  // only once the client has all of the tail can it make the next call.
+  slot->finished.store(seq, std::memory_order_release);
+  // Release: the whole tail is final. After this store the A-stack is the client's again:
+  // nothing of it is touched below.
+  ret->resultReady.store(tail, std::memory_order_release);
 }
 
 template <class Wanted>

@@ -41,7 +41,7 @@
 // handshake's messages (transport/secure/README.md) and this contract. A change to any of them
 // moves it on, so a peer, a region or a generated file of another version is refused as such,
 // never half understood. Generated headers check it with #if.
-#define LRPC_VERSION 4
+#define LRPC_VERSION 5
 
 static_assert(std::endian::native == std::endian::little,
               "lrpc frames are little-endian and copied as host bytes; big-endian hosts are unsupported");
@@ -264,18 +264,20 @@ static_assert(sizeof(VarRef) == 8 && alignof(VarRef) == 4);
 // order, on a RemoteCall (remote_call.h, the message path) or a LocalCall (local_call.h, A-stacks):
 //   status()        why the call could not start (no A-stack, dead peer), else ok
 //   binding()       the binding the call goes through (capabilities in its frames name its tables)
+//   resultTailApart(value)  (before the arguments, only where the sole variable-size result is
+//                   Data) the result tail may arrive apart from the frame, straight into
+//                   `value`, the vector that will hold that result, or may still be arriving
+//                   when invoke() returns; see takeResultBytes
 //   args()          the fixed argument part, argsSize bytes, zeroed
 //   argTail(n)      reserve n contiguous tail bytes (at most once per call); their old
 //                   contents are unspecified: generated code writes every byte, gaps included
-//   resultTailApart(value)  (before invoke, only where the sole variable-size result is Data)
-//                   the result tail may arrive apart from the frame, straight into `value`,
-//                   the vector that will hold that result; see takeResultBytes
 //   invoke()        transfer control and wait for the result or an error
 //   results()       the fixed result part, resultsSize bytes (valid after an ok invoke)
 //   resultTail()    the result tail as the server wrote it (bounded, but unchecked content)
 //   takeResultBytes(tail, ref, out)  sets `out` to the Data value `ref` names in `tail`
 //                   (resultTail(), ref checked against it): a copy, or, where the tail arrived
-//                   apart in `out` itself, `out` cut to the value
+//                   apart in `out` itself, `out` cut to the value. An error where the value was
+//                   still arriving (LocalCall: a streamed result) and stopped: the call's error
 // plus copyTail(dst, src, n), which writes one value into the reserved tail.
 template <class C>
 concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const void* src,
@@ -289,7 +291,7 @@ concept Call = requires(C& call, const C& ccall, size_t n, std::byte* dst, const
   { call.invoke() } -> std::same_as<Status>;
   { ccall.results() } -> std::same_as<const std::byte*>;
   { ccall.resultTail() } -> std::same_as<std::span<const std::byte>>;
-  call.takeResultBytes(tail, ref, out);
+  { call.takeResultBytes(tail, ref, out) } -> std::same_as<Status>;
 };
 
 // The schema's `Capability`: a capability whose interface the schema does not name

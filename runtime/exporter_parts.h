@@ -26,6 +26,7 @@
 #include "runtime/capability.h"
 #include "runtime/exporter.h"
 #include "runtime/protocol.h"
+#include "runtime/server_call.h"
 #include "runtime/shm.h"
 #include "runtime/transfer.h"
 
@@ -47,9 +48,6 @@ inline constexpr int kAcceptBackoffMs = 50;
 // Out-of-band segments are rounded up to a power of two (at least this), so that a
 // growing stream of calls re-grows the segment a logarithmic number of times.
 inline constexpr uint64_t kMinSegmentBytes = 64 * 1024;
-// A streamed argument that makes no progress for this long ends its call with kBadFrame: a
-// live client that stops writing must not hold the server thread forever.
-inline constexpr int64_t kStreamStallNs = 1'000'000'000;
 
 bool uidAllowed(const ExporterOptions& opts, uid_t uid);
 uint64_t segmentSize(uint64_t n);
@@ -69,6 +67,15 @@ struct Export;
 struct Liveness {
   Mutex mu;
   bool alive LRPC_GUARDED_BY(mu) = true;
+};
+
+// A large result value a call's handler returned, to be copied into the out-of-band result
+// segment after the return is published (Connection::streamReturn): `at` is its offset in the
+// tail, and `segment` keeps the segment mapped until the copy is done.
+struct StreamedResult {
+  std::unique_ptr<KeptResult> value;
+  uint32_t at = 0;
+  std::shared_ptr<SharedMemory> segment;
 };
 
 // Server-side state of one A-stack of one binding: its server thread and its out-of-band segments.
@@ -193,6 +200,13 @@ struct Connection {
   void runCall(ServerSlot* slot, uint32_t seq);
   // Lets the client of `slot` see call `seq`'s return block, `written` bytes of which are new.
   void publish(ServerSlot* slot, uint32_t seq, uint32_t written);
+  // publish() without handing the A-stack to its next server (streamReturn does that later).
+  void ringReturn(ServerSlot* slot, uint32_t seq, uint32_t written);
+  // Publishes call `seq`'s ok return with its result tail (`tail` bytes) still being written,
+  // then copies the kept value into place a chunk at a time, counting each in resultReady, so
+  // that the client copies it out meanwhile (astack_format.md, "Streaming a large result").
+  void streamReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, uint32_t seq, uint32_t tail,
+                    uint32_t released, StreamedResult r);
   // Serves one call that has waited on another started A-stack than `*self`'s since the last
   // look (`seen`: per A-stack, the call seen waiting then): a thread whose own A-stack is idle
   // runs it instead of that A-stack's thread, which is then likely not running (more A-stacks

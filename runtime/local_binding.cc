@@ -83,6 +83,7 @@ struct LocalBinding::Slow {
   struct Abandoned {
     uint32_t index;
     uint32_t seq;
+    uint32_t streamEnd;  // 0, or the streamed result tail's length (abandon)
   };
   Mutex abandonedMu;
   std::vector<Abandoned> abandoned LRPC_GUARDED_BY(abandonedMu);
@@ -156,6 +157,8 @@ void LocalBinding::reclaimAbandoned() noexcept {
       ReturnControl* ret = returnControl(a.index);
       // Acquire: once the server returned the abandoned call, it no longer touches the A-stack.
       if (!detail::seqIs(ret->returnWord.load(std::memory_order_acquire), a.seq)) return false;
+      // Acquire: once the server counts its streamed tail whole, it no longer writes it.
+      if (a.streamEnd != 0 && ret->resultReady.load(std::memory_order_acquire) < a.streamEnd) return false;
       // Read before the A-stack goes back to the pool (the next call's return rewrites it). A
       // reclaim with more releases than it has room for leaves the rest for the next one.
       if (const uint32_t id = detail::loadOnce(ret->releasedId); id != 0) {
@@ -174,12 +177,12 @@ void LocalBinding::reclaimAbandoned() noexcept {
   for (size_t i = 0; i < count; ++i) releaseCallback(released[i]);
 }
 
-void LocalBinding::abandon(uint32_t index, uint32_t seq) noexcept {
+void LocalBinding::abandon(uint32_t index, uint32_t seq, uint32_t streamEnd) noexcept {
   // Relaxed: a hint the handler may read at any time; nothing is read because of it. Sequence
   // number 0 (after a wrap) is never marked: 0 means none.
   returnControl(index)->cancelWord.store(seq, std::memory_order_relaxed);
   MutexLock lock(slow_->abandonedMu);
-  slow_->abandoned.push_back({index, seq});
+  slow_->abandoned.push_back({index, seq, streamEnd});
   slow_->anyAbandoned.store(true, std::memory_order_release);
 }
 

@@ -185,8 +185,16 @@ class LocalBinding {
   // kPeerDied when the server is gone (checked on every wait, and every so many `looks`).
   Result<bool> pollReturn(uint32_t index, uint32_t seq, int64_t untilNs, int64_t deadlineNs, uint32_t looks) noexcept;
   // The call on `index` gave up (deadline): keep the A-stack out of the pool until the server
-  // has returned `seq` on it, so that the late reply never meets the next call.
-  void abandon(uint32_t index, uint32_t seq) noexcept;
+  // has returned `seq` on it, so that the late reply never meets the next call; with
+  // `streamEnd`, also until its streamed result tail counts that many bytes final.
+  void abandon(uint32_t index, uint32_t seq, uint32_t streamEnd = 0) noexcept;
+  // Copies Data value `ref` out of call `seq`'s streamed result tail (`tail`, on A-stack
+  // `index`) into `out`, a chunk at a time as the server counts it final (ReturnControl::
+  // resultReady). kPeerDied when the server goes away, kDeadlineExceeded at `deadlineNs` (0:
+  // none), kBadFrame when the count stops moving for kStreamStallNs; then the A-stack stays
+  // out of the pool until the server has finished the tail.
+  Status copyStreamedResult(uint32_t index, uint32_t seq, std::span<const std::byte> tail, VarRef ref,
+                            std::vector<uint8_t>& out, int64_t deadlineNs) noexcept;
   // Out-of-band argument tail of n bytes for the call on `index`.
   Result<std::span<std::byte>> argOutOfBand(uint32_t index, size_t n) noexcept;
   // The out-of-band result tail of n bytes the server wrote for the call on `index`.

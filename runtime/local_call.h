@@ -24,8 +24,8 @@ class LocalCall {
   // An out-of-band argument tail at least this long is streamed: the call is published when the
   // stub starts copying it, and the server copies each chunk out while the client writes the
   // next, so the two copies of a large argument overlap instead of running one after the other.
-  static constexpr size_t kStreamBytes = 256 * 1024;
-  static constexpr size_t kStreamChunk = 64 * 1024;
+  static constexpr size_t kStreamBytes = lrpc::kStreamBytes;
+  static constexpr size_t kStreamChunk = lrpc::kStreamChunk;
 
   LocalCall(const Binding& binding, uint32_t procedure, const CallOptions& options,
             detail::Reclaim reclaim = {}) noexcept
@@ -172,9 +172,9 @@ class LocalCall {
     if (!ready) [[unlikely]] {
       // The deadline is read off the clock only here, kInlineSpins pauses after the call was
       // published: a clock read on every call would cost a fast call a tenth of its time.
-      int64_t deadline = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
+      deadline_ = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
       const uint32_t spins = streaming_ ? detail::streamedSpins(argTail_) : detail::kAdaptiveSpins;
-      if (Status s = lb_->waitReturn(index_, seq, deadline, spins); !s.isOk()) {
+      if (Status s = lb_->waitReturn(index_, seq, deadline_, spins); !s.isOk()) {
         // The server may still be running the call: the A-stack stays out of the pool
         // (abandoned until the late return, or dead with the binding).
         keep_ = true;
@@ -182,6 +182,7 @@ class LocalCall {
       }
     }
     detail::timeline(detail::Mark::kClientReturn, seq);
+    seq_ = seq;
     return readReturn();
   }
 
@@ -227,10 +228,23 @@ class LocalCall {
   const std::byte* results() const noexcept { return results_; }
   std::span<const std::byte> resultTail() const noexcept { return resultTail_; }
   // The tail lies in the A-stack or its out-of-band segment, which the server may still write:
-  // it is never apart, and a value is always copied out.
-  void resultTailApart(std::vector<uint8_t>&) noexcept {}
-  void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
-    detail::copyBytes(tail, ref, out);
+  // it is never apart, and a value is always copied out. But since takeResultBytes is then the
+  // only reader of the tail, a large one may be streamed (astack_format.md, "Streaming a large
+  // result"): the server publishes the return before it has written all of it.
+  void resultTailApart(std::vector<uint8_t>&) noexcept {
+    if (inner_ == nullptr) resultStreamable_ = true;
+  }
+  Status takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+    if (!resultStreamed_) [[likely]] {
+      detail::copyBytes(tail, ref, out);
+      return {};
+    }
+    const int64_t deadline = deadline_ != 0 || timeout_.count() <= 0 ? deadline_ : detail::monotonicNs() + timeout_.count();
+    Status s = lb_->copyStreamedResult(index_, seq_, tail, ref, out, deadline);
+    // The server may still be writing the tail: the A-stack comes back once it has finished
+    // (LocalBinding::copyStreamedResult gave it up to that), or never if the server died.
+    if (!s.isOk()) keep_ = true;
+    return s;
   }
 
  private:
@@ -240,6 +254,7 @@ class LocalCall {
     // Relaxed: published with the call by the release in ring(); the number publish() gives it.
     ret_->guestSeq.store(lb_->slot(index_).seq + 1, std::memory_order_relaxed);
     const uint32_t seq = launch();
+    seq_ = seq;
     // Read off the clock only if the wait needs it: before running a callback, or when it
     // checks, as invoke()'s is read only after its inline spin.
     detail::LazyDeadline deadline = detail::LazyDeadline::after(timeout_.count());
@@ -262,7 +277,11 @@ class LocalCall {
       lb_->releaseCallback(released);
     }
     if (code != 0) [[unlikely]] return lb_->callError(index_, code, tail);
-    if (detail::loadOnce(ret_->resultFlags) & kTailOutOfBand) [[unlikely]] {
+    if (const uint8_t flags = detail::loadOnce(ret_->resultFlags); flags & kTailOutOfBand) [[unlikely]] {
+      if (flags & kTailStreaming) {
+        if (!resultStreamable_) return Status(Errc::kBadFrame, "a streamed result tail this call cannot take");
+        resultStreamed_ = true;
+      }
       Result<std::span<const std::byte>> r = lb_->resultOutOfBand(index_, tail);
       if (!r.isOk()) return r.status();
       resultTail_ = *r;
@@ -300,7 +319,7 @@ class LocalCall {
     ctl_->key = lb_->key();
     ctl_->procedure = procedure_;
     ctl_->argTail = argTail_;
-    ctl_->argFlags = flags;
+    ctl_->argFlags = resultStreamable_ ? flags | kResultStreamable : flags;
     uint32_t seq = ++lb_->slot(index_).seq;
     if (lb_->reverse()) [[unlikely]] {
       lb_->ringReverse(ctl_, seq);
@@ -338,10 +357,12 @@ class LocalCall {
   bool keep_ = false;
   bool streaming_ = false;
   bool invoked_ = false;
+  bool resultStreamable_ = false;  // resultTailApart: the server may stream the result tail
+  bool resultStreamed_ = false;    // and it does: takeResultBytes waits for each part
   uint32_t streamSeq_ = 0;
-  uint32_t seq_ = 0;         // start(): the call's sequence number
+  uint32_t seq_ = 0;         // the call's sequence number, once published
   uint32_t looks_ = 0;       // await()s that found no return yet
-  int64_t deadline_ = 0;     // Async: monotonic ns, 0 for none
+  int64_t deadline_ = 0;     // monotonic ns, 0 for none (or not read off the clock yet)
   const std::byte* tailBase_ = nullptr;
   Duration timeout_;
   std::span<const std::byte> resultTail_;

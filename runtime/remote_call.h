@@ -322,14 +322,15 @@ class RemoteCall {
   }
   // A tail that arrived apart arrived in the value's own vector: it is cut to the value, no
   // copy (`ref` was checked against it; shrinking never reallocates). Anything else is copied.
-  void takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
+  Status takeResultBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
     if (apart_ && &out == tailApart_) {
       out.erase(out.begin(), out.begin() + ref.offset);
       out.resize(ref.length);
       apart_ = false;
-      return;
+      return {};
     }
     detail::copyBytes(tail, ref, out);
+    return {};
   }
 
  private:

@@ -73,13 +73,15 @@ class ServerCall {
   // Writes one result value (a std::string or std::vector from the handler's results) to
   // `dst` in the reserved tail. On a path that sends the reply from memory it keeps (the
   // network), the first value of at least kKeepBytes is instead moved out of the results and
-  // kept: its bytes then leave from the handler's own storage, not from a copy. Either way
-  // the reply carries the same bytes; a moved-from value is left empty.
+  // kept: its bytes then leave from the handler's own storage, not from a copy. The same-host
+  // path keeps one of kStreamBytes or more where the client allows it, and copies it into place
+  // after it has published the return, while the client copies it out. Either way the reply
+  // carries the same bytes; a moved-from value is left empty.
   static constexpr size_t kKeepBytes = RemoteCall::kBorrowBytes;
   template <class C>
   void moveResultTail(std::byte* dst, C& value) noexcept {
     const size_t n = value.size() * sizeof(typename C::value_type);
-    if (n >= kKeepBytes && keepsResults()) {
+    if (n >= kKeepBytes && keepsResults(n)) {
       std::unique_ptr<KeptResult> kept(new (std::nothrow) detail::KeptValue<C>(std::move(value)));
       if (kept) {
         keepResult(dst, std::move(kept));
@@ -134,9 +136,12 @@ class ServerCall {
       : args_(args), argTail_(argTail), results_(results) {}
   ~ServerCall() = default;
 
-  // Whether this path takes the next large result value over (moveResultTail); if so,
-  // keepResult gets it with where its bytes belong in the reserved tail.
-  virtual bool keepsResults() const noexcept { return false; }
+  // Whether this path takes the next large result value, of n bytes, over (moveResultTail); if
+  // so, keepResult gets it with where its bytes belong in the reserved tail.
+  virtual bool keepsResults(size_t n) const noexcept {
+    (void)n;
+    return false;
+  }
   virtual void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept {
     (void)dst;
     (void)kept;

@@ -251,11 +251,13 @@ void emitClientVia(const InterfaceDecl& d, const Method& m, std::string& out) {
   const std::string body = [&] {
     std::string b = "  if (!call_.status().isOk()) return call_.status();\n";
     if (usesCaps(m)) b += "  ::lrpc::detail::ClientCaps caps_(call_.binding());  // the capabilities this call passes\n";
-    b += "  if (::lrpc::Status s_ = " + m.name + "In_(call_" + caps + argNames(m) + "); !s_.isOk()) return s_;\n";
     if (const Field* apart = apartResult(m)) {
-      b += "  // The tail is that one Data value: it may arrive apart, straight into the value.\n";
+      // Before the arguments: a same-host call with a large argument is published while they
+      // are written, and the server must know by then that it may stream the result.
+      b += "  // The tail is that one Data value: it may arrive apart, straight into the value, or streamed.\n";
       b += "  call_.resultTailApart(" + std::string(m.results.size() == 1 ? "out_" : "out_." + apart->name) + ");\n";
     }
+    b += "  if (::lrpc::Status s_ = " + m.name + "In_(call_" + caps + argNames(m) + "); !s_.isOk()) return s_;\n";
     b += "  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;\n";
     return b;
   }();

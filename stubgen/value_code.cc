@@ -189,7 +189,7 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
     // Only the client's results get here (a server's Data arguments returned above): the
     // Call copies the value out (assign: one pass, where resize and memcpy zero the bytes
     // first), or hands over a tail that arrived apart (RemoteCall::resultTailApart).
-    out += I + "call_.takeResultBytes(tail_, " + ref + ", " + target + ");\n";
+    out += I + "if (::lrpc::Status s_ = call_.takeResultBytes(tail_, " + ref + ", " + target + "); !s_.isOk()) return s_;\n";
   } else if (listOfVar) {
     out += I + "{\n";
     out += I + "  const size_t n_ = " + ref + ".length / sizeof(::lrpc::VarRef);\n";

@@ -69,7 +69,7 @@ class UdpServer::Call final : public ServerCall {
   // The storage of a large result the client has received whole (UdpServer's ResultShelf).
   std::vector<uint8_t> takeResultStorage() noexcept override { return server_.resultShelf_.take(); }
   void keepResultStorage(std::vector<uint8_t>& value) noexcept override { server_.resultShelf_.put(value); }
-  bool keepsResults() const noexcept override { return kept_ == nullptr; }
+  bool keepsResults(size_t) const noexcept override { return kept_ == nullptr; }
   void keepResult(std::byte* dst, std::unique_ptr<KeptResult> kept) noexcept override {
     keptAt_ = static_cast<size_t>(dst - reply_.data());
     kept_ = std::move(kept);

@@ -16,8 +16,8 @@
 
 #include "runtime/contract.h"
 
-#if LRPC_VERSION != 4
-#error "coded.lrpc.h was generated for lrpc version 4: regenerate it with this tree's capnpc-lrpc"
+#if LRPC_VERSION != 5
+#error "coded.lrpc.h was generated for lrpc version 5: regenerate it with this tree's capnpc-lrpc"
 #endif
 
 // Structs that travel by reference (runtime/codec.h): variable-size fields, a named and an

@@ -16,8 +16,8 @@
 
 #include "runtime/contract.h"
 
-#if LRPC_VERSION != 4
-#error "defaults.lrpc.h was generated for lrpc version 4: regenerate it with this tree's capnpc-lrpc"
+#if LRPC_VERSION != 5
+#error "defaults.lrpc.h was generated for lrpc version 5: regenerate it with this tree's capnpc-lrpc"
 #endif
 
 // Void and default values: Void carries nothing; struct field defaults are member

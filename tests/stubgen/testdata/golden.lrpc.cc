@@ -608,7 +608,7 @@ template <::lrpc::Call C>
   if (!::lrpc::detail::varRefOk(frame_.blob, tail_.size(), 1)) {
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.dump: result blob lies outside the tail, is misaligned or is over its size limit");
   }
-  call_.takeResultBytes(tail_, frame_.blob, out_.blob);
+  if (::lrpc::Status s_ = call_.takeResultBytes(tail_, frame_.blob, out_.blob); !s_.isOk()) return s_;
   return ::lrpc::Status::ok();
 }
 
@@ -622,9 +622,9 @@ template <::lrpc::Call C>
 template <::lrpc::Call C>
 ::lrpc::Status Sensor::Client::dumpTo_(C& call_, uint32_t from, ::golden::v1::Sensor::DumpResults& out_) {
   if (!call_.status().isOk()) return call_.status();
-  if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
-  // The tail is that one Data value: it may arrive apart, straight into the value.
+  // The tail is that one Data value: it may arrive apart, straight into the value, or streamed.
   call_.resultTailApart(out_.blob);
+  if (::lrpc::Status s_ = dumpIn_(call_, from); !s_.isOk()) return s_;
   if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
   return dumpRead_(call_, out_);
 }

@@ -17,8 +17,8 @@
 #include "runtime/contract.h"
 #include "golden_base.lrpc.h"
 
-#if LRPC_VERSION != 4
-#error "golden.lrpc.h was generated for lrpc version 4: regenerate it with this tree's capnpc-lrpc"
+#if LRPC_VERSION != 5
+#error "golden.lrpc.h was generated for lrpc version 5: regenerate it with this tree's capnpc-lrpc"
 #endif
 
 namespace golden::v1 {

@@ -16,8 +16,8 @@
 
 #include "runtime/contract.h"
 
-#if LRPC_VERSION != 4
-#error "golden_base.lrpc.h was generated for lrpc version 4: regenerate it with this tree's capnpc-lrpc"
+#if LRPC_VERSION != 5
+#error "golden_base.lrpc.h was generated for lrpc version 5: regenerate it with this tree's capnpc-lrpc"
 #endif
 
 enum class Unit : uint16_t {

@@ -16,8 +16,8 @@
 
 #include "runtime/contract.h"
 
-#if LRPC_VERSION != 4
-#error "nested_iface.lrpc.h was generated for lrpc version 4: regenerate it with this tree's capnpc-lrpc"
+#if LRPC_VERSION != 5
+#error "nested_iface.lrpc.h was generated for lrpc version 5: regenerate it with this tree's capnpc-lrpc"
 #endif
 
 // Interfaces declared inside an interface, at two depths, using the enclosing interface's
