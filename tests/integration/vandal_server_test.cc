@@ -117,5 +117,70 @@ TEST(VandalServerTest, RewritingEveryReturnFieldNeverBreaksTheClient) {
   EXPECT_EQ(::kill(server.pid(), 0), 0) << "the server died of its client's vandal";
 }
 
+// The same for large results, which the server streams: the vandal rewrites the echo A-stacks'
+// stream count (ReturnControl::resultReady: backwards, past the tail, stuck), their tail length
+// and flags while results of 256-600 KB are copied out. Each call ends with a value or an
+// error before its deadline is long past, and reads nothing outside the segment.
+TEST(VandalServerTest, RewritingAStreamedResultNeverBreaksTheClient) {
+  TempDir dir;
+  TestServer server(dir.path(), "svc");
+  ASSERT_TRUE(server.ok());
+  ImportOptions o;
+  o.dir = dir.path();
+  o.mode = TransferMode::kSpin;
+  o.astackWait = std::chrono::milliseconds(50);
+  Result<TestService::Client> plain = lrpc::import<TestService>("svc", o);
+  ASSERT_TRUE(plain.isOk()) << plain.status().toString();
+  TestService::Client c = plain->withOptions(CallOptions{std::chrono::milliseconds(50)});
+  LocalBinding* lb = c.binding()->local;
+  ASSERT_NE(lb, nullptr);
+  const ProcedureLayout& pl = lb->procedure(TestService::kEcho).layout;
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(c.echo(std::vector<uint8_t>(kStreamBytes + i, 7)).isOk());
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> writes{0};
+  std::thread vandal([&] {
+    std::mt19937 rng(777);
+    while (!stop.load(std::memory_order_relaxed)) {
+      writes.fetch_add(1, std::memory_order_relaxed);
+      ReturnControl* ret = lb->returnControl(pl.firstAStack + rng() % pl.count);
+      switch (rng() % 5) {
+        case 0: ret->resultReady.store(static_cast<uint32_t>(rng()), std::memory_order_relaxed); break;
+        case 1: ret->resultReady.store(static_cast<uint32_t>(rng() % (1 << 20)), std::memory_order_relaxed); break;
+        case 2: detail::storeOnce(ret->resultTail, static_cast<uint32_t>(rng() % (2 << 20))); break;
+        case 3: detail::storeOnce(ret->resultFlags, static_cast<uint8_t>(rng() % 8)); break;
+        default: ret->returnWord.store(static_cast<uint32_t>(rng()), std::memory_order_relaxed); break;
+      }
+      if (rng() % 64 == 0) std::this_thread::yield();
+    }
+  });
+
+  std::atomic<int> ok{0}, failed{0};
+  while (writes.load() == 0) std::this_thread::yield();
+  auto caller = [&](unsigned seed) {
+    std::mt19937 rng(seed);
+    for (int i = 0; i < 150; ++i) {
+      const size_t n = kStreamBytes + rng() % 350'000;
+      const auto start = std::chrono::steady_clock::now();
+      Result<std::vector<uint8_t>> r = c.echo(std::vector<uint8_t>(n, 3));
+      // The deadline, plus a stall of the stream (kStreamStallNs) at most, plus slack.
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+      if (r.isOk()) {
+        EXPECT_LE(r->size(), size_t{2} << 20);  // never more than the vandal's largest tail
+        ok.fetch_add(1);
+      } else {
+        failed.fetch_add(1);
+      }
+    }
+  };
+  std::thread a(caller, 1), b(caller, 2);
+  a.join();
+  b.join();
+  stop.store(true);
+  vandal.join();
+  EXPECT_GT(failed.load(), 0) << "the vandal never got through: the test tested nothing";
+  EXPECT_EQ(::kill(server.pid(), 0), 0) << "the server died of its client's vandal";
+}
+
 }  // namespace
 }  // namespace lrpc::testing
