@@ -41,7 +41,8 @@
 //
 // Each cell is bytes moved / wall time over enough calls to fill a time budget. The ratios at
 // 1 MiB are also measured paired, in alternating rounds (pairedAtMiB): the same-host calls
-// with memcpy, net_sink and net_source with udp_gso_stream and udp_gso_headers. Each curve
+// with memcpy, net_sink and net_source with udp_gso_stream and udp_gso_headers; lrpc_echo with
+// memcpy also at 4, 16 and 64 MiB. Each curve
 // gets r_max and n1/2 from a least-squares fit of t(n) = t0 + n / r_max over its sizes
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
@@ -520,17 +521,19 @@ Curve runSharedCurve(const Config& cfg, Curves::Client& client, uint32_t procedu
 struct PairedRatio {
   std::string name;
   std::string floor;
+  size_t bytes = size_t{1} << 20;  // what one call moves each way
   double median = 0, lo = 0, hi = 0;
   bool ok = false;
   std::string failure = "a call failed";  // when !ok
 };
 
-// `call` and `floor` each move 1 MiB; 21 rounds alternate 8 of one with 8 of the other (each
-// burst after one untimed warm-up: an adaptive server may be asleep after the other's burst),
-// and the median of the rounds' bandwidth ratios is the result. Both sides see the host as it
-// is in that round, which a ratio of two curves measured minutes apart does not.
+// `call` and `floor` each move the same bytes (1 MiB, unless `bytes` says otherwise); 21 rounds
+// alternate 8 of one with 8 of the other (each burst after one untimed warm-up: an adaptive
+// server may be asleep after the other's burst), and the median of the rounds' bandwidth
+// ratios is the result. Both sides see the host as it is in that round, which a ratio of two
+// curves measured minutes apart does not.
 PairedRatio pairedAtMiB(const std::string& name, const std::string& floorName, const std::function<bool()>& call,
-                        const std::function<bool()>& floor) {
+                        const std::function<bool()>& floor, size_t bytes = size_t{1} << 20) {
   constexpr int kRounds = 21, kBurst = 8;
   auto burst = [&](const std::function<bool()>& one) -> double {
     if (!one()) return -1;
@@ -540,7 +543,7 @@ PairedRatio pairedAtMiB(const std::string& name, const std::string& floorName, c
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  PairedRatio r{name, floorName};
+  PairedRatio r{name, floorName, bytes};
   std::vector<double> ratios;
   for (int round = 0; round < kRounds; ++round) {
     bool floorFirst = round % 2 == 0;
@@ -567,6 +570,25 @@ PairedRatio pairedWithMemcpy(const std::string& name, const std::function<bool()
     from[kMiB / 2] = to[kMiB / 3];  // a data dependency, so the copy cannot be dropped
     return true;
   });
+}
+
+// lrpc_echo of `bytes`, paired with memcpy of `bytes` twice (an echo moves them there and back,
+// and the curves count both directions): the copying mode's goal is at sizes where one
+// memcpy leaves the caches, which the 1 MiB pairs do not show.
+PairedRatio pairedEchoWithMemcpy(Curves::Client& c, size_t bytes) {
+  std::vector<uint8_t> in(bytes, 0x5a), result;
+  std::vector<char> from(bytes, 1), to(bytes, 2);
+  return pairedAtMiB(
+      "lrpc_echo", "memcpy",
+      [&] { return c.echo(in, lrpc::into(result)).isOk() && result.size() == bytes; },
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          std::memcpy(to.data(), from.data(), bytes);
+          from[bytes / 2] = to[bytes / 3];  // a data dependency, so the copy cannot be dropped
+        }
+        return true;
+      },
+      bytes);
 }
 
 // xcore_handoff, or with `from` (the caller's bytes, at least cfg.maxBytes) xcore_copy_handoff.
@@ -635,6 +657,9 @@ std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* pair
       paired->push_back(pairedWithMemcpy("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
       paired->push_back(pairedWithMemcpy("lrpc_sink_zerocopy",
                                     [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }));
+      for (size_t bytes = size_t{1} << 20; bytes <= cfg.maxBytes; bytes *= 4) {
+        paired->push_back(pairedEchoWithMemcpy(c, bytes));
+      }
       // The in-place modes against their pattern with no framework: writing the lines here,
       // then reading them on the server's CPU.
       if (Result<std::unique_ptr<HandoffFloor>> floor = HandoffFloor::start(cfg.maxBytes); floor.isOk()) {
@@ -896,11 +921,13 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
   }
   for (const PairedRatio& r : paired) {
     if (!r.ok) {
-      std::printf("1 MiB, paired: %s / %s: %s\n", r.name.c_str(), r.floor.c_str(), r.failure.c_str());
+      std::printf("%s, paired: %s / %s: %s\n", human(static_cast<double>(r.bytes)).c_str(), r.name.c_str(),
+                  r.floor.c_str(), r.failure.c_str());
       continue;
     }
-    std::printf("1 MiB, paired: %s / %s = %.0f%% [%.0f-%.0f%%] (median of 21 alternating rounds of 8 calls and 8 of the other)\n",
-                r.name.c_str(), r.floor.c_str(), 100 * r.median, 100 * r.lo, 100 * r.hi);
+    std::printf("%s, paired: %s / %s = %.0f%% [%.0f-%.0f%%] (median of 21 alternating rounds of 8 calls and 8 of the other)\n",
+                human(static_cast<double>(r.bytes)).c_str(), r.name.c_str(), r.floor.c_str(), 100 * r.median,
+                100 * r.lo, 100 * r.hi);
   }
 }
 
