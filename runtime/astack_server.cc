@@ -327,11 +327,16 @@ bool newer(uint32_t seq, uint32_t than) noexcept { return static_cast<int32_t>(s
 
 // Takes call `seq` of `slot` for the calling thread: true for exactly one of the threads that
 // try. Never moves backwards: a thread may have read the doorbell before another took that
-// call and the client rang the next.
+// call and the client rang the next. Not while the call before is still being served: only a
+// client that rang again before its return does that, and the two calls would share the slot's
+// buffers. Its call waits for the next thread that looks at the doorbell once the first call
+// has finished: the one that finished it, a helper, or at worst the client's next ring.
 bool claim(ServerSlot& slot, uint32_t seq) noexcept {
   // Acquire: a call's previous server finished with the slot before it moved `served` on.
   uint32_t cur = slot.served.load(std::memory_order_acquire);
   while (newer(seq, cur)) {
+    // Acquire: pairs with the release that finished call `cur` (publish, streamReturn).
+    if (slot.finished.load(std::memory_order_acquire) != cur) return false;
     // Acq_rel: the winner sees the previous server's writes and publishes its own claim.
     if (slot.served.compare_exchange_weak(cur, seq, std::memory_order_acq_rel, std::memory_order_acquire)) {
       // Acquire: pairs with the release in runCall of whoever served the A-stack's last call.

@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "runtime/astack.h"
+#include "runtime/exporter.h"
 #include "runtime/import.h"
+#include "runtime/local_binding.h"
 #include "runtime/names.h"
 #include "runtime/protocol.h"
 #include "runtime/shm.h"
@@ -436,6 +438,62 @@ TEST_F(HostileTest, RewritingTheAStackDuringCallsNeverCrashesTheServer) {
   vandal.join();
   EXPECT_GT(ok + rejected, 0);
   expectServerHealthy();
+}
+
+// A client that rings an A-stack's doorbell again while the server still runs the call before:
+// that call is served after the first has finished, never beside it by another server thread
+// helping with it (the two would share the slot's buffers: copy "E"'s, the result's storage).
+// sleepMs has one A-stack, and only this test's thread calls it, so two of its handlers at once
+// can only be those two calls.
+class CountingSleeps final : public TestService::Server {
+ public:
+  Result<uint32_t> sleepMs(uint32_t ms) override {
+    const int now = running.fetch_add(1) + 1;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    entered.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    running.fetch_sub(1);
+    return ms;
+  }
+  std::atomic<int> running{0}, most{0}, entered{0};
+};
+
+TEST(EarlyRing, ACallRungBeforeItsPredecessorReturnedWaitsForIt) {
+  TempDir dir;
+  CountingSleeps impl;
+  ExporterOptions eo;
+  eo.dir = dir.path();
+  Exporter exporter(eo);
+  ASSERT_TRUE(exporter.add("svc", TestService::kDescriptor, static_cast<TestService::Server*>(&impl)).isOk());
+  ImportOptions o;
+  o.dir = dir.path();
+  o.mode = TransferMode::kSpin;  // idle server threads spin, and help with other A-stacks' calls
+  Result<TestService::Client> c = lrpc::import<TestService>("svc", o);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  // Server threads on other A-stacks, which help when a call waits.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c->null().isOk());
+    ASSERT_TRUE(c->add(1, 2).isOk());
+  }
+  ASSERT_TRUE(c->sleepMs(0).isOk());
+  LocalBinding* lb = c->binding()->local;
+  AStackControl* ctl = lb->control(lb->procedure(TestService::kSleepMs).layout.firstAStack);
+  ASSERT_EQ(ctl->callWord.load(), 1u);
+
+  std::thread caller([&] { EXPECT_TRUE(c->sleepMs(300).isOk()); });
+  while (impl.running.load() == 0) std::this_thread::yield();
+  ctl->callWord.store(3, std::memory_order_release);  // call 3 rung while call 2 runs
+  caller.join();
+  // Call 3 is served once call 2 has returned.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (impl.entered.load() < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(impl.entered.load(), 3);
+  EXPECT_EQ(impl.most.load(), 1) << "two calls of one A-stack ran at once";
+  while (impl.running.load() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace
