@@ -22,29 +22,13 @@
 #include "tests/integration/harness.h"
 #include "tests/integration/per_mode.h"
 #include "tests/testing/every_type_impl.h"
+#include "tests/testing/pattern.h"
 #include "tests/testing/recycling_blobs.h"
 
 namespace lrpc::testing {
 namespace {
 
 constexpr size_t kBig = size_t{64} << 20;
-
-// xorshift bytes: content that a misplaced or stale page would not reproduce.
-void fillPattern(std::span<std::byte> out, uint32_t seed) {
-  uint32_t x = seed;
-  for (auto& b : out) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    b = static_cast<std::byte>(x);
-  }
-}
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  fillPattern(std::as_writable_bytes(std::span<uint8_t>(v)), seed);
-  return v;
-}
 
 // Forks a process serving `Iface` through an `Impl` as `name` (Everything as "every" by
 // default), out-of-band tails limited to 64 MiB.

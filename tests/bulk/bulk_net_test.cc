@@ -15,6 +15,7 @@
 
 #include "every_type.lrpc.h"
 #include "tests/testing/every_type_impl.h"
+#include "tests/testing/pattern.h"
 #include "tests/testing/recycling_blobs.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
@@ -32,17 +33,7 @@ using lrpc::testing::runIn;
 
 constexpr size_t kBig = size_t{64} << 20;
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  uint32_t x = seed;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    b = static_cast<uint8_t>(x);
-  }
-  return v;
-}
+using lrpc::testing::pattern;
 
 struct Case {
   const char* name;

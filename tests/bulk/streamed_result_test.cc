@@ -26,23 +26,12 @@
 #include "tests/integration/harness.h"
 #include "tests/integration/per_mode.h"
 #include "tests/testing/every_type_impl.h"
+#include "tests/testing/pattern.h"
 
 namespace lrpc::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  uint32_t x = seed;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    b = static_cast<uint8_t>(x);
-  }
-  return v;
-}
 
 ExporterOptions bigTails() {
   ExporterOptions o;
