@@ -51,8 +51,14 @@ bool streamed(const ReturnControl* r) {
   return detail::loadOnce(r->resultFlags) == (kTailOutOfBand | kTailStreaming);
 }
 
-// Whether a return block shows a stream under way: published, and not all of it counted yet.
-bool midStream(ReturnControl* r) {
+// Whether A-stack `i` shows a stream under way: its call's return published (the return
+// doorbell holds the call's number: a server stopped before it rang would leave a caller
+// without a deadline waiting for the return, as it should), and not all of it counted yet.
+bool midStream(LocalBinding& lb, uint32_t i) {
+  ReturnControl* r = lb.returnControl(i);
+  // Acquire, both: the call's number first, so that the return's flags read after are its own.
+  const uint32_t call = lb.control(i)->callWord.load(std::memory_order_acquire);
+  if (call == 0 || r->returnWord.load(std::memory_order_acquire) != call) return false;
   return streamed(r) && r->resultReady.load(std::memory_order_acquire) < detail::loadOnce(r->resultTail);
 }
 
@@ -107,10 +113,10 @@ class StreamedResult : public PerModeTest {
       if (back.isOk() && *back != sent) result = Status(Errc::kBadFrame, "the echo came back different");
       done.store(true);
     });
-    const std::vector<ReturnControl*> rets = dataReturns(*lb_);
+    const ProcedureLayout& pl = lb_->procedure(Everything::kData).layout;
     bool caught = false;
     while (!caught && !done.load()) {
-      for (ReturnControl* r : rets) caught = caught || midStream(r);
+      for (uint32_t i = pl.firstAStack; i < pl.firstAStack + pl.count; ++i) caught = caught || midStream(*lb_, i);
     }
     if (caught) {
       stopServer();
