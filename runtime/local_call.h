@@ -182,7 +182,6 @@ class LocalCall {
       }
     }
     detail::timeline(detail::Mark::kClientReturn, seq);
-    seq_ = seq;
     return readReturn();
   }
 
@@ -240,7 +239,8 @@ class LocalCall {
       return {};
     }
     const int64_t deadline = deadline_ != 0 || timeout_.count() <= 0 ? deadline_ : detail::monotonicNs() + timeout_.count();
-    Status s = lb_->copyStreamedResult(index_, seq_, tail, ref, out, deadline);
+    // The call's number is the A-stack's last (publish), for a call of any kind.
+    Status s = lb_->copyStreamedResult(index_, lb_->slot(index_).seq, tail, ref, out, deadline);
     // The server may still be writing the tail: the A-stack comes back once it has finished
     // (LocalBinding::copyStreamedResult gave it up to that), or never if the server died.
     if (!s.isOk()) keep_ = true;
@@ -254,7 +254,6 @@ class LocalCall {
     // Relaxed: published with the call by the release in ring(); the number publish() gives it.
     ret_->guestSeq.store(lb_->slot(index_).seq + 1, std::memory_order_relaxed);
     const uint32_t seq = launch();
-    seq_ = seq;
     // Read off the clock only if the wait needs it: before running a callback, or when it
     // checks, as invoke()'s is read only after its inline spin.
     detail::LazyDeadline deadline = detail::LazyDeadline::after(timeout_.count());
@@ -360,7 +359,7 @@ class LocalCall {
   bool resultStreamable_ = false;  // resultTailApart: the server may stream the result tail
   bool resultStreamed_ = false;    // and it does: takeResultBytes waits for each part
   uint32_t streamSeq_ = 0;
-  uint32_t seq_ = 0;         // the call's sequence number, once published
+  uint32_t seq_ = 0;         // start(): the call's sequence number
   uint32_t looks_ = 0;       // await()s that found no return yet
   int64_t deadline_ = 0;     // monotonic ns, 0 for none (or not read off the clock yet)
   const std::byte* tailBase_ = nullptr;
