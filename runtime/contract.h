@@ -357,6 +357,14 @@ bool callCancelled() noexcept;
 // handler, or with nothing kept, a new empty vector. Never holds an earlier call's bytes.
 std::vector<uint8_t> resultBuffer() noexcept;
 
+// In a handler: a Data argument's bytes as a vector the handler owns, for a handler that
+// returns or keeps them. Where `bytes` is the argument's copy "E" (on the same host, every
+// Data argument that is not $Lrpc.inPlace), the copy's storage is moved out, so `bytes` then
+// names the returned vector's memory; an echo returning it copies nothing itself, and its
+// storage comes back as the next call's copy "E". Elsewhere (the network's request buffer, a
+// view into the argument tail, outside a handler) a copy into resultBuffer()'s storage.
+std::vector<uint8_t> takeArgument(std::span<const uint8_t> bytes);
+
 namespace detail {
 
 // The tunnel procedure's frames (how the tunnel works: runtime/capability.h).

@@ -4,6 +4,7 @@
 // The same-host runtime and the network transport each implement ServerCall.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
@@ -130,6 +132,26 @@ class ServerCall {
   // kUnsupported on a path that cannot wait for an answer.
   virtual Result<std::unique_ptr<DeferredCall>> defer() noexcept;
   bool deferred() const noexcept { return deferred_; }
+  // The copies "E" of this call's Data arguments (detail::copyArgBytes), which
+  // lrpc::takeArgument may hand to the handler instead of copying them again.
+  void noteArgCopy(std::vector<uint8_t>* copy) noexcept {
+    for (std::vector<uint8_t>*& c : argCopies_) {
+      if (c == nullptr) {
+        c = copy;
+        return;
+      }
+    }
+  }
+  // The copy whose bytes `bytes` names exactly, taken out of the list, or null.
+  std::vector<uint8_t>* takeArgCopy(std::span<const uint8_t> bytes) noexcept {
+    if (bytes.empty()) return nullptr;
+    for (std::vector<uint8_t>*& c : argCopies_) {
+      if (c != nullptr && c->data() == bytes.data() && c->size() == bytes.size()) {
+        return std::exchange(c, nullptr);
+      }
+    }
+    return nullptr;
+  }
 
  protected:
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
@@ -151,6 +173,9 @@ class ServerCall {
   std::span<const std::byte> argTail_;
   std::byte* results_;
   bool deferred_ = false;  // set by a path's defer()
+  // Vectors of the generated dispatch's frame, valid while its handler runs; a call with more
+  // Data arguments than this has the rest copied again by takeArgument.
+  std::array<std::vector<uint8_t>*, 4> argCopies_{};
 };
 
 namespace detail {
@@ -206,8 +231,16 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
       out.swap(*spare);
     }
   }
+  if (out.capacity() < ref.length && ref.length >= SpareBytes::kMinBytes) {
+    // A handler that hands its argument back as its result (lrpc::takeArgument) leaves this
+    // path's one large buffer as the last result's storage: take that, keep the smaller.
+    std::vector<uint8_t> last = call.takeResultStorage();
+    if (last.capacity() > out.capacity()) out.swap(last);
+    call.keepResultStorage(last);
+  }
   out.clear();
   out.reserve(ref.length);
+  call.noteArgCopy(&out);
   const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
   for (size_t done = 0; done < ref.length;) {
     size_t c = ref.length - done < kChunk ? ref.length - done : kChunk;

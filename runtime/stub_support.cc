@@ -93,6 +93,15 @@ std::vector<uint8_t> resultBuffer() noexcept {
   return out;
 }
 
+std::vector<uint8_t> takeArgument(std::span<const uint8_t> bytes) {
+  if (ServerCall* call = detail::tlsCurrentCall; call != nullptr) {
+    if (std::vector<uint8_t>* copy = call->takeArgCopy(bytes); copy != nullptr) return std::move(*copy);
+  }
+  std::vector<uint8_t> out = resultBuffer();
+  out.assign(bytes.begin(), bytes.end());
+  return out;
+}
+
 Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,
                                                              const OutMessage& request, MessageBuffer& reply,
                                                              const CallOptions& options, detail::Reclaim) noexcept {

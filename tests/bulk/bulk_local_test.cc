@@ -24,6 +24,7 @@
 #include "tests/testing/every_type_impl.h"
 #include "tests/testing/pattern.h"
 #include "tests/testing/recycling_blobs.h"
+#include "tests/testing/taking_blobs.h"
 
 namespace lrpc::testing {
 namespace {
@@ -300,6 +301,43 @@ TEST(ResultBuffer, OutsideAHandlerIsAnEmptyVector) {
   std::vector<uint8_t> v = lrpc::resultBuffer();
   EXPECT_TRUE(v.empty());
   EXPECT_EQ(v.capacity(), 0u);
+}
+
+// lrpc::takeArgument in an echo: every call gets its argument's copy "E" itself as the result
+// (no copy of its own), the bytes come back exact, and a large argument arrives in the storage
+// the last large result went back in: the path then keeps one buffer, not one per direction.
+TEST(TakeArgument, AnEchoReturnsItsArgumentsCopyAndItsStorageComesBack) {
+  TempDir dir;
+  BulkServer<Blobs, TakingBlobs> server(dir.path(), "blobs");
+  ASSERT_TRUE(server.ok());
+  ImportOptions io;
+  io.dir = dir.path();
+  Result<Blobs::Client> client = lrpc::import<Blobs>("blobs", io);
+  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  // 2 MiB three times: the 2nd and 3rd arrive where the last result was. 600 KB (streamed,
+  // under the kept size) and 100 B leave the kept 2 MiB buffer alone; the first 3 MiB call
+  // takes it and outgrows it, so only the second 3 MiB call arrives where the last one was.
+  const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, size_t{2} << 20, 600'000, 100,
+                          size_t{3} << 20, size_t{3} << 20};
+  uint32_t seed = 70;
+  for (size_t n : sizes) {
+    const std::vector<uint8_t> sent = pattern(n, ++seed);
+    Result<std::vector<uint8_t>> back = client->data(sent);
+    ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
+    EXPECT_TRUE(*back == sent) << n;
+  }
+  Result<Blobs::DigestResults> seen = client->digest({});
+  ASSERT_TRUE(seen.isOk()) << seen.status().toString();
+  EXPECT_EQ(seen->hash, std::size(sizes)) << "calls whose takeArgument moved the copy";
+  EXPECT_EQ(seen->n, 3u) << "calls whose argument arrived in the last large result's storage";
+}
+
+TEST(TakeArgument, OutsideAHandlerIsACopy) {
+  const std::vector<uint8_t> bytes = pattern(5000, 3);
+  std::vector<uint8_t> v = lrpc::takeArgument(bytes);
+  EXPECT_TRUE(v == bytes);
+  EXPECT_NE(v.data(), bytes.data());
+  EXPECT_TRUE(lrpc::takeArgument({}).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, BulkLocal,

@@ -64,9 +64,11 @@ class EveryTypeImpl final : public Base {
     if (t == "grow") return count(std::string(17, 'g'));
     return count(std::string(t));
   }
+  // The Data result through lrpc::takeArgument: the argument's own copy where the path made one
+  // (every mixed() test then checks that it carries the bytes exactly), else a copy.
   Result<Blobs::MixedResults> mixed(uint8_t pre, std::string_view t, bool mid, std::span<const uint8_t> d, int64_t post) {
     return count(Blobs::MixedResults{static_cast<uint64_t>(pre + t.size() + d.size() + static_cast<uint64_t>(post)),
-                                     std::string(t), std::vector<uint8_t>(d.begin(), d.end()), mid});
+                                     std::string(t), lrpc::takeArgument(d), mid});
   }
 
   Result<Blobs::DigestResults> digest(std::span<const uint8_t> d) {
