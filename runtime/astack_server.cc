@@ -46,33 +46,15 @@ class AStackServerCall final : public ServerCall {
   Status awaitArgTail(size_t end) noexcept override {
     if (argReady_ == nullptr || end <= ready_) return {};
     if (end > argTail_.size()) return Status(Errc::kBadFrame, "argument stream read past its tail");
-    uint32_t spins = 0;
-    uint32_t lastSeen = ready_;
-    int64_t stalledSince = 0;
-    for (;;) {
-      // Acquire: pairs with the client's release after it copied the bytes it counts.
-      uint32_t v = argReady_->load(std::memory_order_acquire);
-      if (v >= end) {
-        ready_ = v < argTail_.size() ? v : static_cast<uint32_t>(argTail_.size());
-        return {};
-      }
-      if (++spins % detail::kYieldEvery != 0) {
-        detail::cpuRelax();
-        continue;
-      }
-      ::sched_yield();  // the writer may share our core
-      // Relaxed: the flag only ends the wait; nothing is read because of it.
-      if (slot_->stop.load(std::memory_order_relaxed)) return Status(Errc::kPeerDied, "client went away mid-argument");
-      int64_t now = detail::monotonicNs();
-      if (v != lastSeen) {
-        lastSeen = v;
-        stalledSince = now;
-      } else if (stalledSince == 0) {
-        stalledSince = now;
-      } else if (now - stalledSince > kStreamStallNs) {
-        return Status(Errc::kBadFrame, "the client stopped writing its streamed argument");
-      }
-    }
+    const auto cap = static_cast<uint32_t>(argTail_.size());
+    return detail::awaitStreamCount(
+        *argReady_, cap, end, ready_,
+        [this]() noexcept {
+          // Relaxed: the flag only ends the wait; nothing is read because of it.
+          return slot_->stop.load(std::memory_order_relaxed) ? Status(Errc::kPeerDied, "client went away mid-argument")
+                                                             : Status();
+        },
+        "the client stopped writing its streamed argument");
   }
 
   CapTable* capTable() noexcept override { return conn_->caps.get(); }

@@ -11,6 +11,8 @@
 // other's store, so either the waiter does not sleep or the publisher wakes it.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -89,6 +91,38 @@ int64_t monotonicNs() noexcept;
 // CLOCK_MONOTONIC_COARSE: a resolution of a few ms for a few ns a read, for timeouts of seconds
 // that are looked at on every datagram.
 int64_t coarseMonotonicNs() noexcept;
+// Waits until a count of final bytes that the peer raises as it writes a streamed tail
+// (LocalCall's argument tail, or a streamed result) reaches `end`. `ready` holds the last count
+// seen, read no higher than `cap` (the tail's length: the peer's word is never trusted beyond
+// it) and never moving back. Spins, yields now and then for a writer that may share the core,
+// and every kCheckEvery pauses asks `giveUp()` (not ok: the wait ends with that status) and
+// whether the count has stood still for kStreamStallNs (then kBadFrame with `stalled`).
+template <class GiveUp>
+Status awaitStreamCount(const std::atomic<uint32_t>& count, uint32_t cap, size_t end, uint32_t& ready, GiveUp giveUp,
+                        const char* stalled) noexcept {
+  uint32_t spins = 0;
+  uint32_t lastSeen = ready;
+  int64_t stalledSince = 0;
+  for (;;) {
+    // Acquire: pairs with the writer's release after it wrote the bytes it counts.
+    const uint32_t seen = count.load(std::memory_order_acquire);
+    const uint32_t v = seen < cap ? seen : cap;
+    if (v > ready) ready = v;
+    if (ready >= end) return {};
+    cpuRelax();
+    if (++spins % kYieldEvery == 0) ::sched_yield();
+    if (spins % kCheckEvery != 0) continue;
+    if (Status s = giveUp(); !s.isOk()) return s;
+    const int64_t now = monotonicNs();
+    if (v != lastSeen || stalledSince == 0) {
+      lastSeen = v;
+      stalledSince = now;
+    } else if (now - stalledSince > kStreamStallNs) {
+      return Status(Errc::kBadFrame, stalled);
+    }
+  }
+}
+
 // A call's deadline, read off the clock only when something first needs it: a call that
 // returns while its caller spins never reads the clock (a read costs about 16 ns here, 5% of a
 // Null call). A caller that would let time pass before the first need (running a callback)
