@@ -11,7 +11,8 @@
 //   lrpc_sink_inplace Curves.sinkInPlace(Data $Lrpc.inPlace): the server reads the bytes in the
 //                     segment without copy "E", so the client's copy is the only one
 //   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved;
-//                     results, here and in net_source, into one reused vector: lrpc::into)
+//                     the handler returns its argument's copy, lrpc::takeArgument; results, here
+//                     and in net_source, into one reused vector: lrpc::into)
 //   lrpc_sink_shared  Curves.sink through lrpc::SharedBuffer: the caller's bytes are already in
 //                     the shared segment (it produced them there), so the server's copy "E" is
 //                     the only copy
@@ -401,13 +402,11 @@ Curve udpStream(const Config& cfg, const NetnsPair& ns, Stream kind) {
 
 class CurvesImpl final : public Curves::Server {
  public:
-  // Results are built in lrpc::resultBuffer(): on the same host, the storage of the last
-  // large result, as a server returning large values call after call would build them.
-  Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) override {
-    std::vector<uint8_t> out = lrpc::resultBuffer();
-    out.assign(data.begin(), data.end());
-    return out;
-  }
+  // Returns the argument's own copy (lrpc::takeArgument), as an echo or a store-and-return
+  // server would: on the same host the handler copies nothing itself, and over the network,
+  // where the argument lies in the request buffer, the copy goes into lrpc::resultBuffer()'s
+  // warm storage.
+  Result<std::vector<uint8_t>> echo(std::span<const uint8_t> data) override { return lrpc::takeArgument(data); }
   Status sink(std::span<const uint8_t> data) override {
     sum_ += data.empty() ? 0 : data[data.size() / 2];  // touch it, like a real consumer would
     return {};
