@@ -35,6 +35,15 @@ annotation inPlace @0xd9d8806d032a08e7 (param) :Void;
 # once (stores, hashes, forwards), never for bytes it checks and then reads again. Network
 # calls are unaffected (their request buffer is the server's own). Only on Data parameters.
 
+annotation progressive @0x85abbd5a001840ae (param) :Void;
+# With $Lrpc.inPlace: the handler is called as soon as the call arrives, while a client that
+# streams a large argument (256 KiB or more, or a SharedBuffer after start()) may still be
+# writing it, and reads it as it becomes final: before it reads the first n bytes of the span it
+# calls lrpc::awaitArgument(span, n), and returns the error that gives (the client went away or
+# stopped writing). The client's write and the handler's read then overlap, as the copying path's
+# do. A handler that reads unawaited bytes reads whatever is there. No effect on the frames, so a
+# peer generated without it interoperates. Only on $Lrpc.inPlace parameters.
+
 annotation maxDepth @0xf7c1fa92522000df (method, interface) :UInt32;
 # How deep a nested value in this procedure's frames may go (default 64): each struct with
 # variable-size fields, union or group, and each List of variable-size values, is one level. A

@@ -365,6 +365,13 @@ std::vector<uint8_t> resultBuffer() noexcept;
 // view into the argument tail, outside a handler) a copy into resultBuffer()'s storage.
 std::vector<uint8_t> takeArgument(std::span<const uint8_t> bytes);
 
+// In the handler of a $Lrpc.progressive argument `data`: waits until its first `n` bytes are
+// final (the client may still be writing the rest). Not ok: the client went away (kPeerDied) or
+// stopped writing for a second (kBadFrame); the handler should return that. n beyond
+// data.size(): kInvalidArgument. Bytes that are not an argument being streamed (the network's
+// request buffer, a handler's own memory, outside a handler) are final already: ok at once.
+Status awaitArgument(std::span<const uint8_t> data, size_t n) noexcept;
+
 namespace detail {
 
 // The tunnel procedure's frames (how the tunnel works: runtime/capability.h).

@@ -1,5 +1,6 @@
 #include "runtime/stub_support.h"
 
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -100,6 +101,18 @@ std::vector<uint8_t> takeArgument(std::span<const uint8_t> bytes) {
   std::vector<uint8_t> out = resultBuffer();
   out.assign(bytes.begin(), bytes.end());
   return out;
+}
+
+Status awaitArgument(std::span<const uint8_t> data, size_t n) noexcept {
+  if (n > data.size()) return Status(Errc::kInvalidArgument, "awaitArgument: more bytes than the argument has");
+  ServerCall* call = detail::tlsCurrentCall;
+  if (call == nullptr || n == 0) return {};
+  // Compared as addresses: a span elsewhere than the call's tail is not an error, only final.
+  const std::span<const std::byte> tail = call->argTail();
+  const auto at = reinterpret_cast<uintptr_t>(data.data());
+  const auto begin = reinterpret_cast<uintptr_t>(tail.data());
+  if (at < begin || at - begin > tail.size() || data.size() > tail.size() - (at - begin)) return {};
+  return call->awaitArgTail(at - begin + n);
 }
 
 Result<std::unique_ptr<ChannelCall>> CallChannel::startAsync(const InterfaceDescriptor& iface, uint32_t procedure,

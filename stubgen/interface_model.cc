@@ -82,6 +82,14 @@ bool ModelBuilder::makeFields(uint64_t structId, const std::string& methodPath, 
       ok = false;
       continue;
     }
+    p.progressive = hasAnnotation(f.getAnnotations(), kProgressiveId);
+    if (p.progressive && !p.inPlace) {
+      diags.push_back(diag(fileId, line,
+                           path + ": $Lrpc.progressive applies only to $Lrpc.inPlace parameters (a copied "
+                                  "argument is whole before the handler runs: add $Lrpc.inPlace or remove it)"));
+      ok = false;
+      continue;
+    }
     noteUse(p.type);
     Layout fl = layoutOf(p.type);
     p.offset = alignUp(offset, fl.align);

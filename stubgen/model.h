@@ -24,6 +24,7 @@ inline constexpr uint64_t kAstacksId = 0xc63cec861534f680ull;
 inline constexpr uint64_t kAstackBytesId = 0xc8c88bdaef2152a0ull;
 inline constexpr uint64_t kMaxBytesId = 0xd54e77b422219b17ull;
 inline constexpr uint64_t kInPlaceId = 0xd9d8806d032a08e7ull;
+inline constexpr uint64_t kProgressiveId = 0x85abbd5a001840aeull;
 inline constexpr uint64_t kMaxDepthId = 0xf7c1fa92522000dfull;
 inline constexpr uint64_t kViewsId = 0xe3a1c5d7b9f20468ull;
 inline constexpr uint64_t kDeferredId = 0xb4f1e3c2a9d87651ull;
@@ -80,6 +81,7 @@ struct Field {
   uint32_t size = 0;      // of its slot in the struct or frame
   uint32_t maxBytes = 0;  // $Lrpc.maxBytes, 0 = none (then the tail's bound applies)
   bool inPlace = false;   // $Lrpc.inPlace: the server reads this Data argument without copy "E"
+  bool progressive = false;  // $Lrpc.progressive: the handler gets it before all of it is written
   // The schema's default as a C++ expression ("3", "::ns::Color::kRed", "\"abc\""), or empty.
   // Struct fields: the member initializer; parameters: the client's default argument (trailing
   // ones only; see idl/README.md).

@@ -160,6 +160,12 @@ void emitReadVar(const Field& f, const std::string& ref, const std::string& targ
   out += I + "  " + bad + "\n";
   out += I + "}\n";
   const std::string src = "tail_.data() + " + ref + ".offset";
+  if (streamed && f.progressive) {
+    // $Lrpc.progressive: the handler gets the bytes where they are at once, and waits for each
+    // part itself (lrpc::awaitArgument) while the client may still be writing the rest.
+    out += I + view + " = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(" + src + "), " + ref + ".length);\n";
+    return;
+  }
   if (streamed && f.inPlace) {
     // $Lrpc.inPlace: no copy "E"; the handler reads the bytes where they are, once all are there.
     out += I + "if (::lrpc::Status s_ = call_.awaitArgTail(size_t{" + ref + ".offset} + " + ref + ".length); !s_.isOk()) return s_;\n";

@@ -46,6 +46,8 @@ const BadCase kCases[] = {
      {"max_bytes_fixed.capnp:5: Calc.neg(a): $Lrpc.maxBytes applies only to Text, Data and List values ("}},
     {"max_bytes_field.capnp", {"max_bytes_field.capnp:5: Sample.value: $Lrpc.maxBytes applies only to Text, Data and List"}},
     {"in_place_text.capnp", {"in_place_text.capnp:5: Notes.put(note): $Lrpc.inPlace applies only to Data parameters ("}},
+    {"progressive_copied.capnp",
+     {"progressive_copied.capnp:5: Sink.put(data): $Lrpc.progressive applies only to $Lrpc.inPlace parameters ("}},
     {"in_place_result.capnp",
      {"in_place_result.capnp:5: Store.get -> value: $Lrpc.inPlace applies only to Data parameters ("}},
     {"nested_client.capnp", {"nested_client.capnp:3: Calc: a nested type named Client clashes with the generated Calc::Client ("}},

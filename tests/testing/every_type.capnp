@@ -72,6 +72,11 @@ interface Lists {
   limitedTexts @7 (v :List(Text) $Lrpc.maxBytes(40)) -> (n :UInt32);
 }
 
+interface Progressive {
+  # A $Lrpc.progressive argument: the handler reads it while the client writes it.
+  consume @0 (d :Data $Lrpc.inPlace $Lrpc.progressive, step :UInt32) -> (hash :UInt64, n :UInt64);
+}
+
 interface Everything extends(Scalars, Lists, Blobs) {
   # Multiple inheritance: Scalars, then Lists, then Echo and Blobs, then its own methods.
   self @0 () -> (name :Text);

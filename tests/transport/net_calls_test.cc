@@ -10,6 +10,8 @@
 #include "every_type.lrpc.h"
 #include "paper.lrpc.h"
 #include "tests/testing/every_type_impl.h"
+#include "tests/testing/pattern.h"
+#include "tests/testing/progressive_consumer.h"
 #include "tests/transport/net_harness.h"
 #include "tests/transport/udp_server_child.h"
 #include "tests/transport/test_service.h"
@@ -56,6 +58,7 @@ uint16_t serveAll(const std::string& bind, bool emulated) {
   return testing::startUdpServer(bind, so, [](UdpServer& server) {
     return server.add<paper::Paper>("paper", *new PaperImpl).isOk() &&
            server.add<Everything>("everything", *new EveryTypeImpl<Everything::Server>).isOk() &&
+           server.add<lrpc::testing::Progressive>("progressive", *new lrpc::testing::ProgressiveConsumer).isOk() &&
            server.add("svc", Svc::kDescriptor, new Svc::Impl).isOk();
   });
 }
@@ -179,6 +182,21 @@ void checkEverything(const std::string& base, bool emulated) {
   EXPECT_EQ(*self, "Everything");
 }
 
+// A $Lrpc.progressive argument over the network arrives whole in the request buffer: the
+// handler's waits (lrpc::awaitArgument) return at once, and it reads every byte.
+void checkProgressive(const std::string& base, bool emulated) {
+  using lrpc::testing::Progressive;
+  auto c = connect<Progressive>(base + "/progressive", clientOptions(emulated));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  for (size_t n : {size_t{0}, size_t{100}, size_t{300'001}}) {
+    const std::vector<uint8_t> sent = lrpc::testing::pattern(n, static_cast<uint32_t>(n));
+    auto r = c->consume(sent, 4096);
+    ASSERT_TRUE(r.isOk()) << n << ": " << r.status().toString();
+    EXPECT_EQ(r->n, n);
+    EXPECT_EQ(r->hash, fnv1a(sent));
+  }
+}
+
 // Tokens are executed exactly once: the server process counts, a query reads the count.
 void checkExactlyOnce(const std::string& base, bool emulated, int calls) {
   auto b = connect(base + "/svc", Svc::kDescriptor, clientOptions(emulated));
@@ -241,6 +259,10 @@ TEST_P(NetCalls, PaperEveryCall) {
 
 TEST_P(NetCalls, EveryTypeEveryCall) {
   client([&] { checkEverything(base_, GetParam().emulated); });
+}
+
+TEST_P(NetCalls, ProgressiveArgument) {
+  client([&] { checkProgressive(base_, GetParam().emulated); });
 }
 
 TEST_P(NetCalls, ExactlyOnceWithoutFaults) {

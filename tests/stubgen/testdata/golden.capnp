@@ -28,4 +28,6 @@ interface Sensor extends(Base.Named) $Lrpc.astackBytes(2048) {
   # The only variable-size result is Data: its tail may arrive apart (resultTailApart).
   next @6 (after :UInt64) -> (reading :Reading, tag :Text) $Lrpc.deferred;
   # The first reading after `after`, answered when it comes (through an lrpc::Reply).
+  record @7 (samples :Data $Lrpc.inPlace $Lrpc.progressive) -> (count :UInt64);
+  # The handler reads samples as the client writes them (lrpc::awaitArgument).
 }

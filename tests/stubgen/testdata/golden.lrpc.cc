@@ -275,6 +275,33 @@ namespace {
   return ::lrpc::Status::ok();
 }
 
+::lrpc::Status dispatchSensorRecord(::golden::v1::Sensor::Server& server_, ::lrpc::ServerCall& call_) {
+  // Copy "E": take the fixed part out of the (shared) frame before looking at it.
+  const std::span<const std::byte> args_ = call_.args();
+  if (args_.size() < 8) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.record: argument frame shorter than 8 bytes");
+  }
+  ::golden::v1::Sensor::RecordArgsFrame frame_;
+  std::memcpy(&frame_, args_.data(), sizeof frame_);
+  const std::span<const std::byte> tail_ = call_.argTail();
+  std::span<const uint8_t> samplesView_;
+  if (!::lrpc::detail::varRefOk(frame_.samples, tail_.size(), 1)) {
+    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Sensor.record: argument samples lies outside the tail, is misaligned or is over its size limit");
+  }
+  samplesView_ = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tail_.data() + frame_.samples.offset), frame_.samples.length);
+  std::optional<::lrpc::Result<uint64_t>> result_;
+  try {
+    result_.emplace(server_.record(samplesView_));
+  } catch (...) {
+    return ::lrpc::detail::handlerThrew("Sensor.record");
+  }
+  if (!result_->isOk()) return result_->status();
+  auto& value_ = result_->value();
+  std::byte* fixed_ = call_.results();
+  std::memcpy(fixed_ + 0, &value_, sizeof value_);
+  return ::lrpc::Status::ok();
+}
+
 // Passes every call of Sensor on to a capability of another binding.
 class Forwarder_golden_v1_Sensor final : public ::golden::v1::Sensor::Server {
  public:
@@ -287,6 +314,7 @@ class Forwarder_golden_v1_Sensor final : public ::golden::v1::Sensor::Server {
   ::lrpc::Result<uint64_t> append(std::span<const uint8_t> chunk) override { return target_.append(chunk); }
   ::lrpc::Result<::golden::v1::Sensor::DumpResults> dump(uint32_t from) override { return target_.dump(from); }
   void next(uint64_t after, ::lrpc::Reply<::golden::v1::Sensor::NextResults>&& reply) override { reply.settle(target_.next(after)); }
+  ::lrpc::Result<uint64_t> record(std::span<const uint8_t> samples) override { return target_.record(samples); }
 
  private:
   ::golden::v1::Sensor::Client target_;
@@ -683,6 +711,55 @@ template <::lrpc::Call C>
   return value_;
 }
 
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::recordIn_(C& call_, std::span<const uint8_t> samples) {
+  const uint64_t samplesBytes_ = samples.size();
+  const uint64_t samplesAt_ = ::lrpc::detail::alignTail(0);
+  const uint64_t tailBytes_ = samplesAt_ + samplesBytes_;
+  if (tailBytes_ > UINT32_MAX) {
+    return ::lrpc::Status(::lrpc::Errc::kInvalidArgument, "Sensor.record: arguments total more than 4 GiB");
+  }
+  std::byte* fixed_ = call_.args();
+  const ::lrpc::VarRef samplesRef_{static_cast<uint32_t>(samplesAt_), static_cast<uint32_t>(samplesBytes_)};
+  std::memcpy(fixed_ + 0, &samplesRef_, sizeof samplesRef_);
+  auto reserved_ = call_.argTail(static_cast<size_t>(tailBytes_));
+  if (!reserved_.isOk()) return reserved_.status();
+  std::byte* t_ = reserved_->data();
+  if (samplesBytes_ != 0) call_.copyTail(t_ + samplesAt_, samples.data(), samplesBytes_);
+  return ::lrpc::Status::ok();
+}
+
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::recordRead_(C& call_, uint64_t& out_) {
+  // The server is not trusted with our memory either: copy the results out, then check them.
+  ::golden::v1::Sensor::RecordResultsFrame frame_;
+  std::memcpy(&frame_, call_.results(), sizeof frame_);
+  out_ = frame_.count;
+  return ::lrpc::Status::ok();
+}
+
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Sensor::Client::recordOut_(C& call_) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = recordRead_(call_, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
+template <::lrpc::Call C>
+::lrpc::Status Sensor::Client::recordTo_(C& call_, std::span<const uint8_t> samples, uint64_t& out_) {
+  if (!call_.status().isOk()) return call_.status();
+  if (::lrpc::Status s_ = recordIn_(call_, samples); !s_.isOk()) return s_;
+  if (::lrpc::Status s_ = call_.invoke(); !s_.isOk()) return s_;
+  return recordRead_(call_, out_);
+}
+
+template <::lrpc::Call C>
+::lrpc::Result<uint64_t> Sensor::Client::recordVia(C& call_, std::span<const uint8_t> samples) {
+  uint64_t value_{};
+  if (::lrpc::Status s_ = recordTo_(call_, samples, value_); !s_.isOk()) return s_;
+  return value_;
+}
+
 ::lrpc::Result<std::string> Sensor::Client::name() const {
   if (binding_->remote) [[unlikely]] {
     ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kName, options_);
@@ -791,6 +868,15 @@ template <::lrpc::Call C>
   return nextTo_(call_, after, into_.target());
 }
 
+::lrpc::Result<uint64_t> Sensor::Client::record(std::span<const uint8_t> samples) const {
+  if (binding_->remote) [[unlikely]] {
+    ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kRecord, options_);
+    return recordVia(call_, samples);
+  }
+  ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kRecord, options_);
+  return recordVia(call_, samples);
+}
+
 ::lrpc::Pending<::lrpc::Result<std::string>> Sensor::Client::Async::name() const {
   return ::lrpc::detail::startAsync<::lrpc::Result<std::string>>(
       binding_, ::golden::v1::Sensor::kName, options_, queue_,
@@ -847,10 +933,17 @@ template <::lrpc::Call C>
       [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return nextOut_(call_); });
 }
 
+::lrpc::Pending<::lrpc::Result<uint64_t>> Sensor::Client::Async::record(std::span<const uint8_t> samples) const {
+  return ::lrpc::detail::startAsync<::lrpc::Result<uint64_t>>(
+      binding_, ::golden::v1::Sensor::kRecord, options_, queue_,
+      [&](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return recordIn_(call_, samples); },
+      [](auto& call_, ::lrpc::detail::ClientCaps& caps_) { (void)caps_; return recordOut_(call_); });
+}
+
 const ::lrpc::InterfaceDescriptor Sensor::kDescriptor = {
     "golden.capnp:Sensor",
     0xf556fe113b327f5cull,
-    0x5fba334fe9931e15ull,  // FNV-1a 64 over method names, ordinals and types
+    0x0508abb286a6c013ull,  // FNV-1a 64 over method names, ordinals and types
     Sensor::kProcedures,
     Sensor::kProcedureCount,
     &Sensor::Server::dispatch,
@@ -883,6 +976,7 @@ Sensor::Client Sensor::Client::serve(std::shared_ptr<Sensor::Server> impl) {
       case kAppend: return dispatchSensorAppend(server, call);
       case kDump: return dispatchSensorDump(server, call);
       case kNext: return dispatchSensorNext(server, call);
+      case kRecord: return dispatchSensorRecord(server, call);
       default: break;
     }
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));

@@ -111,6 +111,13 @@ struct Sensor {
     ::golden::v1::Reading reading;
     std::string tag;
   };
+  // record @7: frames
+  struct RecordArgsFrame {
+    ::lrpc::VarRef samples;
+  };
+  struct RecordResultsFrame {
+    uint64_t count;
+  };
 
   // PDL indexes, the `procedure` of a call.
   static constexpr uint32_t kName = 0;
@@ -121,7 +128,8 @@ struct Sensor {
   static constexpr uint32_t kAppend = 5;
   static constexpr uint32_t kDump = 6;
   static constexpr uint32_t kNext = 7;
-  static constexpr uint32_t kProcedureCount = 8;
+  static constexpr uint32_t kRecord = 8;
+  static constexpr uint32_t kProcedureCount = 9;
   // index, ordinal, name, argsSize, resultsSize, align, astackCount, astackBytes, variable
   static constexpr ::lrpc::ProcedureDescriptor kProcedures[] = {
       {0, 0, "name", 0, 8, 4, 5, 1500, true},
@@ -132,6 +140,7 @@ struct Sensor {
       {5, 4, "append", 8, 8, 8, 5, 2048, true},
       {6, 5, "dump", 4, 16, 8, 5, 2048, true},
       {7, 6, "next", 8, 32, 8, 5, 2048, true},
+      {8, 7, "record", 8, 8, 8, 5, 2048, true},
   };
   // The interfaces it extends whose PDL opens this one's (its first-base chain).
   static constexpr uint64_t kPrefixBases[] = {0xf5c4db747c7b3babull};
@@ -182,6 +191,12 @@ static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::NextResultsFram
 static_assert(sizeof(::golden::v1::Sensor::NextResultsFrame) == 32 && alignof(::golden::v1::Sensor::NextResultsFrame) == 8);
 static_assert(offsetof(::golden::v1::Sensor::NextResultsFrame, reading) == 0);
 static_assert(offsetof(::golden::v1::Sensor::NextResultsFrame, tag) == 24);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::RecordArgsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::RecordArgsFrame) == 8 && alignof(::golden::v1::Sensor::RecordArgsFrame) == 4);
+static_assert(offsetof(::golden::v1::Sensor::RecordArgsFrame, samples) == 0);
+static_assert(std::is_trivially_copyable_v<::golden::v1::Sensor::RecordResultsFrame>);
+static_assert(sizeof(::golden::v1::Sensor::RecordResultsFrame) == 8 && alignof(::golden::v1::Sensor::RecordResultsFrame) == 8);
+static_assert(offsetof(::golden::v1::Sensor::RecordResultsFrame, count) == 0);
 
 // How these structs travel inside a frame's tail (runtime/codec.h; defined in the source file).
 inline void lrpcScrub(::golden::v1::Reading& v_) noexcept {
@@ -248,6 +263,9 @@ class Sensor::Client {
   // The same call, its results written into into_'s target, reusing its storage (lrpc::Into).
   ::lrpc::Status next(uint64_t after, ::lrpc::Into<::golden::v1::Sensor::NextResults> into_) const;
 
+  // The handler reads samples as the client writes them (lrpc::awaitArgument).
+  ::lrpc::Result<uint64_t> record(std::span<const uint8_t> samples) const;
+
   // Starts calls without waiting for them (runtime/pending.h): each method copies its
   // arguments, starts the call and returns an lrpc::Pending of what the synchronous one
   // returns. With a queue, co_await and then() complete through queue.poll().
@@ -261,6 +279,7 @@ class Sensor::Client {
     ::lrpc::Pending<::lrpc::Result<uint64_t>> append(std::span<const uint8_t> chunk) const;
     ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::DumpResults>> dump(uint32_t from) const;
     ::lrpc::Pending<::lrpc::Result<::golden::v1::Sensor::NextResults>> next(uint64_t after) const;
+    ::lrpc::Pending<::lrpc::Result<uint64_t>> record(std::span<const uint8_t> samples) const;
 
    private:
     friend class Client;
@@ -354,6 +373,16 @@ class Sensor::Client {
   static ::lrpc::Status nextTo_(C& call_, uint64_t after, ::golden::v1::Sensor::NextResults& out_);
   template <::lrpc::Call C>
   static ::lrpc::Result<::golden::v1::Sensor::NextResults> nextVia(C& call_, uint64_t after);
+  template <::lrpc::Call C>
+  static ::lrpc::Status recordIn_(C& call_, std::span<const uint8_t> samples);
+  template <::lrpc::Call C>
+  static ::lrpc::Status recordRead_(C& call_, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> recordOut_(C& call_);
+  template <::lrpc::Call C>
+  static ::lrpc::Status recordTo_(C& call_, std::span<const uint8_t> samples, uint64_t& out_);
+  template <::lrpc::Call C>
+  static ::lrpc::Result<uint64_t> recordVia(C& call_, std::span<const uint8_t> samples);
 
   std::shared_ptr<::lrpc::Binding> binding_;  // never null
   ::lrpc::CallOptions options_;
@@ -384,6 +413,9 @@ class Sensor::Server {
 
   // The first reading after `after`, answered when it comes (through an lrpc::Reply).
   virtual void next(uint64_t after, ::lrpc::Reply<::golden::v1::Sensor::NextResults>&& reply) = 0;
+
+  // The handler reads samples as the client writes them (lrpc::awaitArgument).
+  virtual ::lrpc::Result<uint64_t> record(std::span<const uint8_t> samples) = 0;
 
   // Validates the frame of `procedure`, copies the arguments out of it (the client may still
   // write it), runs the handler on `self` (a Sensor::Server*), writes the results.
