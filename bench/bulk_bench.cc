@@ -8,8 +8,9 @@
 //                     sendmsg (UDP_SEGMENT) and UDP_GRO on receive, nothing resent: what a
 //                     user-level transport can reach when it batches segments per system call
 //   lrpc_sink         Curves.sink(Data) over lrpc on the same host (out-of-band segment)
-//   lrpc_sink_inplace Curves.sinkInPlace(Data $Lrpc.inPlace): the server reads the bytes in the
-//                     segment without copy "E", so the client's copy is the only one
+//   lrpc_sink_inplace Curves.sinkInPlace(Data $Lrpc.inPlace $Lrpc.progressive): the server reads
+//                     the bytes in the segment without copy "E", so the client's copy is the
+//                     only one, and reads each piece as soon as the client has written it
 //   lrpc_echo         Curves.echo(Data) on the same host (bytes there and back: 2 x size moved;
 //                     the handler returns its argument's copy, lrpc::takeArgument; results, here
 //                     and in net_source, into one reused vector: lrpc::into)
@@ -17,13 +18,14 @@
 //                     the shared segment (it produced them there), so the server's copy "E" is
 //                     the only copy
 //   lrpc_sink_zerocopy Curves.sinkInPlace through lrpc::SharedBuffer: no copy at all, the server
-//                     reads the bytes where the caller produced them (not streamed: an in-place
-//                     handler gets the whole span, so it starts once the last byte is ready)
-//   xcore_handoff     lrpc_sink_zerocopy's pattern with no framework: this process writes the
-//                     bytes into shared memory, then a process on the other CPU reads every word
-//                     where it lies, then answers (bench/handoff_floor.h; rung before the write
-//                     from 256 KiB, as lrpc streams). Writing, then reading on the other core,
-//                     one after the other, is why the in-place modes trail lrpc_sink, whose
+//                     reads the bytes where the caller produces them, each piece as it is
+//                     counted ready (from 256 KiB: SharedBuffer::start/ready)
+//   xcore_handoff     lrpc_sink_zerocopy's pattern with no framework and without
+//                     $Lrpc.progressive: this process writes the bytes into shared memory, then
+//                     a process on the other CPU reads every word where it lies, then answers
+//                     (bench/handoff_floor.h; rung before the write from 256 KiB, as lrpc
+//                     streams). Writing, then reading on the other core, one after the other,
+//                     is why in-place handlers without $Lrpc.progressive trail lrpc_sink, whose
 //                     server copies while the client is still writing
 //   xcore_copy_handoff xcore_handoff, but the bytes are copied from this process's own buffer
 //                     instead of written afresh: lrpc_sink_inplace's pattern with no framework
@@ -413,13 +415,19 @@ class CurvesImpl final : public Curves::Server {
   }
   // Reads every byte where it lies: copy "E" delivered the bytes into the server's memory by
   // reading all of them, so the in-place path pays for one full read too (without the write).
+  // It reads a piece at a time as the client writes them ($Lrpc.progressive), as copy "E" does.
   Status sinkInPlace(std::span<const uint8_t> data) override {
     uint64_t acc = 0;
-    size_t words = data.size() / sizeof(uint64_t);
-    for (size_t i = 0; i < words; ++i) {
-      uint64_t w;
-      std::memcpy(&w, data.data() + i * sizeof w, sizeof w);
-      acc += w;
+    const size_t words = data.size() / sizeof(uint64_t);
+    constexpr size_t kPieceWords = LocalCall::kStreamChunk / sizeof(uint64_t);
+    for (size_t i = 0; i < words;) {
+      const size_t end = std::min(words, i + kPieceWords);
+      if (Status s = lrpc::awaitArgument(data, end * sizeof(uint64_t)); !s.isOk()) return s;
+      for (; i < end; ++i) {
+        uint64_t w;
+        std::memcpy(&w, data.data() + i * sizeof w, sizeof w);
+        acc += w;
+      }
     }
     sum_ += acc;
     return {};

@@ -13,8 +13,9 @@ interface Curves {
   # The bytes go there and come back: the round trip of a message of that size.
   sink @1 (data :Data) -> ();
   # The bytes go there only: one-way transfer, for bandwidth.
-  sinkInPlace @2 (data :Data $Lrpc.inPlace) -> ();
-  # The same, read by the server in place ($Lrpc.inPlace: no copy "E"), for bulk bandwidth.
+  sinkInPlace @2 (data :Data $Lrpc.inPlace $Lrpc.progressive) -> ();
+  # The same, read by the server in place ($Lrpc.inPlace: no copy "E") as the client writes it
+  # ($Lrpc.progressive), for bulk bandwidth.
   source @3 (bytes :UInt32) -> (data :Data);
   # `bytes` bytes come back: one-way transfer of results, for bulk bandwidth the other way.
 }

@@ -1,6 +1,7 @@
 #pragma once
-// The pattern of the same-host modes that hand bytes over without copying them
-// (lrpc_sink_inplace, lrpc_sink_zerocopy in lrpc_bulk_bench), with no framework: this process
+// The pattern of an in-place handler that starts only once its argument is whole (lrpc's
+// $Lrpc.inPlace without $Lrpc.progressive; lrpc_bulk_bench's in-place modes read progressively
+// now, and overlap the write and the read), with no framework: this process
 // writes a message into shared memory, rings, and a server process on the other CPU reads
 // every word of it where it lies, then answers. A message that lrpc would stream is rung
 // before it is written, as lrpc publishes such a call, so that the reader spins through the
