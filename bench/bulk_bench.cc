@@ -42,10 +42,9 @@
 //   net_secure_sink   net_sink over an authenticated, encrypted session (the udp:// default)
 //   net_secure_source net_source over one (paired with the clear-text calls at 1 MiB)
 //
-// Each cell is bytes moved / wall time over enough calls to fill a time budget. The ratios at
-// 1 MiB are also measured paired, in alternating rounds (pairedAtMiB): the same-host calls
-// with memcpy, net_sink and net_source with udp_gso_stream and udp_gso_headers; lrpc_echo with
-// memcpy also at 4, 16 and 64 MiB. Each curve
+// Each cell is bytes moved / wall time over enough calls to fill a time budget. Ratios are
+// also measured paired, in alternating rounds (pairedAtMiB): every same-host mode with memcpy
+// at every size, net_sink and net_source with udp_gso_stream and udp_gso_headers at 1 MiB. Each curve
 // gets r_max and n1/2 from a least-squares fit of t(n) = t0 + n / r_max over its sizes
 // (n1/2 = t0 * r_max, the size at which half of r_max is reached), as in Hockney's model.
 // Run as root (namespaces); without them the network rows are skipped with the reason.
@@ -535,13 +534,16 @@ struct PairedRatio {
 };
 
 // `call` and `floor` each move the same bytes (1 MiB, unless `bytes` says otherwise); 21 rounds
-// alternate 8 of one with 8 of the other (each burst after one untimed warm-up: an adaptive
-// server may be asleep after the other's burst), and the median of the rounds' bandwidth
-// ratios is the result. Both sides see the host as it is in that round, which a ratio of two
-// curves measured minutes apart does not.
+// alternate a burst of one with a burst of the other (8 calls, or as many as move 1 MiB where
+// that is more, so that a small size's burst is not timed in microseconds; each burst after
+// one untimed warm-up: an adaptive server may be asleep after the other's burst), and the
+// median of the rounds' bandwidth ratios is the result. Both sides see the host as it is in
+// that round, which a ratio of two curves measured minutes apart does not.
 PairedRatio pairedAtMiB(const std::string& name, const std::string& floorName, const std::function<bool()>& call,
                         const std::function<bool()>& floor, size_t bytes = size_t{1} << 20) {
-  constexpr int kRounds = 21, kBurst = 8;
+  constexpr int kRounds = 21;
+  const size_t perMiB = (size_t{1} << 20) / std::max<size_t>(bytes, 1);
+  const int kBurst = static_cast<int>(std::max<size_t>(8, perMiB));
   auto burst = [&](const std::function<bool()>& one) -> double {
     if (!one()) return -1;
     auto t0 = Clock::now();
@@ -568,28 +570,15 @@ PairedRatio pairedAtMiB(const std::string& name, const std::string& floorName, c
   return r;
 }
 
-// Paired with memcpy of 1 MiB, the same-host floor.
-PairedRatio pairedWithMemcpy(const std::string& name, const std::function<bool()>& call) {
-  constexpr size_t kMiB = size_t{1} << 20;
-  std::vector<char> from(kMiB, 1), to(kMiB, 2);
-  return pairedAtMiB(name, "memcpy", call, [&] {
-    std::memcpy(to.data(), from.data(), kMiB);
-    from[kMiB / 2] = to[kMiB / 3];  // a data dependency, so the copy cannot be dropped
-    return true;
-  });
-}
-
-// lrpc_echo of `bytes`, paired with memcpy of `bytes` twice (an echo moves them there and back,
-// and the curves count both directions): the copying mode's goal is at sizes where one
-// memcpy leaves the caches, which the 1 MiB pairs do not show.
-PairedRatio pairedEchoWithMemcpy(Curves::Client& c, size_t bytes) {
-  std::vector<uint8_t> in(bytes, 0x5a), result;
+// A same-host mode moving `bytes` per call, paired with `copies` memcpys of `bytes` (an echo
+// moves them there and back, and the curves count both directions). The goals are at every
+// size, and from 4 MiB one memcpy runs at memory speed, which the 1 MiB pairs do not show.
+PairedRatio pairedWithMemcpy(const std::string& name, size_t bytes, const std::function<bool()>& call, int copies = 1) {
   std::vector<char> from(bytes, 1), to(bytes, 2);
   return pairedAtMiB(
-      "lrpc_echo", "memcpy",
-      [&] { return c.echo(in, lrpc::into(result)).isOk() && result.size() == bytes; },
+      name, "memcpy", call,
       [&] {
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < copies; ++i) {
           std::memcpy(to.data(), from.data(), bytes);
           from[bytes / 2] = to[bytes / 3];  // a data dependency, so the copy cannot be dropped
         }
@@ -657,31 +646,25 @@ std::vector<Curve> localCurves(const Config& cfg, std::vector<PairedRatio>* pair
       out.push_back(runSharedCurve(cfg, c, Curves::kSinkInPlace, "lrpc_sink_zerocopy"));
     }
     if (mode == TransferMode::kAdaptive && cfg.maxBytes >= (size_t{1} << 20)) {
-      std::vector<uint8_t> data(size_t{1} << 20, 0x5a);
-      paired->push_back(pairedWithMemcpy("lrpc_sink", [&] { return c.sink(data).isOk(); }));
-      paired->push_back(pairedWithMemcpy("lrpc_sink_inplace", [&] { return c.sinkInPlace(data).isOk(); }));
       uint8_t n = 0;
-      paired->push_back(pairedWithMemcpy("lrpc_sink_shared", [&] { return sharedSink(c, data.size(), ++n); }));
-      paired->push_back(pairedWithMemcpy("lrpc_sink_zerocopy",
-                                    [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }));
-      for (size_t bytes = size_t{1} << 20; bytes <= cfg.maxBytes; bytes *= 4) {
-        paired->push_back(pairedEchoWithMemcpy(c, bytes));
+      std::vector<uint8_t> result;
+      for (size_t bytes = size_t{4} << 10; bytes <= cfg.maxBytes; bytes *= 4) {
+        std::vector<uint8_t> data(bytes, 0x5a);
+        paired->push_back(pairedWithMemcpy("lrpc_sink", bytes, [&] { return c.sink(data).isOk(); }));
+        paired->push_back(pairedWithMemcpy("lrpc_sink_inplace", bytes, [&] { return c.sinkInPlace(data).isOk(); }));
+        paired->push_back(pairedWithMemcpy("lrpc_sink_shared", bytes, [&] { return sharedSink(c, bytes, ++n); }));
+        paired->push_back(pairedWithMemcpy("lrpc_sink_zerocopy", bytes,
+                                           [&] { return sharedSink(c, bytes, ++n, Curves::kSinkInPlace); }));
+        paired->push_back(pairedWithMemcpy(
+            "lrpc_echo", bytes, [&] { return c.echo(data, lrpc::into(result)).isOk() && result.size() == bytes; }, 2));
       }
-      // The in-place modes against their pattern with no framework: writing the lines here,
-      // then reading them on the server's CPU.
+      // The pattern of an in-place handler without $Lrpc.progressive, with no framework:
+      // writing the lines here, then reading them on the server's CPU.
       if (Result<std::unique_ptr<HandoffFloor>> floor = HandoffFloor::start(cfg.maxBytes); floor.isOk()) {
         out.push_back(handoffCurve(cfg, **floor));
         // The caller's bytes for xcore_copy_handoff, faulted in before anything is timed.
         std::vector<std::byte> source(cfg.maxBytes, std::byte{0x5a});
         out.push_back(handoffCurve(cfg, **floor, source.data()));
-        auto handOff = [&] { return (*floor)->handOff(data.size(), ++n); };
-        paired->push_back(pairedAtMiB("lrpc_sink_inplace", "xcore_handoff", [&] { return c.sinkInPlace(data).isOk(); },
-                                      handOff));
-        paired->push_back(pairedAtMiB("lrpc_sink_inplace", "xcore_copy_handoff",
-                                      [&] { return c.sinkInPlace(data).isOk(); },
-                                      [&] { return (*floor)->copyOver(source.data(), data.size()); }));
-        paired->push_back(pairedAtMiB("lrpc_sink_zerocopy", "xcore_handoff",
-                                      [&] { return sharedSink(c, data.size(), ++n, Curves::kSinkInPlace); }, handOff));
       } else {
         out.push_back({"xcore_handoff", floor.status().toString(), {}});
       }
@@ -915,8 +898,7 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
   };
   for (Ratio r : {Ratio{"lrpc_sink", "memcpy"}, Ratio{"lrpc_sink_inplace", "memcpy"}, Ratio{"lrpc_sink_shared", "memcpy"},
                   Ratio{"lrpc_sink_zerocopy", "memcpy"}, Ratio{"xcore_handoff", "memcpy"},
-                  Ratio{"lrpc_sink_inplace", "xcore_handoff"}, Ratio{"lrpc_sink_zerocopy", "xcore_handoff"},
-                  Ratio{"xcore_copy_handoff", "memcpy"}, Ratio{"lrpc_sink_inplace", "xcore_copy_handoff"},
+                  Ratio{"xcore_copy_handoff", "memcpy"},
                   Ratio{"lrpc_echo", "memcpy"},
                   Ratio{"net_sink", "tcp_stream"}, Ratio{"net_sink", "udp_gso_stream"}, Ratio{"net_sink", "udp_stream"},
                   Ratio{"net_source", "tcp_stream"}, Ratio{"net_source", "udp_gso_stream"},
@@ -926,7 +908,41 @@ void report(const std::vector<Curve>& curves, const std::vector<PairedRatio>& pa
     double a = at(r.what, mib), b = at(r.floor, mib);
     if (a > 0 && b > 0) std::printf("1 MiB: %s / %s = %.0f%%\n", r.what, r.floor, 100 * a / b);
   }
+  // The same-host modes against memcpy, paired, as one table: a mode per row, a size per column.
+  std::vector<std::string> modes;
+  std::vector<size_t> pairedSizes;
   for (const PairedRatio& r : paired) {
+    if (r.floor != "memcpy") continue;
+    if (std::find(modes.begin(), modes.end(), r.name) == modes.end()) modes.push_back(r.name);
+    if (std::find(pairedSizes.begin(), pairedSizes.end(), r.bytes) == pairedSizes.end()) pairedSizes.push_back(r.bytes);
+  }
+  if (!modes.empty()) {
+    std::printf("\nPaired against memcpy of the same bytes (an echo: two memcpys), %% of its bandwidth: the median of "
+                "21 alternating rounds of 8 calls and 8 memcpys (as many as move 1 MiB, below 128 KiB) "
+                "[min-max]\n\n| mode |");
+    for (size_t b : pairedSizes) std::printf(" %s |", human(static_cast<double>(b)).c_str());
+    std::printf("\n|---|");
+    for (size_t i = 0; i < pairedSizes.size(); ++i) std::printf("---|");
+    std::printf("\n");
+    for (const std::string& m : modes) {
+      std::printf("| %s |", m.c_str());
+      for (size_t b : pairedSizes) {
+        auto r = std::find_if(paired.begin(), paired.end(),
+                              [&](const PairedRatio& x) { return x.floor == "memcpy" && x.name == m && x.bytes == b; });
+        if (r == paired.end()) {
+          std::printf(" - |");
+        } else if (!r->ok) {
+          std::printf(" failed |");
+        } else {
+          std::printf(" %.0f%% [%.0f-%.0f%%] |", 100 * r->median, 100 * r->lo, 100 * r->hi);
+        }
+      }
+      std::printf("\n");
+    }
+    std::printf("\n");
+  }
+  for (const PairedRatio& r : paired) {
+    if (r.floor == "memcpy") continue;
     if (!r.ok) {
       std::printf("%s, paired: %s / %s: %s\n", human(static_cast<double>(r.bytes)).c_str(), r.name.c_str(),
                   r.floor.c_str(), r.failure.c_str());
