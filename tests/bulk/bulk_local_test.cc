@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -273,28 +274,36 @@ TEST(SharedBufferRemote, IsUnsupported) {
   EXPECT_EQ(r.status().code(), Errc::kUnsupported);
 }
 
-// A handler building large results in lrpc::resultBuffer() gets, from its second call on, the
-// storage of the last large result copied out, empty: each echo exact, larger or smaller.
-TEST(ResultBuffer, AHandlerGetsTheLastLargeResultsStorageEmpty) {
+// Serves Blobs through `Impl` in a process of its own, echoes each of `sizes` (checking the
+// bytes that come back), then answers what the server's digest() reports.
+template <class Impl>
+void echoEach(std::span<const size_t> sizes, uint32_t seed, Blobs::DigestResults& seen) {
   TempDir dir;
-  BulkServer<Blobs, RecyclingBlobs> server(dir.path(), "blobs");
+  BulkServer<Blobs, Impl> server(dir.path(), "blobs");
   ASSERT_TRUE(server.ok());
   ImportOptions io;
   io.dir = dir.path();
   Result<Blobs::Client> client = lrpc::import<Blobs>("blobs", io);
   ASSERT_TRUE(client.isOk()) << client.status().toString();
-  const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, (size_t{1} << 20) + 3, size_t{2} << 20, 100, size_t{2} << 20};
-  uint32_t seed = 60;
   for (size_t n : sizes) {
     const std::vector<uint8_t> sent = pattern(n, ++seed);
     Result<std::vector<uint8_t>> back = client->data(sent);
     ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
     EXPECT_TRUE(*back == sent) << n;
   }
-  Result<Blobs::DigestResults> seen = client->digest({});
-  ASSERT_TRUE(seen.isOk()) << seen.status().toString();
-  EXPECT_EQ(seen->hash, std::size(sizes) - 1) << "calls that found the last result's storage";
-  EXPECT_EQ(seen->n, 0u) << "calls whose buffer held bytes";
+  Result<Blobs::DigestResults> digest = client->digest({});
+  ASSERT_TRUE(digest.isOk()) << digest.status().toString();
+  seen = *digest;
+}
+
+// A handler building large results in lrpc::resultBuffer() gets, from its second call on, the
+// storage of the last large result copied out, empty: each echo exact, larger or smaller.
+TEST(ResultBuffer, AHandlerGetsTheLastLargeResultsStorageEmpty) {
+  const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, (size_t{1} << 20) + 3, size_t{2} << 20, 100, size_t{2} << 20};
+  Blobs::DigestResults seen{};
+  ASSERT_NO_FATAL_FAILURE(echoEach<RecyclingBlobs>(sizes, 60, seen));
+  EXPECT_EQ(seen.hash, std::size(sizes) - 1) << "calls that found the last result's storage";
+  EXPECT_EQ(seen.n, 0u) << "calls whose buffer held bytes";
 }
 
 TEST(ResultBuffer, OutsideAHandlerIsAnEmptyVector) {
@@ -307,29 +316,15 @@ TEST(ResultBuffer, OutsideAHandlerIsAnEmptyVector) {
 // (no copy of its own), the bytes come back exact, and a large argument arrives in the storage
 // the last large result went back in: the path then keeps one buffer, not one per direction.
 TEST(TakeArgument, AnEchoReturnsItsArgumentsCopyAndItsStorageComesBack) {
-  TempDir dir;
-  BulkServer<Blobs, TakingBlobs> server(dir.path(), "blobs");
-  ASSERT_TRUE(server.ok());
-  ImportOptions io;
-  io.dir = dir.path();
-  Result<Blobs::Client> client = lrpc::import<Blobs>("blobs", io);
-  ASSERT_TRUE(client.isOk()) << client.status().toString();
   // 2 MiB three times: the 2nd and 3rd arrive where the last result was. 600 KB (streamed,
   // under the kept size) and 100 B leave the kept 2 MiB buffer alone; the first 3 MiB call
   // takes it and outgrows it, so only the second 3 MiB call arrives where the last one was.
   const size_t sizes[] = {size_t{2} << 20, size_t{2} << 20, size_t{2} << 20, 600'000, 100,
                           size_t{3} << 20, size_t{3} << 20};
-  uint32_t seed = 70;
-  for (size_t n : sizes) {
-    const std::vector<uint8_t> sent = pattern(n, ++seed);
-    Result<std::vector<uint8_t>> back = client->data(sent);
-    ASSERT_TRUE(back.isOk()) << n << ": " << back.status().toString();
-    EXPECT_TRUE(*back == sent) << n;
-  }
-  Result<Blobs::DigestResults> seen = client->digest({});
-  ASSERT_TRUE(seen.isOk()) << seen.status().toString();
-  EXPECT_EQ(seen->hash, std::size(sizes)) << "calls whose takeArgument moved the copy";
-  EXPECT_EQ(seen->n, 3u) << "calls whose argument arrived in the last large result's storage";
+  Blobs::DigestResults seen{};
+  ASSERT_NO_FATAL_FAILURE(echoEach<TakingBlobs>(sizes, 70, seen));
+  EXPECT_EQ(seen.hash, std::size(sizes)) << "calls whose takeArgument moved the copy";
+  EXPECT_EQ(seen.n, 3u) << "calls whose argument arrived in the last large result's storage";
 }
 
 TEST(TakeArgument, OutsideAHandlerIsACopy) {

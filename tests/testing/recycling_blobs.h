@@ -13,20 +13,26 @@
 
 namespace lrpc::testing {
 
-class RecyclingBlobs final : public Blobs::Server {
+// Blobs with every method but data() and digest() answered trivially, for servers that test
+// only those two.
+class DataOnlyBlobs : public Blobs::Server {
  public:
   Result<uint64_t> ping(uint64_t n) override { return n + 1; }
   Result<std::string> text(std::string_view t) override { return std::string(t); }
+  Result<std::string> limited(std::string_view t) override { return std::string(t); }
+  Result<Blobs::MixedResults> mixed(uint8_t, std::string_view, bool, std::span<const uint8_t>, int64_t) override {
+    return Blobs::MixedResults{};
+  }
+};
+
+class RecyclingBlobs final : public DataOnlyBlobs {
+ public:
   Result<std::vector<uint8_t>> data(std::span<const uint8_t> d) override {
     std::vector<uint8_t> out = lrpc::resultBuffer();
     if (!out.empty()) ++stale_;
     if (!d.empty() && out.capacity() >= d.size()) ++reused_;
     out.assign(d.begin(), d.end());
     return out;
-  }
-  Result<std::string> limited(std::string_view t) override { return std::string(t); }
-  Result<Blobs::MixedResults> mixed(uint8_t, std::string_view, bool, std::span<const uint8_t>, int64_t) override {
-    return Blobs::MixedResults{};
   }
   Result<Blobs::DigestResults> digest(std::span<const uint8_t>) override {
     return Blobs::DigestResults{reused_.load(), stale_.load()};

@@ -6,18 +6,15 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
-#include <string>
-#include <string_view>
 #include <vector>
 
 #include "every_type.lrpc.h"
+#include "tests/testing/recycling_blobs.h"
 
 namespace lrpc::testing {
 
-class TakingBlobs final : public Blobs::Server {
+class TakingBlobs final : public DataOnlyBlobs {
  public:
-  Result<uint64_t> ping(uint64_t n) override { return n + 1; }
-  Result<std::string> text(std::string_view t) override { return std::string(t); }
   Result<std::vector<uint8_t>> data(std::span<const uint8_t> d) override {
     // The previous result's address is only compared, never read: its vector is gone.
     if (!d.empty() && reinterpret_cast<uintptr_t>(d.data()) == lastLarge_.load()) ++reused_;
@@ -25,10 +22,6 @@ class TakingBlobs final : public Blobs::Server {
     if (!d.empty() && out.data() == d.data()) ++moved_;
     if (out.size() >= (size_t{1} << 20)) lastLarge_ = reinterpret_cast<uintptr_t>(out.data());
     return out;
-  }
-  Result<std::string> limited(std::string_view t) override { return std::string(t); }
-  Result<Blobs::MixedResults> mixed(uint8_t, std::string_view, bool, std::span<const uint8_t>, int64_t) override {
-    return Blobs::MixedResults{};
   }
   Result<Blobs::DigestResults> digest(std::span<const uint8_t>) override {
     return Blobs::DigestResults{moved_.load(), reused_.load()};
