@@ -135,17 +135,13 @@ class ServerCall {
   // The copies "E" of this call's Data arguments (detail::copyArgBytes), which
   // lrpc::takeArgument may hand to the handler instead of copying them again.
   void noteArgCopy(std::vector<uint8_t>* copy) noexcept {
-    for (std::vector<uint8_t>*& c : argCopies_) {
-      if (c == nullptr) {
-        c = copy;
-        return;
-      }
-    }
+    if (argCopyCount_ < argCopies_.size()) argCopies_[argCopyCount_++] = copy;
   }
   // The copy whose bytes `bytes` names exactly, taken out of the list, or null.
   std::vector<uint8_t>* takeArgCopy(std::span<const uint8_t> bytes) noexcept {
     if (bytes.empty()) return nullptr;
-    for (std::vector<uint8_t>*& c : argCopies_) {
+    for (uint8_t i = 0; i < argCopyCount_; ++i) {
+      std::vector<uint8_t>*& c = argCopies_[i];
       if (c != nullptr && c->data() == bytes.data() && c->size() == bytes.size()) {
         return std::exchange(c, nullptr);
       }
@@ -174,8 +170,10 @@ class ServerCall {
   std::byte* results_;
   bool deferred_ = false;  // set by a path's defer()
   // Vectors of the generated dispatch's frame, valid while its handler runs; a call with more
-  // Data arguments than this has the rest copied again by takeArgument.
-  std::array<std::vector<uint8_t>*, 4> argCopies_{};
+  // Data arguments than this has the rest copied again by takeArgument. Only the first
+  // argCopyCount_ are set: a call with no Data argument, Null's, writes none of them.
+  std::array<std::vector<uint8_t>*, 4> argCopies_;
+  uint8_t argCopyCount_ = 0;
 };
 
 namespace detail {
