@@ -543,11 +543,11 @@ PairedRatio pairedAtMiB(const std::string& name, const std::string& floorName, c
                         const std::function<bool()>& floor, size_t bytes = size_t{1} << 20) {
   constexpr int kRounds = 21;
   const size_t perMiB = (size_t{1} << 20) / std::max<size_t>(bytes, 1);
-  const int kBurst = static_cast<int>(std::max<size_t>(8, perMiB));
+  const int burstCalls = static_cast<int>(std::max<size_t>(8, perMiB));
   auto burst = [&](const std::function<bool()>& one) -> double {
     if (!one()) return -1;
     auto t0 = Clock::now();
-    for (int i = 0; i < kBurst; ++i) {
+    for (int i = 0; i < burstCalls; ++i) {
       if (!one()) return -1;
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
