@@ -17,9 +17,9 @@
 
 namespace lrpc::testing {
 
-// 64-bit FNV-1a: what Blobs.digest answers, for tests to compare with.
-inline uint64_t fnv1a(std::span<const uint8_t> d) {
-  uint64_t h = 0xcbf29ce484222325ull;
+// 64-bit FNV-1a: what Blobs.digest answers, for tests to compare with. `h`: the hash of the
+// bytes before `d`, for a value hashed in parts.
+inline uint64_t fnv1a(std::span<const uint8_t> d, uint64_t h = 0xcbf29ce484222325ull) {
   for (uint8_t b : d) h = (h ^ b) * 0x100000001b3ull;
   return h;
 }

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "every_type.lrpc.h"
+#include "tests/testing/every_type_impl.h"
 
 namespace lrpc::testing {
 
@@ -16,14 +17,14 @@ class ProgressiveConsumer final : public Progressive::Server {
   Result<Progressive::ConsumeResults> consume(std::span<const uint8_t> d, uint32_t step) override {
     entered.fetch_add(1);
     const size_t part = step == 0 ? d.size() : step;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t done = 0; done < d.size();) {
+    uint64_t h = fnv1a({});
+    for (size_t done = 0; done < d.size(); done += part) {
       const size_t end = std::min(d.size(), done + part);
       if (Status s = lrpc::awaitArgument(d, end); !s.isOk()) {
         lastError.store(static_cast<int>(s.code()));
         return s;
       }
-      for (; done < end; ++done) h = (h ^ d[done]) * 0x100000001b3ull;
+      h = fnv1a(d.subspan(done, end - done), h);
     }
     return Progressive::ConsumeResults{h, d.size()};
   }
