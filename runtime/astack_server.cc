@@ -139,7 +139,7 @@ class AStackDeferred final : public DeferredCall {
   void finish(Status status, Writer write, void* value) noexcept override {
     MutexLock lock(live_->mu);
     if (!live_->alive) return;  // the binding ended: nobody waits, and its memory is going
-    const ProcedureLayout& pl = conn_->exp->layout->procedure(slot_->procedure);
+    const ProcedureLayout& pl = *slot_->pl;
     uint32_t tail = 0;
     uint8_t flags = 0;
     if (status.isOk() && write != nullptr) {
@@ -198,8 +198,8 @@ Status Connection::dispatchWithCallbacks(ServerSlot* slot, uint32_t procedure, S
 }
 
 void Connection::runCall(ServerSlot* slot, uint32_t seq) {
-  AStackControl* ctl = control(slot->index);
-  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
+  AStackControl* ctl = slot->ctl;
+  const ProcedureLayout& pl = *slot->pl;
   std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
   // Each control field is read once; from here on only the private copies are used.
   uint64_t callKey = detail::loadOnce(ctl->key);
@@ -212,10 +212,12 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   Status s;
   std::shared_ptr<SharedMemory> argSegment;  // keeps a segment mapped while the handler reads it
   std::span<const std::byte> tail;
-  if (callKey != key) {
+  if (callKey != key) [[unlikely]] {
     s = Status(Errc::kBindingRejected, "call carries a forged binding key");
-  } else if (procedure != slot->procedure) {
+  } else if (procedure != slot->procedure) [[unlikely]] {
     s = Status(Errc::kBadFrame, "procedure does not match the A-stack");
+  } else if (argFlags == 0 && argTail <= pl.tailRoom) [[likely]] {
+    tail = std::span<const std::byte>(frame + pl.argTailOff, argTail);
   } else if (argFlags == kTailOutOfBand || argFlags == (kTailOutOfBand | kTailStreaming)) {
     {
       MutexLock lock(slot->segMu);
@@ -226,17 +228,14 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     } else {
       tail = std::span<const std::byte>(argSegment->data(), argTail);
     }
-  } else if (argFlags != 0 || argTail > pl.tailRoom) {
-    s = Status(Errc::kBadFrame, "argument tail longer than the A-stack");
   } else {
-    tail = std::span<const std::byte>(frame + pl.argTailOff, argTail);
+    s = Status(Errc::kBadFrame, "argument tail longer than the A-stack");
   }
 
   uint32_t resultTail = 0;
   uint8_t resultFlags = 0;
   uint32_t released = 0;
-  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
-  bool deferred = false;
+  ReturnControl* ret = slot->ret;
   if (s.isOk()) {
     // The result part is not cleared: the generated dispatch writes every field, and bytes
     // between fields hold only what this server wrote there before (astack_format.md).
@@ -253,30 +252,46 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     }
     resultTail = call.length();
     resultFlags = call.flags();
-    deferred = call.deferred();
-    if (call.streams() && s.isOk() && !deferred) [[unlikely]] {
-      slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (call.deferred()) [[unlikely]] {
+      countCall(slot);
+      // We publish an answer given during dispatch; otherwise the answer to come does
+      // (AStackDeferred::finish), and the slot is not ours after.
+      if (slot->deferRace.handBack()) publish(slot, seq, slot->deferWritten);
+      return;
+    }
+    if (call.streams() && s.isOk()) [[unlikely]] {
+      countCall(slot);
       streamReturn(slot, frame, procedure, seq, resultTail, released, call.takeStreamed());
       return;
     }
-  }
-  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (deferred) {
-    // We publish an answer given during dispatch; otherwise the answer to come does
-    // (AStackDeferred::finish), and the slot is not ours after.
-    if (slot->deferRace.handBack()) publish(slot, seq, slot->deferWritten);
+    finishCall(slot, seq, frame, procedure, s, resultTail, resultFlags, released);
     return;
   }
+  finishCall(slot, seq, frame, procedure, s, resultTail, resultFlags, released);
+}
+
+void Connection::finishCall(ServerSlot* slot, uint32_t seq, std::byte* frame, uint32_t procedure, const Status& s,
+                            uint32_t resultTail, uint8_t resultFlags, uint32_t released) {
+  // The return goes out first and the bookkeeping after: a caller waits on the doorbell, and
+  // nobody on the count or on `finished` (the next call of this A-stack, if another thread sees
+  // it first, waits for `finished` in claim(), and this thread looks for it again next).
   // The return block's stores and the doorbell's follow each other with nothing between them:
   // the client spins on that line, and a gap lets its read take the line back after the first
   // store, so that the doorbell's store would move the line a second time.
-  publish(slot, seq, writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released));
+  ringReturn(slot, seq, writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released));
+  countCall(slot);
+  // Release: the next server of this A-stack, maybe another thread, starts after our writes.
+  slot->finished.store(seq, std::memory_order_release);
+}
+
+void Connection::countCall(ServerSlot* slot) noexcept {
+  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s,
                                  uint32_t resultTail, uint8_t resultFlags, uint32_t releasedId) {
-  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
-  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
+  const ProcedureLayout& pl = *slot->pl;
+  ReturnControl* ret = slot->ret;
   // On every return, ok or not: the block keeps what the last call left in it.
   detail::storeOnce(ret->releasedId, releasedId);
   if (s.isOk()) {
@@ -338,7 +353,7 @@ void Connection::publish(ServerSlot* slot, uint32_t seq, uint32_t written) {
 }
 
 void Connection::ringReturn(ServerSlot* slot, uint32_t seq, uint32_t written) {
-  auto* ret = reinterpret_cast<ReturnControl*>(region->data() + exp->layout->returnOffset(slot->index));
+  ReturnControl* ret = slot->ret;
   detail::timeline(detail::Mark::kServerReturn, seq);
   detail::ring(ret->returnWord, ret->clientSleeping, seq);
   detail::demoteAfterFirstLine(ret, written);
@@ -346,8 +361,7 @@ void Connection::ringReturn(ServerSlot* slot, uint32_t seq, uint32_t written) {
 
 void Connection::streamReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, uint32_t seq, uint32_t tail,
                               uint32_t released, StreamedResult r) {
-  const ProcedureLayout& pl = exp->layout->procedure(slot->procedure);
-  auto* ret = reinterpret_cast<ReturnControl*>(frame + pl.returnOff);
+  ReturnControl* ret = slot->ret;
   const std::span<const std::byte> value = r.value->bytes();
   // Relaxed: published with the return by the release in ring(). The tail before the value
   // is final already (values are written in offset order).
@@ -379,7 +393,7 @@ void Connection::streamReturn(ServerSlot* slot, std::byte* frame, uint32_t proce
 template <class Wanted>
 std::optional<uint32_t> Connection::waitingCall(const ServerSlot& slot, Wanted&& wanted) const noexcept {
   // Acquire: pairs with the caller's release in ring(); the call's frame is visible after it.
-  const AStackControl* ctl = control(slot.index);
+  const AStackControl* ctl = slot.ctl;
   const uint32_t seq = ctl->callWord.load(std::memory_order_acquire);
   // Relaxed: a first look only; claim() decides.
   if (!newer(seq, slot.served.load(std::memory_order_relaxed))) return std::nullopt;
@@ -467,7 +481,7 @@ bool Connection::serveGuest(uint16_t origin, detail::LazyDeadline* arm) noexcept
 
 bool Connection::forGuest(ServerSlot* slot) const noexcept {
   if (guestSeats.base == nullptr) return false;
-  return guestSeats.taken(detail::loadOnce(control(slot->index)->origin));
+  return guestSeats.taken(detail::loadOnce(slot->ctl->origin));
 }
 
 void Connection::serve(ServerSlot* slot, uint32_t last) {
@@ -499,7 +513,7 @@ void Connection::serve(ServerSlot* slot, uint32_t last) {
   TransferMode waitMode = mode;
   for (;;) {
     ServerSlot* at = helper.slot;
-    AStackControl* ctl = control(at->index);
+    AStackControl* ctl = at->ctl;
     uint32_t seq = 0;
     const detail::WaitResult r = detail::waitForCall(ctl->callWord, ctl->serverSleeping, last, waitMode, at->stop, &seq, help);
     waitMode = mode;

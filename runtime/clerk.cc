@@ -110,6 +110,9 @@ Status Connection::handshake() {
     auto slot = std::make_unique<ServerSlot>();
     slot->index = i;
     slot->procedure = layout.procedureOf(i);
+    slot->ctl = control(i);
+    slot->ret = reinterpret_cast<ReturnControl*>(region->data() + layout.returnOffset(i));
+    slot->pl = &layout.procedure(slot->procedure);
     slots.push_back(std::move(slot));
   }
   // Before the Welcome: a callback binding's first call may come right after it, and its

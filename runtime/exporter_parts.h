@@ -82,6 +82,11 @@ struct StreamedResult {
 struct ServerSlot {
   uint32_t index = 0;
   uint32_t procedure = 0;
+  // Where this A-stack's blocks lie in the region, fixed at the handshake: the call path reads
+  // them here instead of working them out of the layout on every call.
+  AStackControl* ctl = nullptr;
+  ReturnControl* ret = nullptr;
+  const ProcedureLayout* pl = nullptr;
   std::atomic<bool> stop{false};
   // The last call taken on this A-stack, by its own thread or one helping (Connection::help):
   // whoever moves it to a call's sequence number runs that call, exactly once.
@@ -198,6 +203,10 @@ struct Connection {
                        uint8_t flags, uint32_t releasedId = 0);
   // Serves call `seq` of `slot` and rings its return doorbell (unless deferred: then its reply does).
   void runCall(ServerSlot* slot, uint32_t seq);
+  // Writes call `seq`'s return, rings it, then counts the call and hands the A-stack on.
+  void finishCall(ServerSlot* slot, uint32_t seq, std::byte* frame, uint32_t procedure, const Status& s,
+                  uint32_t resultTail, uint8_t resultFlags, uint32_t released);
+  static void countCall(ServerSlot* slot) noexcept;
   // Lets the client of `slot` see call `seq`'s return block, `written` bytes of which are new.
   void publish(ServerSlot* slot, uint32_t seq, uint32_t written);
   // publish() without handing the A-stack to its next server (streamReturn does that later).

@@ -114,6 +114,7 @@ LocalBinding::LocalBinding(const InterfaceDescriptor& iface, RegionLayout layout
     procs_[p].pool.init(procs_[p].layout.firstAStack, procs_[p].layout.count);
     procs_[p].cache.init(procs_[p].layout.count, cache);
   }
+  for (uint32_t i = 0; i < layout_.astackCount(); ++i) slots_[i].ctl = control(i);
 }
 
 LocalBinding::~LocalBinding() = default;

@@ -120,6 +120,7 @@ class LocalBinding {
   };
   // Client-private state of one A-stack; only its current owner touches it.
   struct Slot {
+    AStackControl* ctl = nullptr;  // where it lies in the region
     uint32_t seq = 0;       // sequence number of the last call made on it
     bool started = false;   // the server has a thread for it
     std::unique_ptr<SharedMemory> argSegment;     // out-of-band argument tail

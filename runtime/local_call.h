@@ -59,7 +59,8 @@ class LocalCall {
       index = *r;
     }
     index_ = index;
-    ctl_ = lb_->control(index);
+    LocalBinding::Slot& slot = lb_->slot(index);
+    ctl_ = slot.ctl;
     frame_ = reinterpret_cast<std::byte*>(ctl_) + kControlBytes;
     ret_ = reinterpret_cast<ReturnControl*>(frame_ + proc_->layout.returnOff);
     args_ = frame_;
@@ -67,7 +68,7 @@ class LocalCall {
     // A capability's frame opens the tunnel's inline argument tail (bindingOfImport made sure
     // that every fixed part of its interface fits there).
     if (inner_ != nullptr) [[unlikely]] args_ = innerFrame_ = frame_ + proc_->layout.argTailOff;
-    if (!lb_->slot(index).started) [[unlikely]] {
+    if (!slot.started) [[unlikely]] {
       if (Status s = lb_->startAStack(index, timeout_); !s.isOk()) {
         status_ = std::move(s);
         return;  // the destructor gives the A-stack back
