@@ -13,7 +13,8 @@ executes instead, exactly but slowly. The script runs one cell of lrpc_bench und
 `valgrind --tool=callgrind --trace-children=yes` (its server process too) and prints, per
 process, each function's own instructions divided by the calls the process served or made
 (the calls of LocalCall::invoke in the client, Connection::runCall in the server), for the
-functions of lrpc, the generated code and the benchmark's loop. Some also count waiting:
+functions of lrpc, the generated code and the benchmark's loop, and any other function called
+on every call (memcpy). Some also count waiting:
 LocalCall::invoke spins on the return doorbell and waitForCall on the call doorbell, a few
 instructions per look, and a waiting server thread looks at its binding's other A-stacks
 (Connection::help); they are marked, and left out of the totals. Timing under valgrind means
@@ -54,7 +55,9 @@ def parse(path):
             calls[cfn] += int(m.group(1))
             pending = True  # the next cost line is the call's inclusive cost, not fn's own
             continue
-        m = re.match(r"^\S+ (\d+)$", line.rstrip("\n"))
+        # A cost line: a position (a line number, relative +n/-n, or * for the same) and the
+        # count; "summary:" and "totals:" lines are the whole program's, not fn's.
+        m = re.match(r"^(?:[+-]?\d+|\*|0x[0-9a-f]+) (\d+)$", line.rstrip("\n"))
         if m and fn:
             if pending:
                 pending = False
@@ -79,7 +82,8 @@ def main():
             continue  # not a process that made or served the calls
         n = calls[marker]
         side = "client" if marker.startswith("lrpc::LocalCall") else "server"
-        rows = sorted(((v / n, f) for f, v in own.items() if v / n >= 1.0 and "lrpc" in f), reverse=True)
+        rows = sorted(((v / n, f) for f, v in own.items() if v / n >= 1.0 and ("lrpc" in f or calls[f] >= n)),
+                      reverse=True)
         total = sum(v for v, f in rows if not f.startswith(WAITING))
         print(f"{side}: {n} calls of {cell}; each function's own instructions per call")
         for v, f in rows:
