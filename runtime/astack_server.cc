@@ -275,15 +275,10 @@ void Connection::finishCall(ServerSlot* slot, uint32_t seq, std::byte* frame, ui
   // Counted before the return: a caller that asks for the server's stats after its call
   // returned finds it counted.
   countCall(slot);
-  // The return goes out before `finished`: a caller waits on the doorbell, and nobody on
-  // `finished` (the next call of this A-stack, if another thread sees it first, waits for it
-  // in claim(), and this thread looks for that call again next).
   // The return block's stores and the doorbell's follow each other with nothing between them:
   // the client spins on that line, and a gap lets its read take the line back after the first
   // store, so that the doorbell's store would move the line a second time.
-  ringReturn(slot, seq, writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released));
-  // Release: the next server of this A-stack, maybe another thread, starts after our writes.
-  slot->finished.store(seq, std::memory_order_release);
+  publish(slot, seq, writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released));
 }
 
 void Connection::countCall(ServerSlot* slot) noexcept {
