@@ -236,6 +236,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   uint8_t resultFlags = 0;
   uint32_t released = 0;
   ReturnControl* ret = slot->ret;
+  bool deferred = false;
   if (s.isOk()) {
     // The result part is not cleared: the generated dispatch writes every field, and bytes
     // between fields hold only what this server wrote there before (astack_format.md).
@@ -252,37 +253,24 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     }
     resultTail = call.length();
     resultFlags = call.flags();
-    if (call.deferred()) [[unlikely]] {
-      countCall(slot);
-      // We publish an answer given during dispatch; otherwise the answer to come does
-      // (AStackDeferred::finish), and the slot is not ours after.
-      if (slot->deferRace.handBack()) publish(slot, seq, slot->deferWritten);
-      return;
-    }
-    if (call.streams() && s.isOk()) [[unlikely]] {
-      countCall(slot);
+    deferred = call.deferred();
+    if (call.streams() && s.isOk() && !deferred) [[unlikely]] {
+      slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       streamReturn(slot, frame, procedure, seq, resultTail, released, call.takeStreamed());
       return;
     }
-    finishCall(slot, seq, frame, procedure, s, resultTail, resultFlags, released);
+  }
+  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (deferred) {
+    // We publish an answer given during dispatch; otherwise the answer to come does
+    // (AStackDeferred::finish), and the slot is not ours after.
+    if (slot->deferRace.handBack()) publish(slot, seq, slot->deferWritten);
     return;
   }
-  finishCall(slot, seq, frame, procedure, s, resultTail, resultFlags, released);
-}
-
-void Connection::finishCall(ServerSlot* slot, uint32_t seq, std::byte* frame, uint32_t procedure, const Status& s,
-                            uint32_t resultTail, uint8_t resultFlags, uint32_t released) {
-  // Counted before the return: a caller that asks for the server's stats after its call
-  // returned finds it counted.
-  countCall(slot);
   // The return block's stores and the doorbell's follow each other with nothing between them:
   // the client spins on that line, and a gap lets its read take the line back after the first
   // store, so that the doorbell's store would move the line a second time.
   publish(slot, seq, writeReturn(slot, frame, procedure, s, resultTail, resultFlags, released));
-}
-
-void Connection::countCall(ServerSlot* slot) noexcept {
-  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 uint32_t Connection::writeReturn(ServerSlot* slot, std::byte* frame, uint32_t procedure, const Status& s,

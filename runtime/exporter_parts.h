@@ -203,10 +203,6 @@ struct Connection {
                        uint8_t flags, uint32_t releasedId = 0);
   // Serves call `seq` of `slot` and rings its return doorbell (unless deferred: then its reply does).
   void runCall(ServerSlot* slot, uint32_t seq);
-  // Counts call `seq`, writes its return, hands the A-stack on and rings the return.
-  void finishCall(ServerSlot* slot, uint32_t seq, std::byte* frame, uint32_t procedure, const Status& s,
-                  uint32_t resultTail, uint8_t resultFlags, uint32_t released);
-  static void countCall(ServerSlot* slot) noexcept;
   // Lets the client of `slot` see call `seq`'s return block, `written` bytes of which are new.
   void publish(ServerSlot* slot, uint32_t seq, uint32_t written);
   // publish() without handing the A-stack to its next server (streamReturn does that later).
