@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include "runtime/cap_table.h"
@@ -93,6 +94,24 @@ class AStackServerCall final : public ServerCall {
 
   Result<std::unique_ptr<DeferredCall>> defer() noexcept override;
 
+  // Readies the A-stack's kept call object for call `seq` (ServerSlot::call).
+  void begin(std::span<const std::byte> tail, const std::atomic<uint32_t>* argReady, uint32_t seq,
+             bool resultStreamable) noexcept {
+    restart(tail);
+    argReady_ = argReady;
+    seq_ = seq;
+    ready_ = 0;
+    streamable_ = resultStreamable;
+    reserved_ = false;
+    length_ = 0;
+    flags_ = 0;
+  }
+  // The call is over: what it holds goes now, not at the A-stack's next call.
+  void end() noexcept {
+    if (segment_ != nullptr) [[unlikely]] segment_.reset();
+    if (kept_ != nullptr) [[unlikely]] kept_.reset();
+  }
+
   uint32_t length() const noexcept { return length_; }
   uint8_t flags() const noexcept { return flags_; }
   // The large result value kept to be streamed after the return is published, if any.
@@ -177,7 +196,21 @@ Result<std::unique_ptr<DeferredCall>> AStackServerCall::defer() noexcept {
   return d;
 }
 
+// Ends the kept call object's call on every way out of runCall.
+class CallEnd {
+ public:
+  explicit CallEnd(AStackServerCall& call) noexcept : call_(call) {}
+  ~CallEnd() { call_.end(); }
+  CallEnd(const CallEnd&) = delete;
+  CallEnd& operator=(const CallEnd&) = delete;
+
+ private:
+  AStackServerCall& call_;
+};
+
 }  // namespace
+
+void SlotCallDelete::operator()(ServerCall* call) const noexcept { delete static_cast<AStackServerCall*>(call); }
 
 AStackControl* Connection::control(uint32_t i) const {
   return reinterpret_cast<AStackControl*>(region->data() + exp->layout->astackOffset(i));
@@ -237,12 +270,18 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   uint32_t released = 0;
   ReturnControl* ret = slot->ret;
   bool deferred = false;
+  if (s.isOk() && slot->call == nullptr) [[unlikely]] {
+    slot->call.reset(new (std::nothrow) AStackServerCall(std::span<const std::byte>(frame, pl.argsSize), {},
+                                                         frame + pl.resultsOff, this, slot, pl, frame, nullptr,
+                                                         &ret->cancelWord, 0));
+    if (slot->call == nullptr) s = Status(Errc::kResourceExhausted, "out of memory for a call");
+  }
   if (s.isOk()) {
     // The result part is not cleared: the generated dispatch writes every field, and bytes
     // between fields hold only what this server wrote there before (astack_format.md).
-    AStackServerCall call(std::span<const std::byte>(frame, pl.argsSize), tail, frame + pl.resultsOff, this, slot,
-                          pl, frame, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr, &ret->cancelWord,
-                          seq, resultStreamable);
+    auto& call = *static_cast<AStackServerCall*>(slot->call.get());
+    call.begin(tail, (argFlags & kTailStreaming) != 0 ? &ctl->argReady : nullptr, seq, resultStreamable);
+    const CallEnd end(call);
     const detail::CurrentCall current(call);
     // Relaxed: set by the clerk before the client passes its first callback, which it does in
     // a call's frame; a call that races it names no origin, and its callbacks go to the host.

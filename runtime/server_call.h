@@ -153,6 +153,12 @@ class ServerCall {
   ServerCall(std::span<const std::byte> args, std::span<const std::byte> argTail, std::byte* results) noexcept
       : args_(args), argTail_(argTail), results_(results) {}
   ~ServerCall() = default;
+  // Readies a call object kept between calls (AStackServerCall) for its next call.
+  void restart(std::span<const std::byte> argTail) noexcept {
+    argTail_ = argTail;
+    deferred_ = false;
+    argCopyCount_ = 0;
+  }
 
   // Whether this path takes the next large result value, of n bytes, over (moveResultTail); if
   // so, keepResult gets it with where its bytes belong in the reserved tail.

@@ -97,9 +97,11 @@ TEST_P(BulkLocal, SharedBufferSixtyFourMiBRoundTrip) {
 // Large Data arguments of changing sizes, one after another on the same A-stacks: the server
 // copies each into the buffer it kept from the previous one (detail::SpareBytes), larger or
 // smaller, and every echo comes back with exactly its own bytes.
+// One thread's calls, so one A-stack and one kept server call object (ServerSlot::call): tails
+// out of band and inline in turn, and each result is its own call's, whatever the one before.
 TEST_P(BulkLocal, LargeArgumentsOfChangingSizesKeepTheirOwnBytes) {
   const size_t sizes[] = {size_t{3} << 20, (size_t{1} << 20) + 5, size_t{2} << 20, size_t{6} << 20,
-                          (size_t{1} << 20) - 1, size_t{1} << 20, 4096};
+                          (size_t{1} << 20) - 1, size_t{1} << 20, 4096, 100, 0, size_t{1} << 20, 7};
   uint32_t seed = 11;
   for (size_t n : sizes) {
     const std::vector<uint8_t> sent = pattern(n, ++seed);
