@@ -160,7 +160,7 @@ class LocalCall {
       if (Status s = sealCapabilityArgs(); !s.isOk()) return s;
     }
     if (lb_->servesCallbacks() && !streaming_) [[unlikely]] return invokeAsGuest();
-    const uint32_t seq = launch();
+    const uint32_t seq = launch(/*ringLater=*/true);
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {
       // Acquire: pairs with the server's release in ring(); the results are visible after it.
@@ -171,6 +171,12 @@ class LocalCall {
       detail::cpuRelax();
     }
     if (!ready) [[unlikely]] {
+      // Before the wait, which may sleep: a server thread that went to sleep as we rang is
+      // woken now (transfer.h, ringLater).
+      if (ringDue_) {
+        ringDue_ = false;
+        detail::ringNow(ctl_->callWord, ctl_->serverSleeping);
+      }
       // The deadline is read off the clock only here, kInlineSpins pauses after the call was
       // published: a clock read on every call would cost a fast call a tenth of its time.
       deadline_ = timeout_.count() > 0 ? detail::monotonicNs() + timeout_.count() : 0;
@@ -302,20 +308,21 @@ class LocalCall {
   Status openCapabilityResults() noexcept;
 
   // Hands the call whose arguments are written to the server; returns its sequence number.
-  uint32_t launch() noexcept {
+  // With `later`, a call rung by ringLater leaves its ringNow to the caller (ringDue_).
+  uint32_t launch(bool later = false) noexcept {
     invoked_ = true;
     if (streaming_) [[unlikely]] {
       // Release: the whole tail, including values written without copyTail, is final now.
       ctl_->argReady.store(argTail_, std::memory_order_release);
       return streamSeq_;
     }
-    const uint32_t seq = publish(argFlags_);
+    const uint32_t seq = publish(argFlags_, later);
     detail::demoteAfterFirstLine(ctl_, kControlBytes + proc_->layout.argTailOff + (argFlags_ == 0 ? argTail_ : 0));
     return seq;
   }
 
   // Writes the call block and rings the call doorbell; returns the call's sequence number.
-  uint32_t publish(uint8_t flags) noexcept {
+  uint32_t publish(uint8_t flags, bool later = false) noexcept {
     ctl_->key = lb_->key();
     ctl_->procedure = procedure_;
     ctl_->argTail = argTail_;
@@ -325,7 +332,11 @@ class LocalCall {
       lb_->ringReverse(ctl_, seq);
     } else {
       detail::timeline(detail::Mark::kClientRing, seq);
-      detail::ring(ctl_->callWord, ctl_->serverSleeping, seq);
+      if (later) {
+        ringDue_ = detail::ringLater(ctl_->callWord, ctl_->serverSleeping, seq);
+      } else {
+        detail::ring(ctl_->callWord, ctl_->serverSleeping, seq);
+      }
     }
     return seq;
   }
@@ -359,6 +370,7 @@ class LocalCall {
   bool invoked_ = false;
   bool resultStreamable_ = false;  // resultTailApart: the server may stream the result tail
   bool resultStreamed_ = false;    // and it does: takeResultBytes waits for each part
+  bool ringDue_ = false;           // rung by ringLater: ringNow before any wait that may sleep
   uint32_t streamSeq_ = 0;
   uint32_t seq_ = 0;         // start(): the call's sequence number
   uint32_t looks_ = 0;       // await()s that found no return yet

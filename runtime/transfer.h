@@ -8,7 +8,8 @@
 // the peer spins on. Waiter: spin on the word (acquire); to sleep, set the flag, fence,
 // re-read the word and futex_wait on exactly the value it expects to change. Publisher and
 // waiter each store, fence, then load the other's location (Dekker): at least one sees the
-// other's store, so either the waiter does not sleep or the publisher wakes it.
+// other's store, so either the waiter does not sleep or the publisher wakes it. A publisher
+// that spins on its answer may put the fence and the read after its spin (ringLater).
 #pragma once
 
 #include <sched.h>
@@ -174,6 +175,29 @@ inline void wakeSleeper(std::atomic<uint32_t>& word, const std::atomic<uint32_t>
 }
 inline void ring(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping, uint32_t seq) noexcept {
   announce(word, seq);
+  wakeSleeper(word, sleeping);
+}
+
+// ring() in two halves, for a publisher that spins on its answer right after (LocalCall::invoke):
+// the fence then stalls the caller until its store has left, which at a fast placement put
+// about 14 ns on a Null call's round trip (measured against floor_spin). ringLater() stores
+// and looks at the flag once without the fence, which wakes a waiter that had gone to sleep
+// before; it returns true when the publisher must still call ringNow() before it stops
+// spinning: the Dekker half, which makes a waiter that went to sleep as we rang impossible to
+// miss. Not a look on every spin: reading the doorbell's line while the peer fetches it
+// slowed a Null call by 17 ns.
+inline bool ringLater(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping, uint32_t seq) noexcept {
+  // Release: the peer must see the frame and control fields we wrote before it sees seq.
+  word.store(seq, std::memory_order_release);
+  // Relaxed: a first look only; a waiter that sets its flag as we look is ringNow()'s.
+  if (sleeping.load(std::memory_order_relaxed) == 0) return true;
+  futexWake(word);
+  return false;
+}
+inline void ringNow(std::atomic<uint32_t>& word, const std::atomic<uint32_t>& sleeping) noexcept {
+  // Seq_cst fence: our store of seq (ringLater) is ordered before our load of the flag, as in
+  // announce().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   wakeSleeper(word, sleeping);
 }
 
