@@ -160,7 +160,7 @@ class LocalCall {
       if (Status s = sealCapabilityArgs(); !s.isOk()) return s;
     }
     if (lb_->servesCallbacks() && !streaming_) [[unlikely]] return invokeAsGuest();
-    const uint32_t seq = launch(/*ringLater=*/true);
+    const uint32_t seq = launch(/*later=*/true);
     bool ready = false;
     for (uint32_t i = 0; i < kInlineSpins; ++i) {
       // Acquire: pairs with the server's release in ring(); the results are visible after it.
