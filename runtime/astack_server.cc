@@ -24,19 +24,22 @@ namespace {
 
 class AStackServerCall final : public ServerCall {
  public:
-  AStackServerCall(std::span<const std::byte> args, std::span<const std::byte> tail, std::byte* results,
-                   Connection* conn, ServerSlot* slot, const ProcedureLayout& pl, std::byte* frame,
-                   const std::atomic<uint32_t>* argReady, const std::atomic<uint32_t>* cancelWord, uint32_t seq,
-                   bool resultStreamable = false) noexcept
-      : ServerCall(args, tail, results),
+  // A call object of `slot`'s A-stack for call `seq`: everything but the call's own fields
+  // (begin()) comes from the slot, set at the handshake.
+  AStackServerCall(Connection* conn, ServerSlot* slot, uint32_t seq) noexcept
+      : ServerCall(std::span<const std::byte>(frameOf(*slot), slot->pl->argsSize), {},
+                   frameOf(*slot) + slot->pl->resultsOff),
         conn_(conn),
         slot_(slot),
-        pl_(pl),
-        frame_(frame),
-        argReady_(argReady),
-        cancelWord_(cancelWord),
+        pl_(*slot->pl),
+        frame_(frameOf(*slot)),
+        argReady_(nullptr),
+        cancelWord_(&slot->ret->cancelWord),
         seq_(seq),
-        streamable_(resultStreamable) {}
+        streamable_(false) {}
+  static std::byte* frameOf(const ServerSlot& slot) noexcept {
+    return reinterpret_cast<std::byte*>(slot.ctl) + kControlBytes;
+  }
 
   std::vector<uint8_t>* spareBytes() noexcept override { return &slot_->spareBytes; }
   std::vector<uint8_t> takeResultStorage() noexcept override { return std::move(slot_->spareResultBytes); }
@@ -158,11 +161,10 @@ class AStackDeferred final : public DeferredCall {
   void finish(Status status, Writer write, void* value) noexcept override {
     MutexLock lock(live_->mu);
     if (!live_->alive) return;  // the binding ended: nobody waits, and its memory is going
-    const ProcedureLayout& pl = *slot_->pl;
     uint32_t tail = 0;
     uint8_t flags = 0;
     if (status.isOk() && write != nullptr) {
-      AStackServerCall call({}, {}, frame_ + pl.resultsOff, conn_, slot_, pl, frame_, nullptr, cancelWord_, seq_);
+      AStackServerCall call(conn_, slot_, seq_);
       status = write(call, value);
       tail = call.length();
       flags = call.flags();
@@ -271,9 +273,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
   ReturnControl* ret = slot->ret;
   bool deferred = false;
   if (s.isOk() && slot->call == nullptr) [[unlikely]] {
-    slot->call.reset(new (std::nothrow) AStackServerCall(std::span<const std::byte>(frame, pl.argsSize), {},
-                                                         frame + pl.resultsOff, this, slot, pl, frame, nullptr,
-                                                         &ret->cancelWord, 0));
+    slot->call.reset(new (std::nothrow) AStackServerCall(this, slot, 0));
     if (slot->call == nullptr) s = Status(Errc::kResourceExhausted, "out of memory for a call");
   }
   if (s.isOk()) {
