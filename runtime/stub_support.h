@@ -13,6 +13,7 @@
 #include "runtime/codec_view.h"
 #include "runtime/contract.h"
 #include "runtime/local_call.h"
+#include "runtime/plain_call.h"
 #include "runtime/remote_call.h"
 #include "runtime/server_call.h"
 
