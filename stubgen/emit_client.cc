@@ -52,6 +52,10 @@ void emitClientAsync(const InterfaceDecl& d, std::string& out, std::string& defs
   out += "  Async async(::lrpc::Completions& queue) const { return Async(binding_, options_, queue.state()); }\n";
 }
 
+// A method whose arguments and results are all fixed-size, with no capability: on the same
+// host it is tried as a PlainCall first (runtime/plain_call.h).
+bool isPlain(const Method& m) { return !m.variable && !usesCaps(m); }
+
 // A client method's body: the test of the remote bit first, then `ret` (a return statement
 // over call_) on the path it picks.
 std::string onEitherPath(const InterfaceDecl& d, const Method& m, const std::string& ret) {
@@ -61,7 +65,15 @@ std::string onEitherPath(const InterfaceDecl& d, const Method& m, const std::str
   body += aim;
   body += "    ";
   body += ret;
-  body += "\n  }\n  ::lrpc::LocalCall call_";
+  body += "\n  }\n";
+  if (isPlain(m)) {
+    body += "  if (::lrpc::PlainCall call_";
+    body += aim.substr(0, aim.size() - 2);  // without ";\n"
+    body += "; call_.ready()) [[likely]] {\n    ";
+    body += ret;
+    body += "\n  }\n";
+  }
+  body += "  ::lrpc::LocalCall call_";
   body += aim;
   body += "  ";
   body += ret;

@@ -1073,6 +1073,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::golden::caps::Box
     ::lrpc::RemoteCall call_(*binding_, ::golden::caps::Item::kGet, options_);
     return getVia(call_);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::golden::caps::Item::kGet, options_); call_.ready()) [[likely]] {
+    return getVia(call_);
+  }
   ::lrpc::LocalCall call_(*binding_, ::golden::caps::Item::kGet, options_);
   return getVia(call_);
 }

@@ -593,6 +593,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile
     ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kApply, options_);
     return applyVia(call_, config, dryRun);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::defaults::Settings::kApply, options_); call_.ready()) [[likely]] {
+    return applyVia(call_, config, dryRun);
+  }
   ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kApply, options_);
   return applyVia(call_, config, dryRun);
 }
@@ -620,6 +623,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile
     ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kTick, options_);
     return tickVia(call_);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::defaults::Settings::kTick, options_); call_.ready()) [[likely]] {
+    return tickVia(call_);
+  }
   ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kTick, options_);
   return tickVia(call_);
 }
@@ -629,6 +635,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile
     ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kMix, options_);
     return mixVia(call_, a, b, c);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::defaults::Settings::kMix, options_); call_.ready()) [[likely]] {
+    return mixVia(call_, a, b, c);
+  }
   ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kMix, options_);
   return mixVia(call_, a, b, c);
 }
@@ -636,6 +645,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::defaults::Profile
 ::lrpc::Result<int32_t> Settings::Client::withResultDefault() const {
   if (binding_->remote) [[unlikely]] {
     ::lrpc::RemoteCall call_(*binding_, ::defaults::Settings::kWithResultDefault, options_);
+    return withResultDefaultVia(call_);
+  }
+  if (::lrpc::PlainCall call_(*binding_, ::defaults::Settings::kWithResultDefault, options_); call_.ready()) [[likely]] {
     return withResultDefaultVia(call_);
   }
   ::lrpc::LocalCall call_(*binding_, ::defaults::Settings::kWithResultDefault, options_);

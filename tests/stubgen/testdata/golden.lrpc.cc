@@ -783,6 +783,9 @@ template <::lrpc::Call C>
     ::lrpc::RemoteCall call_(*binding_, ::golden::v1::Sensor::kRead, options_);
     return readVia(call_);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::golden::v1::Sensor::kRead, options_); call_.ready()) [[likely]] {
+    return readVia(call_);
+  }
   ::lrpc::LocalCall call_(*binding_, ::golden::v1::Sensor::kRead, options_);
   return readVia(call_);
 }

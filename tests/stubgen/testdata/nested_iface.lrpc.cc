@@ -926,6 +926,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker::V
     ::lrpc::RemoteCall call_(*binding_, ::nested::Store::Reader::Cursor::kNext, options_);
     return nextVia(call_);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::nested::Store::Reader::Cursor::kNext, options_); call_.ready()) [[likely]] {
+    return nextVia(call_);
+  }
   ::lrpc::LocalCall call_(*binding_, ::nested::Store::Reader::Cursor::kNext, options_);
   return nextVia(call_);
 }
@@ -1008,6 +1011,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker::V
     ::lrpc::RemoteCall call_(*binding_, ::nested::Store::kSize, options_);
     return sizeVia(call_);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::nested::Store::kSize, options_); call_.ready()) [[likely]] {
+    return sizeVia(call_);
+  }
   ::lrpc::LocalCall call_(*binding_, ::nested::Store::kSize, options_);
   return sizeVia(call_);
 }
@@ -1022,6 +1028,9 @@ bool lrpcGet(::lrpc::codec::Reader& r_, ::lrpc::VarRef ref_, ::nested::Marker::V
 ::lrpc::Result<bool> Audit::Client::check(const ::nested::Store::Reader::Cursor::Pos& pos) const {
   if (binding_->remote) [[unlikely]] {
     ::lrpc::RemoteCall call_(*binding_, ::nested::Audit::kCheck, options_);
+    return checkVia(call_, pos);
+  }
+  if (::lrpc::PlainCall call_(*binding_, ::nested::Audit::kCheck, options_); call_.ready()) [[likely]] {
     return checkVia(call_, pos);
   }
   ::lrpc::LocalCall call_(*binding_, ::nested::Audit::kCheck, options_);

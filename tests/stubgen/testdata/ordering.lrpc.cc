@@ -262,6 +262,9 @@ template <::lrpc::Call C>
     ::lrpc::RemoteCall call_(*binding_, ::Base::kPair, options_);
     return pairVia(call_, p);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::Base::kPair, options_); call_.ready()) [[likely]] {
+    return pairVia(call_, p);
+  }
   ::lrpc::LocalCall call_(*binding_, ::Base::kPair, options_);
   return pairVia(call_, p);
 }
@@ -278,6 +281,9 @@ template <::lrpc::Call C>
     ::lrpc::RemoteCall call_(*binding_, ::Derived::kPair, options_);
     return pairVia(call_, p);
   }
+  if (::lrpc::PlainCall call_(*binding_, ::Derived::kPair, options_); call_.ready()) [[likely]] {
+    return pairVia(call_, p);
+  }
   ::lrpc::LocalCall call_(*binding_, ::Derived::kPair, options_);
   return pairVia(call_, p);
 }
@@ -285,6 +291,9 @@ template <::lrpc::Call C>
 ::lrpc::Result<::Derived::OwnResults> Derived::Client::own(::Base::Kind k, const ::Later& p) const {
   if (binding_->remote) [[unlikely]] {
     ::lrpc::RemoteCall call_(*binding_, ::Derived::kOwn, options_);
+    return ownVia(call_, k, p);
+  }
+  if (::lrpc::PlainCall call_(*binding_, ::Derived::kOwn, options_); call_.ready()) [[likely]] {
     return ownVia(call_, k, p);
   }
   ::lrpc::LocalCall call_(*binding_, ::Derived::kOwn, options_);
