@@ -49,6 +49,7 @@ def spin_lines(root):
     """(file suffix, line) of the spin loops' own lines: inlined into a caller, they are still
     waiting, and callgrind books them to that caller."""
     marks = {"runtime/local_call.h": ("i < kInlineSpins", "returnWord.load(std::memory_order_acquire), seq)"),
+             "runtime/plain_call.h": ("i < kInlineSpins", "returnWord.load(std::memory_order_acquire), seq)"),
              "runtime/transfer.h": ("__builtin_ia32_pause()",)}
     lines = set()
     for rel, needles in marks.items():
