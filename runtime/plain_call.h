@@ -7,9 +7,9 @@
 // that passed callbacks and not a callback binding. Anywhere else ready() is false, it holds
 // nothing, and the caller makes a LocalCall, which handles every case.
 //
-// What it leaves out is what a Null call paid for that generality: about a third of the
-// client's instructions (bench/README.md, "Plain calls"), with no tail, streaming, capability
-// or guest state to set up, carry and check.
+// What it leaves out is what a Null call paid for that generality: about half of the client's
+// instructions (bench/README.md, "Plain calls"), with no tail, streaming, capability or guest
+// state to set up, carry and check.
 #pragma once
 
 #include <cstring>
