@@ -59,23 +59,23 @@ bool isPlain(const Method& m) { return !m.variable && !usesCaps(m); }
 // A client method's body: the test of the remote bit first, then `ret` (a return statement
 // over call_) on the path it picks.
 std::string onEitherPath(const InterfaceDecl& d, const Method& m, const std::string& ret) {
-  const std::string aim = "(*binding_, " + d.cppName + "::" + m.constName + ", options_);\n";
+  const std::string aim = "(*binding_, " + d.cppName + "::" + m.constName + ", options_)";
   std::string body = "  if (binding_->remote) [[unlikely]] {\n";
   body += "    ::lrpc::RemoteCall call_";
   body += aim;
-  body += "    ";
+  body += ";\n    ";
   body += ret;
   body += "\n  }\n";
   if (isPlain(m)) {
     body += "  if (::lrpc::PlainCall call_";
-    body += aim.substr(0, aim.size() - 2);  // without ";\n"
+    body += aim;
     body += "; call_.ready()) [[likely]] {\n    ";
     body += ret;
     body += "\n  }\n";
   }
   body += "  ::lrpc::LocalCall call_";
   body += aim;
-  body += "  ";
+  body += ";\n  ";
   body += ret;
   body += "\n";
   return body;
