@@ -213,6 +213,20 @@ struct Connection {
                        uint8_t flags, uint32_t releasedId = 0);
   // Serves call `seq` of `slot` and rings its return doorbell (unless deferred: then its reply does).
   void runCall(ServerSlot* slot, uint32_t seq);
+  // A call's control fields, as runCall read them (each once).
+  struct CallFields {
+    uint64_t key;
+    uint32_t procedure;
+    uint32_t argTail;
+    uint8_t argFlags;
+  };
+  // runCall for every call but the common one: a wrong key or procedure, an argument tail out of
+  // band, the A-stack's first call, a binding whose client passed callbacks.
+  void runGeneralCall(ServerSlot* slot, uint32_t seq, const CallFields& f);
+  // The end of a call whose handler has run, for every return but an ok one with its result tail
+  // inline: an error, a deferred answer, a result tail out of band (maybe streamed). Drops what
+  // the call object holds.
+  void finishCall(ServerSlot* slot, uint32_t seq, uint32_t procedure, Status s, uint32_t released);
   // Lets the client of `slot` see call `seq`'s return block, `written` bytes of which are new.
   void publish(ServerSlot* slot, uint32_t seq, uint32_t written);
   // publish() without handing the A-stack to its next server (streamReturn does that later).

@@ -255,11 +255,16 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
   return {};
 }
 
-// The call whose handler this thread runs (callCancelled()), set by the paths around dispatch.
+// Per thread: the call whose handler this thread runs (callCancelled()). A handler runs on the
+// thread that dispatched it, and a nested dispatch (a capability call inside a call) restores
+// the outer one when it is done.
+inline constinit thread_local ServerCall* tlsCurrentCall = nullptr;
+
+// Sets tlsCurrentCall around a dispatch. Inline: every call on every path sets and restores it.
 class CurrentCall {
  public:
-  explicit CurrentCall(ServerCall& call) noexcept;
-  ~CurrentCall();
+  explicit CurrentCall(ServerCall& call) noexcept : outer_(tlsCurrentCall) { tlsCurrentCall = &call; }
+  ~CurrentCall() { tlsCurrentCall = outer_; }
   CurrentCall(const CurrentCall&) = delete;
   CurrentCall& operator=(const CurrentCall&) = delete;
 

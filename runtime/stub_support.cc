@@ -32,15 +32,6 @@ std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const 
   return std::make_shared<Binding>(iface, raw, std::move(channel));
 }
 
-namespace {
-// Per thread: a handler runs on the thread that dispatched it, and a nested dispatch (a
-// capability call inside a call) restores the outer one when it is done.
-thread_local ServerCall* tlsCurrentCall = nullptr;
-}  // namespace
-
-CurrentCall::CurrentCall(ServerCall& call) noexcept : outer_(tlsCurrentCall) { tlsCurrentCall = &call; }
-CurrentCall::~CurrentCall() { tlsCurrentCall = outer_; }
-
 Status handlerThrew(const char* method) noexcept {
   // Building the detail can itself run out of memory: then the caller still learns that the
   // handler failed, without the text.
