@@ -276,6 +276,10 @@ class CurrentCall {
 // inside a catch block (it rethrows the current exception to read it).
 Status handlerThrew(const char* method) noexcept;
 
+// kBadFrame for a call of a procedure number `iface` does not have (a generated dispatch's
+// default case).
+Status noProcedure(const char* iface, uint32_t procedure) noexcept;
+
 }  // namespace detail
 
 }  // namespace lrpc

@@ -32,6 +32,10 @@ std::shared_ptr<Binding> checkedBinding(std::shared_ptr<Binding> binding, const 
   return std::make_shared<Binding>(iface, raw, std::move(channel));
 }
 
+Status noProcedure(const char* iface, uint32_t procedure) noexcept {
+  return Status(Errc::kBadFrame, {iface, ": no procedure ", Decimal(procedure)});
+}
+
 Status handlerThrew(const char* method) noexcept {
   // Building the detail can itself run out of memory: then the caller still learns that the
   // handler failed, without the text.

@@ -114,16 +114,21 @@ void emitDispatchMethod(const InterfaceDecl& d, const Method& m, std::string& ou
     emitDeferredCall(d, m, argText, out);
     return;
   }
+  if (m.results.empty()) {
+    // The handler's Status is the call's: returned from inside the try, with nothing to keep.
+    out += "  try {\n";
+    out += "    return server_." + m.name + "(" + argText + ");\n";
+    out += "  } catch (...) {\n";
+    out += "    return ::lrpc::detail::handlerThrew(" + quoted(m.qualifiedName) + ");\n";
+    out += "  }\n}\n\n";
+    return;
+  }
   out += "  std::optional<" + returnType(m) + "> result_;\n";
   out += "  try {\n";
   out += "    result_.emplace(server_." + m.name + "(" + argText + "));\n";
   out += "  } catch (...) {\n";
   out += "    return ::lrpc::detail::handlerThrew(" + quoted(m.qualifiedName) + ");\n";
   out += "  }\n";
-  if (m.results.empty()) {
-    out += "  return std::move(*result_);\n}\n\n";
-    return;
-  }
   out += "  if (!result_->isOk()) return result_->status();\n";
   // Not const: a large value may be moved out (ServerCall::moveResultTail).
   out += m.results.size() == 1 ? "  auto& value_ = result_->value();\n" : "  auto& out_ = result_->value();\n";
@@ -270,23 +275,25 @@ void emitBaseConversions(const InterfaceDecl& d, std::string& out) {
 
 void emitServerDispatch(const InterfaceDecl& d, std::string& out) {
   out += "::lrpc::Status " + d.relName + "::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {\n";
-  if (!d.methods.empty()) {
-    out += "  auto& server = *static_cast<" + d.cppName + "::Server*>(self);\n";
-    out += "  try {  // the copies allocate: running out of memory is an error, not a crash\n";
-    out += "    switch (procedure) {\n";
-    for (const auto& m : d.methods) {
-      out += "      case " + m.constName + ": return " + dispatchFnName(d, m) + "(server, call);\n";
-    }
-    if (d.carriesCaps) out += "      case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);\n";
-    out += "      default: break;\n";
-    out += "    }\n";
-  } else {
+  // The unknown procedure's text is built out of line, so that this function, which every call
+  // passes through, saves no registers for it.
+  const std::string unknown = "::lrpc::detail::noProcedure(" + quoted(d.descriptorName) + ", procedure)";
+  if (d.methods.empty()) {
     out += "  static_cast<void>(self);\n";
     out += "  static_cast<void>(call);\n";
-    out += "  try {  // the message allocates: running out of memory is an error, not a crash\n";
+    out += "  return " + unknown + ";\n";
+    out += "}\n\n";
+    return;
   }
-  out += "    return ::lrpc::Status(::lrpc::Errc::kBadFrame, " + quoted(d.descriptorName + ": no procedure ") +
-         " + std::to_string(procedure));\n";
+  out += "  auto& server = *static_cast<" + d.cppName + "::Server*>(self);\n";
+  out += "  try {  // the copies allocate: running out of memory is an error, not a crash\n";
+  out += "    switch (procedure) {\n";
+  for (const auto& m : d.methods) {
+    out += "      case " + m.constName + ": return " + dispatchFnName(d, m) + "(server, call);\n";
+  }
+  if (d.carriesCaps) out += "      case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);\n";
+  out += "      default: return " + unknown + ";\n";
+  out += "    }\n";
   out += "  } catch (const std::bad_alloc&) {\n";
   out += "    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);\n";
   out += "  }\n";

@@ -270,13 +270,11 @@ namespace {
     if (::lrpc::Status s_ = ::lrpc::detail::copyArgBytes(call_, tail_, frame_.bytes, bytesStore_); !s_.isOk()) return s_;
     bytesView_ = std::span<const uint8_t>(bytesStore_);
   }
-  std::optional<::lrpc::Status> result_;
   try {
-    result_.emplace(server_.write(bytesView_));
+    return server_.write(bytesView_);
   } catch (...) {
     return ::lrpc::detail::handlerThrew("Shop.write");
   }
-  return std::move(*result_);
 }
 
 ::lrpc::Status dispatchShopOpen(::golden::caps::Shop::Server& server_, ::lrpc::ServerCall& call_) {
@@ -1303,9 +1301,8 @@ Item::Client Item::Client::serve(std::shared_ptr<Item::Server> impl) {
       case kGet: return dispatchItemGet(server, call);
       case kSplit: return dispatchItemSplit(server, call);
       case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("caps.capnp:Item", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "caps.capnp:Item: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1342,9 +1339,8 @@ Shop::Hook::Client Shop::Hook::Client::serve(std::shared_ptr<Shop::Hook::Server>
       case kBack: return dispatchShopHookBack(server, call);
       case kBackTwice: return dispatchShopHookBackTwice(server, call);
       case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("caps.capnp:Shop.Hook", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "caps.capnp:Shop.Hook: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1387,9 +1383,8 @@ Shop::Client Shop::Client::serve(std::shared_ptr<Shop::Server> impl) {
       case kWrite: return dispatchShopWrite(server, call);
       case kOpen: return dispatchShopOpen(server, call);
       case kLrpcCapCall: return ::lrpc::detail::serveCapCall(call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("caps.capnp:Shop", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "caps.capnp:Shop: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

@@ -198,13 +198,11 @@ namespace {
     if (!caps_.error.isOk()) return caps_.error;  // a capability id inside it
     return ::lrpc::Status(::lrpc::Errc::kBadFrame, "Trees.linkView: argument l is malformed: a value lies outside the tail, is misaligned, nests too deep, names bytes twice or is over its size limit");
   }
-  std::optional<::lrpc::Status> result_;
   try {
-    result_.emplace(server_.linkView(lView_));
+    return server_.linkView(lView_);
   } catch (...) {
     return ::lrpc::detail::handlerThrew("Trees.linkView");
   }
-  return std::move(*result_);
 }
 
 // Passes every call of Trees on to a capability of another binding.
@@ -1329,9 +1327,8 @@ Trees::Client Trees::Client::serve(std::shared_ptr<Trees::Server> impl) {
       case kLink: return dispatchTreesLink(server, call);
       case kPutView: return dispatchTreesPutView(server, call);
       case kLinkView: return dispatchTreesLinkView(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("coded.capnp:Trees", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "coded.capnp:Trees: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

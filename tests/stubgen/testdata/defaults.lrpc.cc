@@ -76,13 +76,11 @@ namespace {
 
 ::lrpc::Status dispatchSettingsTick(::defaults::Settings::Server& server_, ::lrpc::ServerCall& call_) {
   static_cast<void>(call_);  // no arguments, no results
-  std::optional<::lrpc::Status> result_;
   try {
-    result_.emplace(server_.tick());
+    return server_.tick();
   } catch (...) {
     return ::lrpc::detail::handlerThrew("Settings.tick");
   }
-  return std::move(*result_);
 }
 
 ::lrpc::Status dispatchSettingsMix(::defaults::Settings::Server& server_, ::lrpc::ServerCall& call_) {
@@ -722,9 +720,8 @@ Settings::Client Settings::Client::serve(std::shared_ptr<Settings::Server> impl)
       case kTick: return dispatchSettingsTick(server, call);
       case kMix: return dispatchSettingsMix(server, call);
       case kWithResultDefault: return dispatchSettingsWithResultDefault(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("defaults.capnp:Settings", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "defaults.capnp:Settings: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

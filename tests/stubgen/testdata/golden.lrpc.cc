@@ -129,13 +129,11 @@ namespace {
     }
   }
   const std::vector<std::string_view> tagsViews_(tagsStore_.begin(), tagsStore_.end());
-  std::optional<::lrpc::Status> result_;
   try {
-    result_.emplace(server_.label(std::string_view(textStore_), std::span<const std::string_view>(tagsViews_)));
+    return server_.label(std::string_view(textStore_), std::span<const std::string_view>(tagsViews_));
   } catch (...) {
     return ::lrpc::detail::handlerThrew("Sensor.label");
   }
-  return std::move(*result_);
 }
 
 ::lrpc::Status dispatchSensorUpload(::golden::v1::Sensor::Server& server_, ::lrpc::ServerCall& call_) {
@@ -980,9 +978,8 @@ Sensor::Client Sensor::Client::serve(std::shared_ptr<Sensor::Server> impl) {
       case kDump: return dispatchSensorDump(server, call);
       case kNext: return dispatchSensorNext(server, call);
       case kRecord: return dispatchSensorRecord(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("golden.capnp:Sensor", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden.capnp:Sensor: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

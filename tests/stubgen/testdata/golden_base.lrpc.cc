@@ -151,9 +151,8 @@ Named::Client Named::Client::serve(std::shared_ptr<Named::Server> impl) {
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kName: return dispatchNamedName(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("golden_base.capnp:Named", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "golden_base.capnp:Named: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

@@ -157,13 +157,11 @@ namespace {
   }
   if (::lrpc::Status s_ = call_.awaitArgTail(size_t{frame_.value.offset} + frame_.value.length); !s_.isOk()) return s_;
   valueStore_.assign(reinterpret_cast<const char*>(tail_.data() + frame_.value.offset), frame_.value.length);
-  std::optional<::lrpc::Status> result_;
   try {
-    result_.emplace(server_.put(frame_.key, std::string_view(valueStore_)));
+    return server_.put(frame_.key, std::string_view(valueStore_));
   } catch (...) {
     return ::lrpc::detail::handlerThrew("Store.Writer.put");
   }
-  return std::move(*result_);
 }
 
 ::lrpc::Status dispatchStoreSize(::nested::Store::Server& server_, ::lrpc::ServerCall& call_) {
@@ -1098,9 +1096,8 @@ Catalog::Browser::Client Catalog::Browser::Client::serve(std::shared_ptr<Catalog
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kList: return dispatchCatalogBrowserList(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Catalog.Browser", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Catalog.Browser: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1135,9 +1132,8 @@ Store::Reader::Cursor::Client Store::Reader::Cursor::Client::serve(std::shared_p
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kNext: return dispatchStoreReaderCursorNext(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Store.Reader.Cursor", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Reader.Cursor: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1172,9 +1168,8 @@ Store::Reader::Client Store::Reader::Client::serve(std::shared_ptr<Store::Reader
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kGet: return dispatchStoreReaderGet(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Store.Reader", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Reader: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1210,9 +1205,8 @@ Store::Writer::Client Store::Writer::Client::serve(std::shared_ptr<Store::Writer
     switch (procedure) {
       case kGet: return dispatchStoreWriterGet(server, call);
       case kPut: return dispatchStoreWriterPut(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Store.Writer", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store.Writer: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1247,9 +1241,8 @@ Store::Client Store::Client::serve(std::shared_ptr<Store::Server> impl) {
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kSize: return dispatchStoreSize(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Store", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Store: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1284,9 +1277,8 @@ Audit::Client Audit::Client::serve(std::shared_ptr<Audit::Server> impl) {
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kCheck: return dispatchAuditCheck(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Audit", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Audit: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -1321,9 +1313,8 @@ Tagger::Client Tagger::Client::serve(std::shared_ptr<Tagger::Server> impl) {
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kTag: return dispatchTaggerTag(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("nested_iface.capnp:Tagger", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "nested_iface.capnp:Tagger: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }

@@ -343,9 +343,8 @@ Base::Client Base::Client::serve(std::shared_ptr<Base::Server> impl) {
   try {  // the copies allocate: running out of memory is an error, not a crash
     switch (procedure) {
       case kPair: return dispatchBasePair(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("ordering.capnp:Base", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Base: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -381,9 +380,8 @@ Derived::Client Derived::Client::serve(std::shared_ptr<Derived::Server> impl) {
     switch (procedure) {
       case kPair: return dispatchDerivedPair(server, call);
       case kOwn: return dispatchDerivedOwn(server, call);
-      default: break;
+      default: return ::lrpc::detail::noProcedure("ordering.capnp:Derived", procedure);
     }
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Derived: no procedure " + std::to_string(procedure));
   } catch (const std::bad_alloc&) {
     return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
   }
@@ -416,10 +414,6 @@ Empty::Client Empty::Client::serve(std::shared_ptr<Empty::Server> impl) {
 ::lrpc::Status Empty::Server::dispatch(void* self, uint32_t procedure, ::lrpc::ServerCall& call) noexcept {
   static_cast<void>(self);
   static_cast<void>(call);
-  try {  // the message allocates: running out of memory is an error, not a crash
-    return ::lrpc::Status(::lrpc::Errc::kBadFrame, "ordering.capnp:Empty: no procedure " + std::to_string(procedure));
-  } catch (const std::bad_alloc&) {
-    return ::lrpc::Status(::lrpc::Errc::kResourceExhausted);
-  }
+  return ::lrpc::detail::noProcedure("ordering.capnp:Empty", procedure);
 }
 
