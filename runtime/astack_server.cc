@@ -198,6 +198,12 @@ Result<std::unique_ptr<DeferredCall>> AStackServerCall::defer() noexcept {
   return d;
 }
 
+// One more call served on `slot`, for stats(). Relaxed: only whoever serves the A-stack's
+// current call writes it.
+inline void countCall(ServerSlot* slot) noexcept {
+  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // Writes the return block of an ok call of `slot` (Connection::writeReturn): inline, since
 // every common call ends here. Returns how many bytes from the block it wrote.
 inline uint32_t writeOkReturn(ServerSlot* slot, uint32_t resultTail, uint8_t resultFlags, uint32_t releasedId) noexcept {
@@ -250,7 +256,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     return;
   }
   const ProcedureLayout& pl = *slot->pl;
-  std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
+  std::byte* frame = AStackServerCall::frameOf(*slot);
   call->begin(std::span<const std::byte>(frame + pl.argTailOff, f.argTail), nullptr, seq,
               (f.argFlags & kResultStreamable) != 0);
   Status s;
@@ -264,7 +270,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     finishCall(slot, seq, f.procedure, std::move(s), 0);
     return;
   }
-  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  countCall(slot);
   // The return block's stores and the doorbell's follow each other with nothing between them:
   // the client spins on that line, and a gap lets its read take the line back after the first
   // store, so that the doorbell's store would move the line a second time.
@@ -274,7 +280,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
 [[gnu::noinline]] void Connection::runGeneralCall(ServerSlot* slot, uint32_t seq, const CallFields& f) {
   AStackControl* ctl = slot->ctl;
   const ProcedureLayout& pl = *slot->pl;
-  std::byte* frame = reinterpret_cast<std::byte*>(ctl) + kControlBytes;
+  std::byte* frame = AStackServerCall::frameOf(*slot);
   const uint32_t procedure = f.procedure;
   const uint32_t argTail = f.argTail;
   const bool resultStreamable = (f.argFlags & kResultStreamable) != 0;
@@ -308,7 +314,7 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
     if (slot->call == nullptr) s = Status(Errc::kResourceExhausted, "out of memory for a call");
   }
   if (!s.isOk()) {
-    slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    countCall(slot);
     publish(slot, seq, writeReturn(slot, frame, procedure, s, 0, 0, 0));
     return;
   }
@@ -332,11 +338,11 @@ void Connection::runCall(ServerSlot* slot, uint32_t seq) {
 
 [[gnu::noinline]] void Connection::finishCall(ServerSlot* slot, uint32_t seq, uint32_t procedure, Status s, uint32_t released) {
   auto& call = *static_cast<AStackServerCall*>(slot->call.get());
-  std::byte* frame = reinterpret_cast<std::byte*>(slot->ctl) + kControlBytes;
+  std::byte* frame = AStackServerCall::frameOf(*slot);
   const uint32_t resultTail = call.length();
   const uint8_t resultFlags = call.flags();
   const bool deferred = call.deferred();
-  slot->calls.store(slot->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  countCall(slot);
   if (call.streams() && s.isOk() && !deferred) [[unlikely]] {
     streamReturn(slot, frame, procedure, seq, resultTail, released, call.takeStreamed());
     return;
