@@ -16,6 +16,7 @@
 #include "bench/lrpc_common.h"
 #include "bench/lrpc_sessions.h"
 #include "runtime/base/fd.h"
+#include "runtime/transfer.h"
 
 #if LRPC_BENCH_DIRECT
 #include "paper.lrpc.h"  // lrpc_generate(lrpc_bench .../paper.capnp)
@@ -129,6 +130,19 @@ void addDispatch(Call call) {
       FrameCall frameCall(std::span<const std::byte>(args, argsBytes), results);
       benchmark::ClobberMemory();  // the next call's arguments are new memory to the compiler
       return Paper::Server::dispatch(self, procedure, frameCall).isOk();
+    });
+  });
+}
+
+// One step of every polling loop: lrpc's waits and the spin floor's look at their doorbell once
+// per PAUSE, so a call's own work moves a round trip by whole steps of this length or not at
+// all (bench/README.md, "Overhead in ns"). Its length is the CPU's, and on a VM not even
+// constant: 40-43 ns and then 20 ns within one hour on the same guest.
+void addPause() {
+  benchmark::RegisterBenchmark("Cost/pause", [](benchmark::State& state) {
+    timePiece(state, [] {
+      detail::cpuRelax();
+      return true;
     });
   });
 }
@@ -251,6 +265,7 @@ void registerBreakdown(BenchContext& ctx) {
 #else
   (void)ctx;
 #endif
+  addPause();
   addResult();
   for (Call call : kCalls) addDispatch(call);
 }
