@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -65,7 +66,8 @@ class Session {
 // Keeps the session of the benchmark that is running, so that Google Benchmark's repeated
 // invocations of one benchmark (iteration estimates, repetitions) reuse one server; a new
 // benchmark tears the previous session down first. Owned by main. The threads of a
-// multi-threaded benchmark share its session (the first one to ask starts it).
+// multi-threaded benchmark share its session: thread 0, which runs on main's thread, starts
+// it with get() and the others waitFor() it.
 class SessionCache {
  public:
   template <class S, class Make>
@@ -74,14 +76,30 @@ class SessionCache {
     if (benchmark != name_ || !session_) {
       session_.reset();  // stop the previous server before starting the next
       name_ = benchmark;
+      failed_.clear();
       Result<std::unique_ptr<S>> made = make();
       if (!made) {
         name_.clear();
+        failed_ = benchmark;
         return made.status();
       }
       session_ = std::move(made.value());
     }
     return static_cast<S*>(session_.get());
+  }
+  // The session another thread of the same benchmark starts with get(), once it has.
+  template <class S>
+  Result<S*> waitFor(const std::string& benchmark) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (benchmark == name_ && session_) return static_cast<S*>(session_.get());
+        if (benchmark == failed_) return Status(Errc::kIoError, "the benchmark's first thread could not start its session");
+      }
+      if (std::chrono::steady_clock::now() > until) return Status(Errc::kDeadlineExceeded, "no session started");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -92,6 +110,7 @@ class SessionCache {
  private:
   std::mutex mu_;
   std::string name_;
+  std::string failed_;  // the benchmark whose session get() could not start
   std::unique_ptr<Session> session_;
 };
 

@@ -67,7 +67,11 @@ void addThroughput(BenchContext& ctx, const std::string& path, Make make) {
   std::string name = "Throughput/" + path;
   benchmark::RegisterBenchmark(name.c_str(), [&ctx, name, make](benchmark::State& state) {
     (void)pinToCpu(kAnyCpu);
-    Result<S*> session = ctx.sessions.get<S>(name, make);
+    // Thread 0 runs on main's thread, which starts the server: the kernel kills a server
+    // forked by one of Google Benchmark's own threads when that thread exits at the end of a
+    // run (PR_SET_PDEATHSIG follows the forking thread, harness.cc), and the next run's
+    // calls found it gone ("call failed" when threads:2 ran without threads:1 before it).
+    Result<S*> session = state.thread_index() == 0 ? ctx.sessions.get<S>(name, make) : ctx.sessions.waitFor<S>(name);
     bool ok = session.isOk();
     if (ok) {
       S& s = *session.value();
