@@ -25,6 +25,7 @@
 #include "caps.lrpc.h"  // lrpc_generate(lrpc_bench .../caps.capnp)
 #include "runtime/cap_table.h"
 #include "runtime/local_call.h"
+#include "runtime/plain_call.h"
 #endif
 
 namespace lrpc::bench {
@@ -235,10 +236,20 @@ class LocalBindingSession final : private OwnsNamesDir, public ClientSession<Pap
   return call.status().isOk();
 }
 
+// The same for a PlainCall, the lane a call with no tail and no capability takes (the stub
+// tries it first): false if it is not ready, which would mean the benchmark's Null calls do
+// not take it either.
+[[gnu::noinline]] bool takeAndReturnPlain(const Binding& binding, const CallOptions& options) {
+  PlainCall call(binding, Paper::kNull, options);
+  return call.ready();
+}
+
 // Cost/astack takes the thread's cached A-stack; Cost/astackPool first holds it in an outer
-// call, so that the timed ones come from the shared pool.
-void addAStack(BenchContext& ctx, const char* name, bool fromPool) {
-  benchmark::RegisterBenchmark(name, [&ctx, fromPool](benchmark::State& state) {
+// call, so that the timed ones come from the shared pool; Cost/astackPlain takes it as a
+// PlainCall does.
+enum class Take { kCached, kPool, kPlain };
+void addAStack(BenchContext& ctx, const char* name, Take take) {
+  benchmark::RegisterBenchmark(name, [&ctx, take](benchmark::State& state) {
     Result<LocalBindingSession*> session =
         ctx.sessions.get<LocalBindingSession>("Cost/astack", [] { return LocalBindingSession::start(); });
     if (!session) {
@@ -248,8 +259,12 @@ void addAStack(BenchContext& ctx, const char* name, bool fromPool) {
     const Binding& binding = session.value()->binding();
     const CallOptions options = withDeadline();
     std::optional<LocalCall> outer;
-    if (fromPool) outer.emplace(binding, Paper::kNull, options);
-    timePiece(state, [&] { return takeAndReturn(binding, options); });
+    if (take == Take::kPool) outer.emplace(binding, Paper::kNull, options);
+    if (take == Take::kPlain) {
+      timePiece(state, [&] { return takeAndReturnPlain(binding, options); });
+    } else {
+      timePiece(state, [&] { return takeAndReturn(binding, options); });
+    }
   });
 }
 #endif
@@ -258,8 +273,9 @@ void addAStack(BenchContext& ctx, const char* name, bool fromPool) {
 
 void registerBreakdown(BenchContext& ctx) {
 #if LRPC_BENCH_LOCAL
-  addAStack(ctx, "Cost/astack", false);
-  addAStack(ctx, "Cost/astackPool", true);
+  addAStack(ctx, "Cost/astack", Take::kCached);
+  addAStack(ctx, "Cost/astackPool", Take::kPool);
+  addAStack(ctx, "Cost/astackPlain", Take::kPlain);
   addCapDispatch();
   addCapExport();
 #else

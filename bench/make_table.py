@@ -61,6 +61,8 @@ OVERHEAD_GOAL = {"Null": 15, "Add": 15, "BigIn": 25, "BigInOut": 25}
 # Cost/<piece> (bench/breakdown.h): pieces of a same-host call timed alone in one thread.
 COST_PIECES = [("astack", "take and return an A-stack (a LocalCall made and dropped): the thread's cached one"),
                ("astackPool", "the same from the shared pool, for a thread whose cached one is in use"),
+               ("astackPlain", "the thread's cached one as a call with no tail and no capability takes it "
+                "(a PlainCall made and dropped)"),
                ("pause", "one PAUSE: the step in which lrpc and the spin floor poll their doorbells, so the "
                 "step by which a call's own work moves its round trip"),
                ("result", "a Result<int32_t> built ok, checked and read"),
