@@ -113,6 +113,8 @@ Status Connection::handshake() {
     slot->ctl = control(i);
     slot->ret = reinterpret_cast<ReturnControl*>(region->data() + layout.returnOffset(i));
     slot->pl = &layout.procedure(slot->procedure);
+    const uint32_t argEnd = kControlBytes + slot->pl->argTailOff;
+    slot->argLinesEnd = slot->pl->tailRoom != 0 || argEnd > kCacheLine ? argEnd : 0;
     slots.push_back(std::move(slot));
   }
   // Before the Welcome: a callback binding's first call may come right after it, and its

@@ -92,6 +92,10 @@ struct ServerSlot {
   AStackControl* ctl = nullptr;
   ReturnControl* ret = nullptr;
   const ProcedureLayout* pl = nullptr;
+  // Where the argument's fixed part ends, counted from `ctl`, when the argument may reach past
+  // the doorbell's line (a longer fixed part or any inline tail room); 0 when it cannot, so
+  // that a Null or Add call decides not to prefetch with one load (prefetchArguments).
+  uint32_t argLinesEnd = 0;
   std::atomic<bool> stop{false};
   // The last call taken on this A-stack, by its own thread or one helping (Connection::help):
   // whoever moves it to a call's sequence number runs that call, exactly once.
