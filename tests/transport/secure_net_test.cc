@@ -597,7 +597,10 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
     auto b = connect(uri(relay.port(), serverKey_.publicKey(), pair_.ipB()), Svc::kDescriptor, secureClient(clientKey_));
     ASSERT_TRUE(b.isOk()) << b.status().toString();
     ASSERT_TRUE(testing::callNull(**b).isOk());
-    EXPECT_EQ(hellosIn(relay.recorded()), 1u);
+    // Usually one hello; a slow server (a sanitizer build) may see the handshake's retry too,
+    // each a fresh hello. What counts is that the flood adds none.
+    const size_t hellosBefore = hellosIn(relay.recorded());
+    ASSERT_GE(hellosBefore, 1u);
     const uint64_t rssBefore = rssKiB(server.pid());
     ASSERT_GT(rssBefore, 0u);
     // 5,000 hellos from other sockets: forged bytes, and well-made ones from keys the
@@ -622,7 +625,7 @@ TEST_F(SecureNet, FloodOfForgedHellosEvictsNoSession) {
     }
     ::close(s);
     for (int i = 0; i < 20; ++i) ASSERT_TRUE(testing::callNull(**b).isOk()) << i;
-    EXPECT_EQ(hellosIn(relay.recorded()), 1u) << "the flood cost the client its session";
+    EXPECT_EQ(hellosIn(relay.recorded()), hellosBefore) << "the flood cost the client its session";
     // Bounded tables: the flood may cost the server some buffers, never memory per datagram
     // (unbounded sessions once grew it by about 100 MiB here).
     const uint64_t rssAfter = rssKiB(server.pid());
