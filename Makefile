@@ -13,6 +13,11 @@ configure = cmake -S . -B $(1) -G Ninja -DLRPC_WERROR=$(WERROR) $(2) $(CMAKE_ARG
 # build directory of your own (cmake -DCMAKE_BUILD_TYPE=Debug).
 lines_only = -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
 
+# clang takes its memory from malloc: with transparent huge pages for that heap, a sanitizer
+# build compiles about a sixth faster on CI's kind of machine (fewer page faults). A glibc
+# tunable for the compiler processes only; nothing changes where huge pages are off.
+compilers_heap = GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+
 .PHONY: all deps build test test-asan test-tsan bench fuzz clean
 
 all: build
@@ -22,7 +27,7 @@ deps:
 
 build: deps
 	@$(call configure,$(BUILD),-DLRPC_BUILD_TESTS=ON $(lines_only))
-	cmake --build $(BUILD) -j $(JOBS)
+	$(compilers_heap) cmake --build $(BUILD) -j $(JOBS)
 
 # Every test, in the normal build.
 test: build
@@ -34,7 +39,7 @@ test-asan: deps
 	@$(call configure,build-asan,-DLRPC_BUILD_TESTS=ON -DLRPC_BUILD_FUZZ=ON \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 	  -DLRPC_SANITIZE=address$(comma)undefined $(lines_only))
-	cmake --build build-asan -j $(JOBS)
+	$(compilers_heap) cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The concurrency tests (ctest label "concurrency") under ThreadSanitizer, $(JOBS) at a time like
@@ -43,7 +48,7 @@ test-asan: deps
 test-tsan: deps
 	@$(call configure,build-tsan,-DLRPC_BUILD_TESTS=ON \
 	  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DLRPC_SANITIZE=thread $(lines_only))
-	cmake --build build-tsan -j $(JOBS) --target lrpc_concurrency_tests
+	$(compilers_heap) cmake --build build-tsan -j $(JOBS) --target lrpc_concurrency_tests
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrency --timeout 600
 
 # The main benchmark table (QUICK=1 for a one-minute run).

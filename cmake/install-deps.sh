@@ -4,7 +4,7 @@
 # Usage: install-deps.sh [bench]   ("bench" adds the peers only the benchmark builds)
 set -euo pipefail
 
-pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev lld
       capnproto libcapnp-dev liburing-dev libgtest-dev libgmock-dev
       libbenchmark-dev iproute2 nftables procps libssl-dev libsodium-dev)
 if [ "${1:-}" = bench ]; then
