@@ -71,6 +71,15 @@ inline void cpuRelax() noexcept {
 // 40-60% without).
 inline constexpr size_t kDemoteMaxBytes = 1024;
 
+// Runs `hint` on each cache line of [block + 64, block + min(n, cap)): the lines of a call or
+// return block past its doorbell's, which the two hints below treat alike.
+template <class Hint>
+inline void eachLineAfterFirst(const void* block, size_t n, size_t cap, Hint hint) noexcept {
+  const auto* p = static_cast<const std::byte*>(block);
+  if (n > cap) n = cap;
+  for (size_t off = kCacheLine; off < n; off += kCacheLine) hint(p + off);
+}
+
 // After a doorbell: hints that the lines of [block + 64, block + n), written by this side for
 // the peer, move from this core's private caches to the shared last-level cache, so that the
 // peer's reads hit there instead of snooping ours. `block` (the call or return block) opens a
@@ -79,9 +88,7 @@ inline constexpr size_t kDemoteMaxBytes = 1024;
 // CLDEMOTE lies in the reserved-NOP opcode space: a CPU without it executes a NOP.
 inline void demoteAfterFirstLine(const void* block, size_t n) noexcept {
 #if defined(__x86_64__)
-  const auto* p = static_cast<const std::byte*>(block);
-  if (n > kDemoteMaxBytes) n = kDemoteMaxBytes;
-  for (size_t off = kCacheLine; off < n; off += kCacheLine) asm volatile("cldemote (%0)" : : "r"(p + off) : "memory");
+  eachLineAfterFirst(block, n, kDemoteMaxBytes, [](const std::byte* line) { asm volatile("cldemote (%0)" : : "r"(line) : "memory"); });
 #else
   (void)block;
   (void)n;
@@ -98,9 +105,7 @@ inline constexpr size_t kPrefetchMaxBytes = 512;
 // misses overlap that work instead of following it. The first line is the doorbell's own,
 // here already.
 inline void prefetchAfterFirstLine(const void* block, size_t n) noexcept {
-  const auto* p = static_cast<const std::byte*>(block);
-  if (n > kPrefetchMaxBytes) n = kPrefetchMaxBytes;
-  for (size_t off = kCacheLine; off < n; off += kCacheLine) __builtin_prefetch(p + off, 0, 3);
+  eachLineAfterFirst(block, n, kPrefetchMaxBytes, [](const std::byte* line) { __builtin_prefetch(line, 0, 3); });
 }
 
 int64_t monotonicNs() noexcept;
