@@ -10,6 +10,7 @@
 #include <new>
 #include <optional>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/cap_table.h"
 #include "runtime/reply_releases.h"
 #include "runtime/base/log.h"
@@ -450,7 +451,7 @@ void Connection::streamReturn(ServerSlot* slot, std::byte* frame, uint32_t proce
   std::byte* dst = r.segment->data() + r.at;
   for (size_t done = 0; done < value.size();) {
     const size_t c = std::min(value.size() - done, kStreamChunk);
-    std::memcpy(dst + done, value.data() + done, c);
+    detail::bulkCopy(dst + done, value.data() + done, c);
     done += c;
     if (done == value.size()) break;  // the last count is the whole tail's, below
     // Release: the client reads these bytes once it sees them counted.

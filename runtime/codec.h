@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/contract.h"
 
 namespace lrpc {
@@ -43,8 +44,7 @@ namespace detail {
 // Copies the bytes `ref` names (checked against `tail` already) into `out`: assign, one pass,
 // where resize and memcpy would zero them first.
 inline void copyBytes(std::span<const std::byte> tail, VarRef ref, std::vector<uint8_t>& out) {
-  const auto* p = reinterpret_cast<const uint8_t*>(tail.data() + ref.offset);
-  out.assign(p, p + ref.length);
+  detail::assignBulk(out, tail.data() + ref.offset, ref.length);
 }
 
 // Checks that `ref` (already copied out of the frame) names `elemSize`-aligned bytes
@@ -263,7 +263,7 @@ uint64_t putRef(std::byte* t, uint64_t end, std::byte* slot, const V& v, CapCode
 // ---- Definitions.
 
 inline uint64_t put(std::byte* t, uint64_t at, std::string_view v, CapCodec*) noexcept {
-  if (!v.empty()) std::memcpy(t + at, v.data(), v.size());
+  detail::bulkCopy(t + at, v.data(), v.size());
   return at + v.size();
 }
 inline bool get(Reader& r, VarRef ref, std::string& out) {
@@ -271,7 +271,7 @@ inline bool get(Reader& r, VarRef ref, std::string& out) {
   if (ref.length == 0) {
     out.clear();  // an empty tail has no data pointer to copy from
   } else {
-    out.assign(reinterpret_cast<const char*>(r.at(ref)), ref.length);
+    detail::assignBulk(out, r.at(ref), ref.length);
   }
   return true;
 }
@@ -322,7 +322,7 @@ uint64_t put(std::byte* t, uint64_t at, std::span<const E> v, CapCodec* caps) no
         std::memcpy(t + at + i * sizeof(E), &e, sizeof(E));
       }
     } else if (!v.empty()) {
-      std::memcpy(t + at, v.data(), v.size() * sizeof(E));
+      detail::bulkCopy(t + at, v.data(), v.size() * sizeof(E));
     }
     return at + v.size() * sizeof(E);
   } else {
@@ -346,7 +346,7 @@ bool get(Reader& r, VarRef ref, std::vector<E>& out) {
   } else if constexpr (Fixed<E>) {
     if (!r.take(ref, sizeof(E))) return false;
     out.resize(ref.length / sizeof(E));
-    if (ref.length != 0) std::memcpy(out.data(), r.at(ref), ref.length);
+    detail::bulkCopy(out.data(), r.at(ref), ref.length);
     if constexpr (requires(E& e) { lrpcFixBools(e); }) {
       for (E& e : out) lrpcFixBools(e);
     }

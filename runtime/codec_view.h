@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/codec.h"
 
 namespace lrpc {
@@ -57,7 +58,7 @@ class ViewArena {
   std::span<const std::byte> copy(std::span<const std::byte> bytes) {
     if (bytes.empty()) return {};
     auto* p = static_cast<std::byte*>(allocate(bytes.size(), 8));
-    std::memcpy(p, bytes.data(), bytes.size());
+    detail::bulkCopy(p, bytes.data(), bytes.size());
     return {p, bytes.size()};
   }
 
@@ -138,7 +139,7 @@ bool get(Reader& r, VarRef ref, std::span<const E>& out) {
       // A struct with Bools is fixed up in a copy; a writer that misaligned a list (never an
       // honest one) has it copied to an aligned place instead of refused.
       std::span<E> copy = r.arena->make<E>(n);
-      std::memcpy(copy.data(), r.at(ref), ref.length);
+      detail::bulkCopy(copy.data(), r.at(ref), ref.length);
       if constexpr (kHasBools) {
         for (E& e : copy) lrpcFixBools(e);
       }

@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/base/mutex.h"
 #include "runtime/cap_table.h"
 #include "runtime/capability.h"
@@ -108,7 +109,7 @@ Status joinReply(const FrameServerCall& call, const ProcedureDescriptor& d, cons
   const size_t tail = call.tail().size();
   if (Status s = reply.resizeForOverwrite(d.resultsSize + tail); !s.isOk()) return s;
   if (d.resultsSize != 0) std::memcpy(reply.data(), results.data(), d.resultsSize);
-  if (tail != 0) std::memcpy(reply.data() + d.resultsSize, call.tail().data(), tail);
+  if (tail != 0) detail::bulkCopy(reply.data() + d.resultsSize, call.tail().data(), tail);
   return {};
 }
 
@@ -116,7 +117,7 @@ Status joinReply(const FrameServerCall& call, const ProcedureDescriptor& d, cons
 Status writeTunnelResults(ServerCall& call, const MessageBuffer& reply) noexcept {
   Result<std::span<std::byte>> out = call.resultTail(reply.size());
   if (!out.isOk()) return out.status();
-  if (reply.size() != 0) std::memcpy(out->data(), reply.data(), reply.size());
+  detail::bulkCopy(out->data(), reply.data(), reply.size());
   const CapCallResults r{{0, static_cast<uint32_t>(reply.size())}};
   std::memcpy(call.results(), &r, sizeof r);
   return {};
@@ -328,7 +329,7 @@ Status serveCapCall(ServerCall& call) noexcept {
     if (head.frame.length > 64) return Status(Errc::kBadFrame, "callback address too long");
     if (Status s = call.awaitArgTail(size_t{head.frame.offset} + head.frame.length); !s.isOk()) return s;
     std::byte where[64];  // read once: a same-host tail is shared with the client
-    if (head.frame.length != 0) std::memcpy(where, tail.data() + head.frame.offset, head.frame.length);
+    detail::bulkCopy(where, tail.data() + head.frame.offset, head.frame.length);
     return call.attachCallbacks(std::span<const std::byte>(where, head.frame.length));
   }
   CapTable::Held object;

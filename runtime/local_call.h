@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/codec.h"
 #include "runtime/local_binding.h"
 
@@ -125,13 +126,13 @@ class LocalCall {
       startStream();
     }
     if (!streaming_) {
-      std::memcpy(dst, src, n);
+      detail::bulkCopy(dst, src, n);
       return;
     }
     const auto* from = static_cast<const std::byte*>(src);
     for (size_t done = 0; done < n;) {
       size_t c = n - done < kStreamChunk ? n - done : kStreamChunk;
-      std::memcpy(dst + done, from + done, c);
+      detail::bulkCopy(dst + done, from + done, c);
       done += c;
       // Release: the server reads these bytes once it sees them counted.
       ctl_->argReady.store(static_cast<uint32_t>(dst + done - tailBase_), std::memory_order_release);

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/base/status.h"
 #include "runtime/codec.h"
 #include "runtime/contract.h"
@@ -54,7 +55,7 @@ class MessageBuffer {
       size_t cap = capacity_ * 2 > n ? capacity_ * 2 : n;
       std::unique_ptr<std::byte[]> fresh(new (std::nothrow) std::byte[cap]);
       if (!fresh) return Status(Errc::kResourceExhausted, "message buffer allocation failed");
-      std::memcpy(fresh.get(), data(), size_);
+      detail::bulkCopy(fresh.get(), data(), size_);
       heap_ = std::move(fresh);
       capacity_ = cap;
     }
@@ -77,7 +78,7 @@ class MessageBuffer {
   // than it has (else `storage` is freed).
   void adoptHeap(std::unique_ptr<std::byte[]> storage, size_t capacity) noexcept {
     if (!storage || capacity <= capacity_) return;
-    std::memcpy(storage.get(), data(), size_);
+    detail::bulkCopy(storage.get(), data(), size_);
     heap_ = std::move(storage);
     capacity_ = capacity;
   }
@@ -137,7 +138,7 @@ class OutMessage {
     size_t done = 0;
     Pieces p = pieces(offset, n);
     for (uint32_t i = 0; i < p.count; ++i) {
-      std::memcpy(out + done, p.at[i].data(), p.at[i].size());
+      detail::bulkCopy(out + done, p.at[i].data(), p.at[i].size());
       done += p.at[i].size();
     }
     return done;
@@ -273,7 +274,7 @@ class RemoteCall {
       borrowed_ = {static_cast<const std::byte*>(src), n};
       return;
     }
-    std::memcpy(dst, src, n);
+    detail::bulkCopy(dst, src, n);
   }
   void resultTailApart(std::vector<uint8_t>& value) noexcept { tailApart_ = &value; }
   Status invoke() noexcept {

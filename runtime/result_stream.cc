@@ -3,6 +3,7 @@
 // the final bytes in ReturnControl::resultReady while this thread copies them out.
 #include <algorithm>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/local_binding.h"
 
 namespace lrpc {
@@ -36,7 +37,7 @@ Status LocalBinding::copyStreamedResult(uint32_t index, uint32_t seq, std::span<
       if (s.code() != Errc::kPeerDied) abandon(index, seq, total);
       return s;
     }
-    out.insert(out.end(), p + done, p + done + c);
+    detail::appendBulk(out, p + done, c);
     done += c;
   }
   return {};

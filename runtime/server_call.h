@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/base/status.h"
 #include "runtime/codec.h"
 #include "runtime/contract.h"
@@ -90,7 +91,7 @@ class ServerCall {
         return;
       }
     }
-    if (n != 0) std::memcpy(dst, value.data(), n);
+    detail::bulkCopy(dst, value.data(), n);
     if constexpr (std::is_same_v<C, std::vector<uint8_t>>) keepResultStorage(value);
   }
   // The storage a path keeps from call to call for large Data results (lrpc::resultBuffer()):
@@ -249,7 +250,7 @@ inline Status copyArgBytes(ServerCall& call, std::span<const std::byte> tail, Va
   for (size_t done = 0; done < ref.length;) {
     size_t c = ref.length - done < kChunk ? ref.length - done : kChunk;
     if (Status s = call.awaitArgTail(size_t{ref.offset} + done + c); !s.isOk()) return s;
-    out.insert(out.end(), p + done, p + done + c);
+    detail::appendBulk(out, p + done, c);
     done += c;
   }
   return {};

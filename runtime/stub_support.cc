@@ -4,6 +4,8 @@
 #include <exception>
 #include <string>
 
+#include "runtime/base/bulk_copy.h"
+
 namespace lrpc::detail {
 
 namespace {
@@ -94,7 +96,7 @@ std::vector<uint8_t> takeArgument(std::span<const uint8_t> bytes) {
     if (std::vector<uint8_t>* copy = call->takeArgCopy(bytes); copy != nullptr) return std::move(*copy);
   }
   std::vector<uint8_t> out = resultBuffer();
-  out.assign(bytes.begin(), bytes.end());
+  detail::assignBulk(out, bytes.data(), bytes.size());
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/capability.h"
 #include "runtime/names.h"
 #include "runtime/base/log.h"
@@ -154,7 +155,7 @@ void UdpChannel::onDatagram(const Datagram& d) noexcept {
       finish(*p, std::move(s));
       return;
     }
-    if (!results.empty()) std::memcpy(p->reply->data(), results.data(), results.size());
+    lrpc::detail::bulkCopy(p->reply->data(), results.data(), results.size());
     finish(*p, Status());
     return;
   }

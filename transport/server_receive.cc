@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/base/bulk_copy.h"
 #include "runtime/cap_table.h"
 #include "runtime/callbacks.h"
 #include "runtime/names.h"
@@ -317,7 +318,7 @@ void UdpServer::onRequest(Session& s, const Packet& p) noexcept {
         slot.seq = h.seq - 1;  // no memory now: let a retransmission try again
         return;
       }
-      if (!p.payload.empty()) std::memcpy(slot.request->data(), p.payload.data(), p.payload.size());
+      lrpc::detail::bulkCopy(slot.request->data(), p.payload.data(), p.payload.size());
       schedule(s, slot);
       return;
     }
