@@ -26,7 +26,8 @@ void copyBackward(void* dst, const void* src, size_t n) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n), e);
   }
 #endif
-  // Under 64 bytes glibc uses vector moves at any distance.
+  // The last bytes (under 64), or all of them where there is no SSE2 and so no x86 rep movsb:
+  // glibc copies those at full speed at any distance.
   if (n != 0) std::memcpy(d, s, n);
 }
 

@@ -3,7 +3,7 @@
 // glibc before 2.39 (Debian 12 has 2.36) copies 2 KiB to 512 KiB with `rep movsb` on a CPU that
 // reports fast short rep-movsb (FSRM). On AMD Zen 3 that instruction runs about 15x slower when
 // the destination lies 1 to 31 bytes past the source modulo 4 KiB (glibc bug 30994): 2.5 GB/s
-// against 45 (bench/README.md, "Bulk: the copy's distance"). 16 bytes is exactly the distance
+// against 45 (bench/README.md, "The copy's distance"). 16 bytes is exactly the distance
 // between a page-aligned shared segment and a large std::vector, whose bytes start 16 bytes into
 // their page, so every large value lrpc copies in or out would pay it. Such a copy runs here
 // backwards, 64 bytes at a time, where no load follows a store to the same page offset; every
